@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The tag-matching engine. See doc/guides/tm.md for the picture; in short:
+ *
+ * Every entry lives in one chain of one hash table, keyed by (tag & mask, mask).
+ * Exact entries (mask all ones) and the wildcard entries of up to DPV_TM_MASK_CLASSES
+ * distinct masks ("mask classes") are found by one bucket lookup per live mask; the
+ * wildcard entries of any further masks sit in an overflow list searched linearly.
+ * Chains and the overflow list are appended to at ADD time, so each is in add order,
+ * and every entry carries a sequence number: the earliest eligible entry among the
+ * candidates of each class and of the overflow list is the MPI-ordered winner.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/tm_types.h>
+
+#include "dpv_tm.h"
+
+/* Distinct wildcard masks that get a hash class; MPI uses a handful (any source, any
+ * tag, both), so more classes would only lengthen every lookup. */
+#define DPV_TM_MASK_CLASSES 8u
+#define CLASS_EXACT 0xfeu
+#define CLASS_OVERFLOW 0xffu
+#define NIL UINT32_MAX
+
+enum entry_state {
+	ENTRY_IDLE = 0, /* never added, or its last life ended in a consumed/deleted state */
+	ENTRY_LISTED,
+	ENTRY_CONSUMED,
+	ENTRY_DELETED,
+};
+
+/* One tag-list entry, one cache line. Fields marked (post) are written by the post
+ * side while the handle is allocated but not yet executed; the rest by the device. */
+struct tm_entry {
+	uint64_t tag;        /* (post) */
+	uint64_t mask;       /* (post) */
+	uint64_t recv_wr_id; /* (post) */
+	uint64_t seq;        /* add order */
+	uint32_t next;       /* chain or overflow list */
+	uint32_t prev;
+	uint32_t need;       /* U when the ADD executed */
+	uint32_t bucket;     /* chain index; unused in the overflow list */
+	uint32_t num_sge;    /* (post) */
+	uint8_t state;       /* enum entry_state */
+	uint8_t cls;         /* mask class, CLASS_EXACT or CLASS_OVERFLOW */
+} __attribute__((aligned(64)));
+
+struct tm_chain {
+	uint32_t head;
+	uint32_t tail;
+};
+
+struct mask_class {
+	uint64_t mask;
+	uint32_t refs; /* entries listed in this class; 0: slot free */
+};
+
+struct dpv_tm {
+	/* Read-only after create. */
+	struct dpv_tm_config cfg;
+	uint32_t bucket_shift;  /* 64 - log2(buckets) */
+	uint32_t free_mask;     /* free ring size - 1 */
+	struct tm_entry *entries;
+	struct dpv_tm_sge *sges; /* max_sge per entry */
+	uint32_t *free_ring;     /* handles, FIFO */
+	uint8_t *allocated;      /* per handle: post sets, poll clears */
+
+	/* Post side. */
+	uint32_t free_head __attribute__((aligned(64)));
+	uint32_t ops_posted;
+
+	/* Poll side. */
+	uint32_t free_tail __attribute__((aligned(64)));
+
+	/* Device side. */
+	uint32_t ops_done __attribute__((aligned(64)));
+	uint32_t u; /* unexpected messages */
+	uint32_t s; /* last reported software count */
+	uint64_t next_seq;
+	uint32_t listed;
+	uint32_t nclasses; /* mask classes with refs > 0 */
+	struct mask_class classes[DPV_TM_MASK_CLASSES];
+	uint32_t overflow_head;
+	uint32_t overflow_tail;
+	struct tm_chain *buckets;
+	uint64_t n_adds, n_dels, n_del_errors, n_syncs;
+	uint64_t n_expected, n_unexpected, n_no_tag, n_rnr;
+};
+
+static inline uint32_t load_acquire(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void store_release(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+static inline bool eligible(const struct dpv_tm *tm, const struct tm_entry *e)
+{
+	return (int32_t)(tm->s - e->need) >= 0;
+}
+
+static inline uint32_t bucket_of(const struct dpv_tm *tm, uint64_t key, uint64_t mask)
+{
+	/* Multiply-shift over the masked tag with the mask folded in, so the classes of
+	 * one tag land in different chains. */
+	uint64_t h = (key ^ (mask * 0xff51afd7ed558ccdULL)) * 0x9e3779b97f4a7c15ULL;
+
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ULL;
+	return (uint32_t)(h >> tm->bucket_shift);
+}
+
+static uint32_t log2_ceil(uint32_t v)
+{
+	uint32_t b = 0;
+
+	while ((1u << b) < v)
+		b++;
+	return b;
+}
+
+int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
+{
+	struct dpv_tm *tm;
+	uint32_t n, bits, i;
+
+	if (cfg == NULL || out == NULL || cfg->max_num_tags == 0 ||
+	    cfg->max_num_tags > DPV_TM_MAX_TAGS_LIMIT || cfg->max_ops == 0 ||
+	    cfg->max_ops > DPV_TM_MAX_OPS_LIMIT || cfg->max_sge == 0 ||
+	    cfg->max_sge > DPV_TM_MAX_SGE_LIMIT)
+		return EINVAL;
+
+	tm = aligned_alloc(64, sizeof(*tm));
+	if (tm == NULL)
+		return ENOMEM;
+	memset(tm, 0, sizeof(*tm));
+	tm->cfg = *cfg;
+	if (tm->cfg.sync_threshold == 0)
+		tm->cfg.sync_threshold = DPV_TM_DEFAULT_SYNC_THRESHOLD;
+	n = cfg->max_num_tags;
+
+	/* As many chains as entries (at least 16): average chain length <= 1. */
+	bits = log2_ceil(n < 16 ? 16 : n);
+	tm->bucket_shift = 64 - bits;
+	tm->free_mask = (1u << log2_ceil(n)) - 1;
+
+	tm->entries = aligned_alloc(64, sizeof(*tm->entries) * n);
+	tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
+	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
+	tm->allocated = calloc(n, 1);
+	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
+	if (tm->entries == NULL || tm->sges == NULL || tm->free_ring == NULL ||
+	    tm->allocated == NULL || tm->buckets == NULL) {
+		dpv_tm_destroy(tm);
+		return ENOMEM;
+	}
+	memset(tm->entries, 0, sizeof(*tm->entries) * n);
+	memset(tm->buckets, 0xff, sizeof(*tm->buckets) << bits);
+	for (i = 0; i < n; i++)
+		tm->free_ring[i] = i;
+	tm->free_head = 0;
+	tm->free_tail = n;
+	tm->overflow_head = NIL;
+	tm->overflow_tail = NIL;
+	*out = tm;
+	return 0;
+}
+
+void dpv_tm_destroy(struct dpv_tm *tm)
+{
+	if (tm == NULL)
+		return;
+	free(tm->entries);
+	free(tm->sges);
+	free(tm->free_ring);
+	free(tm->allocated);
+	free(tm->buckets);
+	free(tm);
+}
+
+static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
+{
+	return h < tm->cfg.max_num_tags && __atomic_load_n(&tm->allocated[h], __ATOMIC_ACQUIRE);
+}
+
+int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
+{
+	struct tm_entry *e;
+	uint32_t h;
+
+	if ((op->flags & ~(DPV_TM_OP_F_SIGNALED | DPV_TM_OP_F_SYNC)) != 0)
+		return EINVAL;
+	switch (op->opcode) {
+	case DPV_TM_OP_ADD:
+		if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
+			return EINVAL;
+		break;
+	case DPV_TM_OP_DEL:
+		if (!handle_allocated(tm, op->handle))
+			return EINVAL;
+		break;
+	case DPV_TM_OP_SYNC:
+		break;
+	default:
+		return EINVAL;
+	}
+	if (tm->ops_posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops)
+		return ENOMEM;
+	if (op->opcode == DPV_TM_OP_ADD) {
+		if (tm->free_head == load_acquire(&tm->free_tail))
+			return ENOMEM;
+		h = tm->free_ring[tm->free_head & tm->free_mask];
+		store_release(&tm->free_head, tm->free_head + 1);
+		e = &tm->entries[h];
+		e->tag = op->tag;
+		e->mask = op->mask;
+		e->recv_wr_id = op->recv_wr_id;
+		e->num_sge = op->num_sge;
+		if (op->num_sge > 0)
+			memcpy(&tm->sges[(size_t)h * tm->cfg.max_sge], op->sg_list,
+			       sizeof(*op->sg_list) * op->num_sge);
+		__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
+		op->handle = h;
+	}
+	store_release(&tm->ops_posted, tm->ops_posted + 1);
+	return 0;
+}
+
+int dpv_tm_release(struct dpv_tm *tm, uint32_t handle)
+{
+	if (!handle_allocated(tm, handle))
+		return EINVAL;
+	__atomic_store_n(&tm->allocated[handle], 0, __ATOMIC_RELEASE);
+	tm->free_ring[tm->free_tail & tm->free_mask] = handle;
+	store_release(&tm->free_tail, tm->free_tail + 1);
+	return 0;
+}
+
+/* Device side from here on. */
+
+static uint8_t class_for(struct dpv_tm *tm, uint64_t mask)
+{
+	uint32_t i, spare = DPV_TM_MASK_CLASSES;
+
+	if (mask == DPV_TM_MASK_EXACT)
+		return CLASS_EXACT;
+	for (i = 0; i < DPV_TM_MASK_CLASSES; i++) {
+		if (tm->classes[i].refs == 0) {
+			if (spare == DPV_TM_MASK_CLASSES)
+				spare = i;
+		} else if (tm->classes[i].mask == mask) {
+			return (uint8_t)i;
+		}
+	}
+	if (spare == DPV_TM_MASK_CLASSES)
+		return CLASS_OVERFLOW;
+	tm->classes[spare].mask = mask;
+	tm->nclasses++;
+	return (uint8_t)spare;
+}
+
+static void list_append(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
+{
+	struct tm_entry *e = &entries[h];
+
+	e->next = NIL;
+	e->prev = *tail;
+	if (*tail == NIL)
+		*head = h;
+	else
+		entries[*tail].next = h;
+	*tail = h;
+}
+
+static void list_remove(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
+{
+	struct tm_entry *e = &entries[h];
+
+	if (e->prev == NIL)
+		*head = e->next;
+	else
+		entries[e->prev].next = e->next;
+	if (e->next == NIL)
+		*tail = e->prev;
+	else
+		entries[e->next].prev = e->prev;
+}
+
+static void entry_link(struct dpv_tm *tm, uint32_t h)
+{
+	struct tm_entry *e = &tm->entries[h];
+	struct tm_chain *c;
+
+	e->cls = class_for(tm, e->mask);
+	if (e->cls == CLASS_OVERFLOW) {
+		list_append(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
+	} else {
+		if (e->cls != CLASS_EXACT)
+			tm->classes[e->cls].refs++;
+		e->bucket = bucket_of(tm, e->tag & e->mask, e->mask);
+		c = &tm->buckets[e->bucket];
+		list_append(tm->entries, &c->head, &c->tail, h);
+	}
+	e->state = ENTRY_LISTED;
+	tm->listed++;
+}
+
+static void entry_unlink(struct dpv_tm *tm, uint32_t h, uint8_t new_state)
+{
+	struct tm_entry *e = &tm->entries[h];
+	struct tm_chain *c;
+
+	if (e->cls == CLASS_OVERFLOW) {
+		list_remove(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
+	} else {
+		c = &tm->buckets[e->bucket];
+		list_remove(tm->entries, &c->head, &c->tail, h);
+		if (e->cls != CLASS_EXACT && --tm->classes[e->cls].refs == 0)
+			tm->nclasses--;
+	}
+	e->state = new_state;
+	tm->listed--;
+}
+
+void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cqe *cqe)
+{
+	bool signaled = (op->flags & DPV_TM_OP_F_SIGNALED) != 0;
+	struct tm_entry *e;
+
+	if (op->flags & DPV_TM_OP_F_SYNC)
+		tm->s = op->unexpected_cnt;
+
+	cqe->wr_id = op->wr_id;
+	cqe->opcode = op->opcode;
+	cqe->status = DPV_TM_ST_SUCCESS;
+	cqe->flags = 0;
+	cqe->visible = signaled;
+	cqe->release = false;
+	cqe->handle = 0;
+
+	switch (op->opcode) {
+	case DPV_TM_OP_ADD:
+		cqe->handle = op->handle;
+		e = &tm->entries[op->handle];
+		e->need = tm->u;
+		e->seq = tm->next_seq++;
+		entry_link(tm, op->handle);
+		tm->n_adds++;
+		break;
+	case DPV_TM_OP_DEL:
+		cqe->handle = op->handle;
+		if (tm->entries[op->handle].state == ENTRY_LISTED) {
+			entry_unlink(tm, op->handle, ENTRY_DELETED);
+			cqe->release = true;
+			tm->n_dels++;
+		} else {
+			/* Consumed by a message first, or already deleted (SPEC §3). */
+			cqe->status = DPV_TM_ST_TM_ERR;
+			cqe->visible = true;
+			tm->n_del_errors++;
+		}
+		break;
+	default:
+		tm->n_syncs++;
+		break;
+	}
+	if (op->opcode != DPV_TM_OP_SYNC && tm->s != tm->u)
+		cqe->flags |= DPV_TM_CQE_F_SYNC_REQ;
+	store_release(&tm->ops_done, tm->ops_done + 1);
+}
+
+void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
+{
+	const uint8_t *p = payload;
+	uint64_t tag = 0;
+	uint32_t ctx = 0;
+	unsigned int i;
+
+	if (len < sizeof(struct ibv_tmh)) {
+		tmh->opcode = IBV_TMH_NO_TAG;
+		tmh->app_ctx = 0;
+		tmh->tag = 0;
+		return;
+	}
+	for (i = 0; i < sizeof(ctx); i++)
+		ctx = ctx << 8 | p[offsetof(struct ibv_tmh, app_ctx) + i];
+	for (i = 0; i < sizeof(tag); i++)
+		tag = tag << 8 | p[offsetof(struct ibv_tmh, tag) + i];
+	tmh->opcode = p[offsetof(struct ibv_tmh, opcode)];
+	tmh->app_ctx = ctx;
+	tmh->tag = tag;
+}
+
+/* The earliest eligible entry of one mask class (mask all ones: the exact class). */
+static uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
+{
+	const struct tm_entry *e;
+	uint64_t key = tag & mask;
+	uint32_t h;
+
+	for (h = tm->buckets[bucket_of(tm, key, mask)].head; h != NIL; h = e->next) {
+		e = &tm->entries[h];
+		if (e->mask == mask && (e->tag & mask) == key && eligible(tm, e))
+			return h;
+	}
+	return NIL;
+}
+
+static uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
+{
+	const struct tm_entry *e;
+	uint32_t best, h, i, seen;
+
+	best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
+	for (i = 0, seen = 0; seen < tm->nclasses; i++) {
+		if (tm->classes[i].refs == 0)
+			continue;
+		seen++;
+		h = find_in_class(tm, tag, tm->classes[i].mask);
+		if (h != NIL && (best == NIL || tm->entries[h].seq < tm->entries[best].seq))
+			best = h;
+	}
+	/* The overflow list is in add order: nothing past the best so far can win. */
+	for (h = tm->overflow_head; h != NIL; h = e->next) {
+		e = &tm->entries[h];
+		if (best != NIL && e->seq > tm->entries[best].seq)
+			break;
+		if (((tag ^ e->tag) & e->mask) == 0 && eligible(tm, e)) {
+			best = h;
+			break;
+		}
+	}
+	return best;
+}
+
+void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_available,
+		  struct dpv_tm_match *m)
+{
+	bool tagged = tmh->opcode == IBV_TMH_EAGER || tmh->opcode == IBV_TMH_RNDV;
+	struct tm_entry *e;
+	uint32_t h;
+
+	m->flags = 0;
+	if (tagged) {
+		h = find_entry(tm, tmh->tag);
+		if (h != NIL) {
+			e = &tm->entries[h];
+			entry_unlink(tm, h, ENTRY_CONSUMED);
+			m->kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
+							       : DPV_TM_EXPECTED_RNDV;
+			m->handle = h;
+			m->recv_wr_id = e->recv_wr_id;
+			m->sg_list = &tm->sges[(size_t)h * tm->cfg.max_sge];
+			m->num_sge = e->num_sge;
+			tm->n_expected++;
+			return;
+		}
+	}
+	m->handle = 0;
+	m->recv_wr_id = 0;
+	m->sg_list = NULL;
+	m->num_sge = 0;
+	if (!srq_wr_available) {
+		m->kind = DPV_TM_RNR;
+		tm->n_rnr++;
+		return;
+	}
+	if (!tagged) {
+		m->kind = DPV_TM_NO_TAG;
+		tm->n_no_tag++;
+		return;
+	}
+	m->kind = DPV_TM_UNEXPECTED;
+	tm->u++;
+	tm->n_unexpected++;
+	if (tm->u - tm->s > tm->cfg.sync_threshold)
+		m->flags = DPV_TM_CQE_F_SYNC_REQ;
+}
+
+uint32_t dpv_tm_unexpected(const struct dpv_tm *tm)
+{
+	return tm->u;
+}
+
+uint32_t dpv_tm_synced(const struct dpv_tm *tm)
+{
+	return tm->s;
+}
+
+void dpv_tm_stats_get(const struct dpv_tm *tm, struct dpv_tm_stats *st)
+{
+	st->adds = tm->n_adds;
+	st->dels = tm->n_dels;
+	st->del_errors = tm->n_del_errors;
+	st->syncs = tm->n_syncs;
+	st->expected = tm->n_expected;
+	st->unexpected = tm->n_unexpected;
+	st->no_tag = tm->n_no_tag;
+	st->rnr = tm->n_rnr;
+	st->listed = tm->listed;
+	st->allocated = tm->cfg.max_num_tags -
+			(load_acquire(&tm->free_tail) - load_acquire(&tm->free_head));
+}
