@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# The README's two commands, for a fresh Debian 12 machine as root:
+#   bash devtools/dpv.sh run    install what is missing, build, run the main job
+#   bash devtools/dpv.sh test   install what is missing, build every flavour, run every
+#                               test, end with one line "N passed, N failed"
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$top"
+
+build_pkgs=(gcc pkg-config meson ninja-build python3 libdpdk-dev libibverbs-dev
+	libnuma-dev libcmocka-dev)
+test_pkgs=(clang libclang-rt-14-dev valgrind)
+
+say() { printf '==> %s\n' "$*" >&2; }
+
+install_missing() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	if [ "$(id -u)" -ne 0 ]; then
+		say "missing packages: ${missing[*]}; run as root or install them"
+		exit 1
+	fi
+	say "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q "${missing[@]}" >/dev/null
+}
+
+# Hugepages for the tests that run EAL on them; the --no-huge runs need none.
+setup_hugepages() {
+	local want=256 have
+	[ "$(id -u)" -eq 0 ] || { say "not root: hugepages left as they are"; return 0; }
+	[ -w /proc/sys/vm/nr_hugepages ] || { say "no hugepage support: only --no-huge runs"; return 0; }
+	have=$(awk '/HugePages_Total/ {print $2}' /proc/meminfo)
+	if [ "${have:-0}" -lt "$want" ]; then
+		echo "$want" > /proc/sys/vm/nr_hugepages || true
+	fi
+	mkdir -p /dev/hugepages
+	mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages ||
+		say "could not mount hugetlbfs: hugepage runs will be skipped"
+	say "hugepages: $(awk '/HugePages_Free/ {print $2}' /proc/meminfo) free of 2 MiB"
+}
+
+configure() { # dir, then meson options
+	local dir=$1; shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson setup --reconfigure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}
+
+run_main() {
+	install_missing "${build_pkgs[@]}"
+	configure build
+	say "main job: the tag-matching benchmark (build/app/dpv-perf/dpv-perf tm)"
+	exec build/app/dpv-perf/dpv-perf tm "$@"
+}
+
+run_tests() {
+	local logs=() rc=0
+	install_missing "${build_pkgs[@]}" "${test_pkgs[@]}"
+	setup_hugepages
+
+	say "build: gcc, optimised"
+	configure build
+	meson test -C build --print-errorlogs --num-processes 2 || rc=1
+	logs+=(build/meson-logs/testlog.json)
+
+	say "unit tests under valgrind"
+	meson test -C build --setup valgrind --suite unit --print-errorlogs || rc=1
+	logs+=(build/meson-logs/testlog-valgrind.json)
+
+	say "build: gcc, AddressSanitizer + UndefinedBehaviorSanitizer"
+	configure build-asan -Dsanitize=true -Ddiff_steps=1000000
+	meson test -C build-asan --print-errorlogs --num-processes 2 || rc=1
+	logs+=(build-asan/meson-logs/testlog.json)
+
+	if command -v clang >/dev/null; then
+		say "build: clang, sanitizers, libFuzzer"
+		CC=clang configure build-fuzz -Dsanitize=true -Ddiff_steps=1000000
+		meson test -C build-fuzz --suite fuzz --print-errorlogs || rc=1
+		logs+=(build-fuzz/meson-logs/testlog.json)
+	fi
+
+	python3 devtools/test-summary.py "${logs[@]}" || rc=1
+	return $rc
+}
+
+case "${1:-}" in
+run) shift; run_main "$@" ;;
+test) run_tests ;;
+*) echo "usage: bash devtools/dpv.sh run [dpv-perf args] | test" >&2; exit 2 ;;
+esac
