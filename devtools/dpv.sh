@@ -11,7 +11,7 @@ cd "$top"
 
 build_pkgs=(gcc pkg-config meson ninja-build python3 libdpdk-dev libibverbs-dev
 	libnuma-dev libcmocka-dev)
-test_pkgs=(clang libclang-rt-14-dev valgrind)
+test_pkgs=(clang libclang-rt-14-dev valgrind tshark python3-scapy)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

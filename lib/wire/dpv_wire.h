@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * dpv_wire: RoCEv2 packets (IBTA Annex A17) over Ethernet / IPv4 / UDP 4791.
+ *
+ * Pure functions on byte buffers: no EAL, no allocation, no state. Builds and parses
+ * Ethernet, IPv4, UDP, BTH, RETH, AETH, DETH, ImmDt and the ICRC, which covers the IP
+ * header onwards with the fields routers may change masked to ones (A17.8.3). Every
+ * multi-byte field is read and written byte by byte in network order, so the code does
+ * not depend on the host's byte order or on alignment. Any thread may call anything.
+ */
+#ifndef DPV_WIRE_H
+#define DPV_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DPV_WIRE_ETH_LEN 14u
+#define DPV_WIRE_IPV4_LEN 20u
+#define DPV_WIRE_UDP_LEN 8u
+#define DPV_WIRE_BTH_LEN 12u
+#define DPV_WIRE_RETH_LEN 16u
+#define DPV_WIRE_AETH_LEN 4u
+#define DPV_WIRE_DETH_LEN 8u
+#define DPV_WIRE_IMM_LEN 4u
+#define DPV_WIRE_ICRC_LEN 4u
+/** Offset of the BTH in a frame. */
+#define DPV_WIRE_BTH_OFF (DPV_WIRE_ETH_LEN + DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN)
+/** Largest header stack dpverbs builds: Eth/IPv4/UDP/BTH/DETH or RETH/ImmDt. */
+#define DPV_WIRE_MAX_HDR_LEN (DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_RETH_LEN + \
+			      DPV_WIRE_IMM_LEN)
+/** The RoCEv2 UDP destination port. */
+#define DPV_WIRE_UDP_PORT 4791u
+#define DPV_WIRE_ETHERTYPE_IPV4 0x0800u
+#define DPV_WIRE_ETHERTYPE_ARP 0x0806u
+/** The default partition key, full membership. */
+#define DPV_WIRE_PKEY_DEFAULT 0xffffu
+/** PSNs are 24-bit. */
+#define DPV_WIRE_PSN_MASK 0xffffffu
+/** QP numbers are 24-bit. */
+#define DPV_WIRE_QPN_MASK 0xffffffu
+
+/** BTH opcodes dpverbs sends and receives (IBTA Table 38). */
+enum dpv_wire_opcode {
+	DPV_OP_RC_SEND_FIRST = 0x00,
+	DPV_OP_RC_SEND_MIDDLE = 0x01,
+	DPV_OP_RC_SEND_LAST = 0x02,
+	DPV_OP_RC_SEND_LAST_IMM = 0x03,
+	DPV_OP_RC_SEND_ONLY = 0x04,
+	DPV_OP_RC_SEND_ONLY_IMM = 0x05,
+	DPV_OP_RC_WRITE_FIRST = 0x06,
+	DPV_OP_RC_WRITE_MIDDLE = 0x07,
+	DPV_OP_RC_WRITE_LAST = 0x08,
+	DPV_OP_RC_WRITE_LAST_IMM = 0x09,
+	DPV_OP_RC_WRITE_ONLY = 0x0a,
+	DPV_OP_RC_WRITE_ONLY_IMM = 0x0b,
+	DPV_OP_RC_READ_REQUEST = 0x0c,
+	DPV_OP_RC_READ_RESP_FIRST = 0x0d,
+	DPV_OP_RC_READ_RESP_MIDDLE = 0x0e,
+	DPV_OP_RC_READ_RESP_LAST = 0x0f,
+	DPV_OP_RC_READ_RESP_ONLY = 0x10,
+	DPV_OP_RC_ACK = 0x11,
+	DPV_OP_UD_SEND_ONLY = 0x64,
+	DPV_OP_UD_SEND_ONLY_IMM = 0x65,
+};
+
+/** Extension headers an opcode carries (dpv_wire_opcode_info()). */
+enum dpv_wire_ext {
+	DPV_WIRE_EXT_RETH = 1u << 0,
+	DPV_WIRE_EXT_AETH = 1u << 1,
+	DPV_WIRE_EXT_DETH = 1u << 2,
+	DPV_WIRE_EXT_IMM = 1u << 3,
+	DPV_WIRE_EXT_PAYLOAD = 1u << 4, /**< the opcode may carry payload */
+	DPV_WIRE_EXT_VALID = 1u << 7,   /**< the opcode is one dpverbs knows */
+};
+
+/** AETH syndromes (IBTA 9.7.5.1.5 / Table 41): the top 3 bits say which kind. */
+enum dpv_wire_aeth {
+	DPV_AETH_ACK = 0x00,        /**< | credit count (5 bits) */
+	DPV_AETH_RNR_NAK = 0x20,    /**< | RNR timer code (5 bits) */
+	DPV_AETH_NAK_PSN_SEQ = 0x60,
+	DPV_AETH_NAK_INV_REQ = 0x61,
+	DPV_AETH_NAK_REM_ACCESS = 0x62,
+	DPV_AETH_NAK_REM_OP = 0x63,
+	DPV_AETH_NAK_INV_RD_REQ = 0x64,
+};
+
+/** Every field of a RoCEv2 packet's headers, host byte order. */
+struct dpv_wire_pkt {
+	uint8_t dst_mac[6];
+	uint8_t src_mac[6];
+	uint32_t src_ip;   /**< IPv4, host order */
+	uint32_t dst_ip;
+	uint8_t tos;       /**< DSCP << 2 | ECN */
+	uint8_t ttl;
+	uint16_t ip_id;
+	uint16_t udp_sport; /**< flow entropy (A17.5.1.2: a hash of the QPs) */
+	/* BTH */
+	uint8_t opcode;
+	bool solicited;
+	bool mig_req;
+	uint8_t pad;       /**< 0..3 bytes padding the payload to 4 (set by the builder) */
+	uint16_t pkey;
+	bool fecn;
+	bool becn;
+	uint32_t dest_qp;  /**< 24 bits */
+	bool ack_req;
+	uint32_t psn;      /**< 24 bits */
+	/* Extension headers, valid when the opcode carries them. */
+	uint64_t reth_va;
+	uint32_t reth_rkey;
+	uint32_t reth_len;
+	uint8_t aeth_syndrome;
+	uint32_t aeth_msn; /**< 24 bits */
+	uint32_t deth_qkey;
+	uint32_t deth_src_qp; /**< 24 bits */
+	uint32_t imm;      /**< ImmDt as a host-order number (verbs hands it big-endian) */
+	/* Filled by dpv_wire_parse(). */
+	uint16_t hdr_len;     /**< bytes from the frame start to the payload */
+	uint32_t payload_len; /**< bytes of payload, pad and ICRC excluded */
+};
+
+/** Why dpv_wire_parse() refused a frame; each is counted by the device. */
+enum dpv_wire_err {
+	DPV_WIRE_OK = 0,
+	DPV_WIRE_E_SHORT,      /**< shorter than its headers say */
+	DPV_WIRE_E_NOT_ROCE,   /**< not IPv4/UDP to port 4791 (not an error: not ours) */
+	DPV_WIRE_E_IP,         /**< IPv4 version, header length, fragment or checksum */
+	DPV_WIRE_E_LENGTH,     /**< IPv4 and UDP lengths disagree with the frame */
+	DPV_WIRE_E_OPCODE,     /**< BTH opcode dpverbs does not know */
+	DPV_WIRE_E_VERSION,    /**< BTH TVer not 0 */
+	DPV_WIRE_E_ICRC,       /**< ICRC mismatch */
+};
+
+/** Extension-header flags of an opcode (enum dpv_wire_ext); 0 for an unknown one. */
+uint8_t dpv_wire_opcode_info(uint8_t opcode);
+
+/** Bytes of headers (Ethernet to the last extension header) for an opcode; 0 if unknown. */
+uint32_t dpv_wire_hdr_len(uint8_t opcode);
+
+/** A printable name of an opcode, as tshark spells it ("RC Send Only"...). */
+const char *dpv_wire_opcode_name(uint8_t opcode);
+
+/**
+ * Write the headers of a packet carrying @p payload_len bytes.
+ *
+ * Fills IPv4 total length, identification and header checksum, UDP length (UDP
+ * checksum 0: allowed for RoCEv2 over IPv4), and the BTH pad count. The payload, pad
+ * bytes and ICRC are the caller's: write the payload right after the returned header
+ * length, then call dpv_wire_finish().
+ * @param buf  at least dpv_wire_hdr_len(p->opcode) bytes
+ * @param p    header fields (pad is computed, not read)
+ * @return the header length; 0 for an unknown opcode or a payload on an opcode
+ *         that carries none, or a frame above 65535 bytes.
+ */
+uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len);
+
+/**
+ * Total frame length of a packet: headers, payload, pad and ICRC.
+ */
+uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len);
+
+/**
+ * Compute the ICRC over a contiguous frame and write it after the pad bytes (which
+ * it zeroes).
+ * @param frame  the frame written by dpv_wire_write_headers() plus payload
+ * @param frame_len  dpv_wire_frame_len() of it, ICRC included
+ */
+void dpv_wire_finish(void *frame, uint32_t frame_len);
+
+/**
+ * Start an ICRC over the headers of a frame (IP to the end of the BTH, masked).
+ * Continue with dpv_wire_crc32() over the rest (extension headers, payload, pad) in as
+ * many pieces as it is stored in, then dpv_wire_icrc_final().
+ * @return the running CRC state
+ */
+uint32_t dpv_wire_icrc_begin(const void *frame);
+
+/** Continue a CRC-32 (IEEE 802.3, reflected) over @p len bytes. */
+uint32_t dpv_wire_crc32(uint32_t state, const void *data, size_t len);
+
+/** The ICRC value from a running state, as dpv_wire_icrc_put() stores it. */
+uint32_t dpv_wire_icrc_final(uint32_t state);
+
+/** Store an ICRC value at @p dst in wire order (least significant byte first). */
+void dpv_wire_icrc_put(void *dst, uint32_t icrc);
+
+/** Read an ICRC stored in wire order. */
+uint32_t dpv_wire_icrc_get(const void *src);
+
+/**
+ * Parse and check a frame: Ethernet, IPv4 (version, length, no fragments, checksum),
+ * UDP to 4791, BTH (known opcode, TVer 0), its extension headers and the ICRC.
+ * @param frame  the frame from its Ethernet header
+ * @param len    bytes in the frame (Ethernet padding beyond IPv4 total length is ignored)
+ * @param[out] p every header field, hdr_len and payload_len
+ * @return DPV_WIRE_OK or why the frame was refused.
+ */
+enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p);
+
+/** Short words for an enum dpv_wire_err, for counters and logs. */
+const char *dpv_wire_strerror(enum dpv_wire_err err);
+
+/** PSN arithmetic modulo 2^24: a - b as a signed distance in -2^23 .. 2^23-1. */
+static inline int32_t dpv_wire_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPV_WIRE_H */

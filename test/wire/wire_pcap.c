@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Writes a pcap of one frame per (opcode, payload length) that lib/wire builds, and on
+ * stdout a line per frame with its number, opcode and payload length, for
+ * check_pcap.py to compare with what tshark and scapy make of the file.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpv_wire.h"
+
+static const uint8_t opcodes[] = {
+	DPV_OP_RC_SEND_FIRST, DPV_OP_RC_SEND_MIDDLE, DPV_OP_RC_SEND_LAST,
+	DPV_OP_RC_SEND_LAST_IMM, DPV_OP_RC_SEND_ONLY, DPV_OP_RC_SEND_ONLY_IMM,
+	DPV_OP_RC_WRITE_FIRST, DPV_OP_RC_WRITE_MIDDLE, DPV_OP_RC_WRITE_LAST,
+	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
+	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
+	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
+	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
+};
+static const uint32_t lens[] = {0, 1, 3, 16, 257, 1024};
+
+static void put_le32(FILE *f, uint32_t v)
+{
+	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+
+	fwrite(b, 1, 4, f);
+}
+
+static void put_le16(FILE *f, uint16_t v)
+{
+	uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
+
+	fwrite(b, 1, 2, f);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t frame[2048];
+	struct dpv_wire_pkt p;
+	uint32_t n = 0, i, j, k, len, hdr;
+	FILE *f;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s OUT.pcap\n", argv[0]);
+		return 2;
+	}
+	f = fopen(argv[1], "wb");
+	if (f == NULL) {
+		perror(argv[1]);
+		return 1;
+	}
+	/* pcap global header: magic, 2.4, GMT, accuracy, snaplen, Ethernet */
+	put_le32(f, 0xa1b2c3d4);
+	put_le16(f, 2);
+	put_le16(f, 4);
+	put_le32(f, 0);
+	put_le32(f, 0);
+	put_le32(f, 65535);
+	put_le32(f, 1);
+	for (i = 0; i < sizeof(opcodes); i++) {
+		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			uint32_t plen = lens[j];
+
+			if (plen && !(dpv_wire_opcode_info(opcodes[i]) & DPV_WIRE_EXT_PAYLOAD))
+				continue;
+			memset(&p, 0, sizeof(p));
+			memcpy(p.dst_mac, "\x02\x00\x00\x00\x00\x02", 6);
+			memcpy(p.src_mac, "\x02\x00\x00\x00\x00\x01", 6);
+			p.src_ip = 0x7f000001 + 0x100 * 1; /* 127.0.1.1: loopback range */
+			p.dst_ip = 0x7f000001 + 0x100 * 2;
+			p.ttl = 64;
+			p.ip_id = (uint16_t)n;
+			p.udp_sport = (uint16_t)(0xc000 | n);
+			p.opcode = opcodes[i];
+			p.pkey = DPV_WIRE_PKEY_DEFAULT;
+			p.dest_qp = 0x11 + n;
+			p.ack_req = true;
+			p.psn = 0xfffff0 + n;
+			p.reth_va = 0x7f0000001000ULL + n;
+			p.reth_rkey = 0x1234;
+			p.reth_len = plen;
+			p.aeth_syndrome = DPV_AETH_ACK | 0x1f;
+			p.aeth_msn = n;
+			p.deth_qkey = 0x11111111;
+			p.deth_src_qp = 0x22;
+			p.imm = 0xcafe0000 + n;
+			hdr = dpv_wire_write_headers(frame, &p, plen);
+			if (hdr == 0) {
+				fprintf(stderr, "opcode %#x refused\n", opcodes[i]);
+				return 1;
+			}
+			for (k = 0; k < plen; k++)
+				frame[hdr + k] = (uint8_t)(k + n);
+			len = dpv_wire_frame_len(p.opcode, plen);
+			dpv_wire_finish(frame, len);
+			put_le32(f, n);
+			put_le32(f, 0);
+			put_le32(f, len);
+			put_le32(f, len);
+			fwrite(frame, 1, len, f);
+			printf("%u %u %u\n", ++n, opcodes[i], plen);
+		}
+	}
+	if (fclose(f) != 0) {
+		perror(argv[1]);
+		return 1;
+	}
+	return 0;
+}
