@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The driver registry and what every port does the same way: ARP (RFC 826) for its
+ * IPv4 address and its neighbours.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_arp.h>
+#include <rte_byteorder.h>
+#include <rte_cycles.h>
+#include <rte_ip.h>
+
+#include "dpv_port.h"
+
+#define MAX_DRIVERS 8
+
+static const struct dpv_port_ops *drivers[MAX_DRIVERS];
+
+void dpv_port_register(const struct dpv_port_ops *ops)
+{
+	for (unsigned int i = 0; i < MAX_DRIVERS; i++) {
+		if (drivers[i] == NULL) {
+			drivers[i] = ops;
+			return;
+		}
+	}
+}
+
+const struct dpv_port_ops *dpv_port_driver(const char *name)
+{
+	for (unsigned int i = 0; i < MAX_DRIVERS && drivers[i] != NULL; i++)
+		if (strcmp(drivers[i]->name, name) == 0)
+			return drivers[i];
+	return NULL;
+}
+
+int dpv_port_make_pool(struct dpv_port *port, unsigned int size)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+
+	snprintf(name, sizeof(name), "dpv_%.20s", port->name);
+	port->pool = rte_pktmbuf_pool_create(name, size, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					     port->socket);
+	return port->pool != NULL ? 0 : ENOMEM;
+}
+
+int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,
+		  unsigned int pool_size)
+{
+	port->ops = dpv_port_driver(driver);
+	if (port->ops == NULL)
+		return ENODEV;
+	return port->ops->open(port, args, pool_size);
+}
+
+void dpv_port_close(struct dpv_port *port)
+{
+	for (unsigned int i = 0; i < DPV_ARP_ENTRIES; i++) {
+		struct dpv_arp_entry *e = &port->arp[i];
+
+		rte_pktmbuf_free_bulk(e->hold, e->held);
+		e->held = 0;
+	}
+	if (port->ops != NULL)
+		port->ops->close(port);
+	rte_mempool_free(port->pool);
+	port->pool = NULL;
+}
+
+static struct dpv_arp_entry *arp_slot(struct dpv_port *port, uint32_t ip, bool create)
+{
+	uint32_t h = (ip * 2654435761u) >> 24; /* 256 entries */
+
+	for (unsigned int probe = 0; probe < DPV_ARP_ENTRIES; probe++) {
+		struct dpv_arp_entry *e = &port->arp[(h + probe) % DPV_ARP_ENTRIES];
+
+		if (e->ip == ip)
+			return e;
+		if (e->ip == 0) {
+			if (!create)
+				return NULL;
+			e->ip = ip;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_addr *dst_mac,
+		     uint32_t target_ip, const struct rte_ether_addr *target_mac)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(port->pool);
+	struct rte_ether_hdr *eth;
+	struct rte_arp_hdr *arp;
+
+	if (m == NULL)
+		return;
+	/* Padded to Ethernet's 60-byte minimum: virtual ports do not pad for us. */
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	memset(eth, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	arp = (struct rte_arp_hdr *)(eth + 1);
+	rte_ether_addr_copy(dst_mac, &eth->dst_addr);
+	rte_ether_addr_copy(&port->mac, &eth->src_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = RTE_ETHER_ADDR_LEN;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(op);
+	rte_ether_addr_copy(&port->mac, &arp->arp_data.arp_sha);
+	arp->arp_data.arp_sip = rte_cpu_to_be_32(port->ipv4);
+	rte_ether_addr_copy(target_mac, &arp->arp_data.arp_tha);
+	arp->arp_data.arp_tip = rte_cpu_to_be_32(target_ip);
+	if (port->ops->tx_burst(port, &m, 1) == 1) {
+		port->stats.tx_frames++;
+		if (op == RTE_ARP_OP_REQUEST)
+			port->stats.arp_requests_sent++;
+		else
+			port->stats.arp_replies_sent++;
+	} else {
+		rte_pktmbuf_free(m);
+		port->stats.tx_dropped++;
+	}
+}
+
+static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t now)
+{
+	static const struct rte_ether_addr bcast = {.addr_bytes = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
+	static const struct rte_ether_addr zero;
+
+	e->last_request_tsc = now;
+	arp_send(port, RTE_ARP_OP_REQUEST, &bcast, e->ip, &zero);
+}
+
+static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent = n ? port->ops->tx_burst(port, pkts, n) : 0;
+
+	port->stats.tx_frames += sent;
+	if (sent < n) {
+		port->stats.tx_dropped += n - sent;
+		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+	}
+	return sent;
+}
+
+static void arp_learn(struct dpv_port *port, uint32_t ip, const struct rte_ether_addr *mac,
+		      bool create)
+{
+	struct dpv_arp_entry *e = arp_slot(port, ip, create);
+
+	if (e == NULL)
+		return;
+	if (!e->resolved || !rte_is_same_ether_addr(&e->mac, mac)) {
+		rte_ether_addr_copy(mac, &e->mac);
+		e->resolved = true;
+		port->stats.arp_learned++;
+	}
+	for (unsigned int i = 0; i < e->held; i++)
+		rte_ether_addr_copy(mac, &rte_pktmbuf_mtod(e->hold[i], struct rte_ether_hdr *)->dst_addr);
+	send_now(port, e->hold, e->held);
+	e->held = 0;
+}
+
+static void arp_input(struct dpv_port *port, struct rte_mbuf *m)
+{
+	const struct rte_arp_hdr *arp;
+	uint32_t sip, tip;
+
+	if (rte_pktmbuf_data_len(m) < sizeof(struct rte_ether_hdr) + sizeof(*arp))
+		return;
+	arp = rte_pktmbuf_mtod_offset(m, const struct rte_arp_hdr *, sizeof(struct rte_ether_hdr));
+	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
+	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4)
+		return;
+	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
+	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
+	/* RFC 826: update a sender we know; add it if the request is for us. */
+	if (sip != 0)
+		arp_learn(port, sip, &arp->arp_data.arp_sha, tip == port->ipv4);
+	if (arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) && tip == port->ipv4)
+		arp_send(port, RTE_ARP_OP_REPLY, &arp->arp_data.arp_sha, sip,
+			 &arp->arp_data.arp_sha);
+}
+
+uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got = port->ops->rx_burst(port, pkts, n), kept = 0;
+
+	port->stats.rx_frames += got;
+	for (uint16_t i = 0; i < got; i++) {
+		struct rte_mbuf *m = pkts[i];
+		uint16_t type;
+
+		if (rte_pktmbuf_data_len(m) < sizeof(struct rte_ether_hdr)) {
+			port->stats.rx_not_ipv4++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		type = rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type;
+		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+			pkts[kept++] = m;
+			continue;
+		}
+		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+			arp_input(port, m);
+		else
+			port->stats.rx_not_ipv4++;
+		rte_pktmbuf_free(m);
+	}
+	return kept;
+}
+
+bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac)
+{
+	struct dpv_arp_entry *e;
+
+	if (ip == port->ipv4) {
+		rte_ether_addr_copy(&port->mac, mac);
+		return true;
+	}
+	e = arp_slot(port, ip, true);
+	if (e == NULL)
+		return false;
+	if (e->resolved) {
+		rte_ether_addr_copy(&e->mac, mac);
+		return true;
+	}
+	if (e->last_request_tsc == 0)
+		arp_request(port, e, rte_get_tsc_cycles());
+	return false;
+}
+
+uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t ready = 0;
+
+	for (uint16_t i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(eth + 1);
+		uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
+		struct dpv_arp_entry *e;
+
+		if (dpv_port_resolve(port, dst, &eth->dst_addr)) {
+			pkts[ready++] = m;
+			continue;
+		}
+		e = arp_slot(port, dst, true);
+		if (e != NULL && e->held < DPV_ARP_HOLD) {
+			e->hold[e->held++] = m;
+		} else {
+			port->stats.arp_unresolved_drops++;
+			rte_pktmbuf_free(m);
+		}
+	}
+	return send_now(port, pkts, ready);
+}
+
+void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc)
+{
+	uint64_t gap = rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS;
+
+	for (unsigned int i = 0; i < DPV_ARP_ENTRIES; i++) {
+		struct dpv_arp_entry *e = &port->arp[i];
+
+		if (e->ip != 0 && !e->resolved && e->held > 0 &&
+		    now_tsc - e->last_request_tsc >= gap)
+			arp_request(port, e, now_tsc);
+	}
+}

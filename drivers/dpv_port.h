@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * dpv_port: the one interface between the device and a wire.
+ *
+ * A port moves bursts of rte_mbuf frames in and out, has a MAC and an IPv4 address,
+ * answers ARP for its address and resolves its neighbours' MACs with ARP. Drivers
+ * register an ops table by name (ethdev: any rte_ethdev port; later a fault-injecting
+ * wrapper); DPDK's ethdev owns the hardware underneath (VFIO, BARs, interrupts).
+ *
+ * Threads: dpv_port_open()/close() from a control thread while no one polls the port.
+ * Everything else only from the port's owner thread (the device engine): no locks.
+ */
+#ifndef DPV_PORT_H
+#define DPV_PORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Neighbours a port remembers. */
+#define DPV_ARP_ENTRIES 256u
+/** Frames a port holds per unresolved neighbour while ARP runs. */
+#define DPV_ARP_HOLD 16u
+/** Milliseconds between ARP requests for a neighbour that has not answered. */
+#define DPV_ARP_RETRY_MS 200u
+
+struct dpv_port;
+
+/** What a driver implements. */
+struct dpv_port_ops {
+	const char *name;
+	/**
+	 * Open from a driver-specific argument string: fill port->mac, mtu, socket and
+	 * make the pool with dpv_port_make_pool() once the socket is known.
+	 */
+	int (*open)(struct dpv_port *port, const char *args, unsigned int pool_size);
+	uint16_t (*rx_burst)(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+	uint16_t (*tx_burst)(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+	/** Link state now: up, speed in Mb/s. */
+	void (*link)(struct dpv_port *port, bool *up, uint32_t *speed_mbps);
+	void (*close)(struct dpv_port *port);
+};
+
+/** Port counters (owner thread writes; others may read a stale snapshot). */
+struct dpv_port_stats {
+	uint64_t rx_frames, tx_frames, tx_dropped;
+	uint64_t rx_not_ipv4;  /**< frames neither ARP nor IPv4: dropped */
+	uint64_t arp_requests_sent, arp_replies_sent, arp_learned;
+	uint64_t arp_unresolved_drops; /**< frames dropped when ARP hold or table ran out */
+};
+
+struct dpv_arp_entry {
+	uint32_t ip;
+	struct rte_ether_addr mac;
+	bool resolved;
+	uint8_t held;
+	uint64_t last_request_tsc;
+	struct rte_mbuf *hold[DPV_ARP_HOLD];
+};
+
+struct dpv_port {
+	const struct dpv_port_ops *ops;
+	void *priv;               /**< the driver's */
+	char name[32];            /**< dpv0, dpv1... */
+	uint16_t ethdev_port;     /**< DPDK port id (ethdev driver) */
+	int socket;               /**< NUMA node of the port */
+	uint16_t mtu;             /**< IP MTU of the link */
+	struct rte_ether_addr mac;
+	uint32_t ipv4;            /**< host order */
+	struct rte_mempool *pool; /**< mbufs on the port's socket */
+	struct dpv_port_stats stats;
+	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
+};
+
+/** Register a driver (from a constructor); names are unique. */
+void dpv_port_register(const struct dpv_port_ops *ops);
+
+/** The registered driver of that name, or NULL. */
+const struct dpv_port_ops *dpv_port_driver(const char *name);
+
+/**
+ * Open a port with a driver.
+ * @param port     zeroed by the caller; name, ipv4 set by the caller
+ * @param driver   "ethdev"
+ * @param args     driver's arguments ("ethdev": the DPDK port id)
+ * @param pool_size mbufs in the port's pool
+ * @return 0; ENODEV unknown driver or port; EINVAL bad arguments; ENOMEM no pool;
+ *         or the driver's errno.
+ */
+int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,
+		  unsigned int pool_size);
+
+/**
+ * For drivers: create port->pool with @p size mbufs on port->socket.
+ * @return 0 or ENOMEM
+ */
+int dpv_port_make_pool(struct dpv_port *port, unsigned int size);
+
+/**
+ * Create two ethdev ports joined back to back by two rte_rings, so what one sends the
+ * other receives: two devices in one process without a kernel or a socket (a memif
+ * pair cannot meet within one process in DPDK 22.11: both ends share one socket
+ * object there).
+ * @param name    unique name stem ("pair0": ports pair0_a and pair0_b)
+ * @param socket  NUMA node for the rings
+ * @param[out] a, b  their ethdev port ids
+ * @return 0; EEXIST name in use; ENOMEM.
+ */
+int dpv_port_ring_pair(const char *name, int socket, uint16_t *a, uint16_t *b);
+
+/** Close a port: frees held frames and the pool. */
+void dpv_port_close(struct dpv_port *port);
+
+/**
+ * Receive IPv4 frames: ARP frames are answered and learned from and not returned;
+ * anything else that is not IPv4 is dropped and counted.
+ * @return frames in @p pkts (the caller frees them)
+ */
+uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * Send IPv4 frames whose Ethernet destination is to be resolved: each frame's
+ * destination MAC is filled from the ARP table from its IPv4 destination; frames to
+ * neighbours not yet resolved are held (DPV_ARP_HOLD per neighbour) and an ARP
+ * request goes out; they leave when the reply arrives. The port takes ownership of
+ * every frame: sent, held, or freed and counted.
+ * @return frames sent now
+ */
+uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+
+/** Re-send ARP requests for neighbours still unresolved (call from the poll loop). */
+void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc);
+
+/**
+ * MAC of a neighbour if known.
+ * @return true and @p mac set, or false (an ARP request is sent if none is pending)
+ */
+bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPV_PORT_H */

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The ethdev port: any rte_ethdev port (a VFIO-bound NIC whose BARs DPDK maps, memif,
+ * ring, af_packet, af_xdp, pcap), one RX and one TX queue, polled by the port's owner.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_ethdev.h>
+
+#include "dpv_port.h"
+
+#define RX_DESC 1024
+#define TX_DESC 1024
+
+static int ethdev_open(struct dpv_port *port, const char *args, unsigned int pool_size)
+{
+	struct rte_eth_conf conf;
+	struct rte_eth_dev_info info;
+	char *end;
+	unsigned long id;
+	uint16_t rxd = RX_DESC, txd = TX_DESC, mtu = RTE_ETHER_MTU;
+	int ret;
+
+	errno = 0;
+	id = strtoul(args, &end, 10);
+	if (errno != 0 || end == args || *end != '\0' || id >= RTE_MAX_ETHPORTS)
+		return EINVAL;
+	if (!rte_eth_dev_is_valid_port((uint16_t)id))
+		return ENODEV;
+	port->ethdev_port = (uint16_t)id;
+	port->socket = rte_eth_dev_socket_id(port->ethdev_port);
+	if (port->socket < 0)
+		port->socket = (int)rte_socket_id();
+	ret = rte_eth_dev_info_get(port->ethdev_port, &info);
+	if (ret != 0)
+		return -ret;
+	ret = dpv_port_make_pool(port, pool_size);
+	if (ret != 0)
+		return ret;
+
+	memset(&conf, 0, sizeof(conf));
+	ret = rte_eth_dev_configure(port->ethdev_port, 1, 1, &conf);
+	if (ret == 0)
+		ret = rte_eth_dev_adjust_nb_rx_tx_desc(port->ethdev_port, &rxd, &txd);
+	if (ret == 0)
+		ret = rte_eth_rx_queue_setup(port->ethdev_port, 0, rxd, (unsigned int)port->socket,
+					     NULL, port->pool);
+	if (ret == 0)
+		ret = rte_eth_tx_queue_setup(port->ethdev_port, 0, txd, (unsigned int)port->socket,
+					     NULL);
+	if (ret == 0)
+		ret = rte_eth_dev_start(port->ethdev_port);
+	if (ret != 0) {
+		rte_mempool_free(port->pool);
+		port->pool = NULL;
+		return ret < 0 ? -ret : ret;
+	}
+	/* Some virtual ports (ring) report no MTU; Ethernet's 1500 is then the answer. */
+	if (rte_eth_dev_get_mtu(port->ethdev_port, &mtu) != 0 || mtu == 0)
+		mtu = RTE_ETHER_MTU;
+	port->mtu = mtu;
+	rte_eth_macaddr_get(port->ethdev_port, &port->mac);
+	/* Ports without a MAC of their own (ring) get a locally administered one. */
+	if (rte_is_zero_ether_addr(&port->mac)) {
+		rte_eth_random_addr(port->mac.addr_bytes);
+	}
+	rte_eth_promiscuous_enable(port->ethdev_port);
+	return 0;
+}
+
+static uint16_t ethdev_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_rx_burst(port->ethdev_port, 0, pkts, n);
+}
+
+static uint16_t ethdev_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	return rte_eth_tx_burst(port->ethdev_port, 0, pkts, n);
+}
+
+static void ethdev_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(port->ethdev_port, &link) != 0) {
+		*up = false;
+		*speed_mbps = 0;
+		return;
+	}
+	*up = link.link_status == RTE_ETH_LINK_UP;
+	*speed_mbps = link.link_speed;
+}
+
+static void ethdev_close(struct dpv_port *port)
+{
+	rte_eth_dev_stop(port->ethdev_port);
+}
+
+static const struct dpv_port_ops ethdev_ops = {
+	.name = "ethdev",
+	.open = ethdev_open,
+	.rx_burst = ethdev_rx,
+	.tx_burst = ethdev_tx,
+	.link = ethdev_link,
+	.close = ethdev_close,
+};
+
+RTE_INIT(dpv_ethdev_register)
+{
+	dpv_port_register(&ethdev_ops);
+}

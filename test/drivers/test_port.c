@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * drivers/: two ethdev ports joined back to back (a ring pair) resolve each other with ARP, hold frames while they do,
+ * answer ARP for their own address only, and drop and count what is not IPv4.
+ * EAL arguments come from the command line (meson passes the memory mode).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <rte_arp.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+
+#include "dpv_port.h"
+
+static struct dpv_port a, b;
+static int eal_argc;
+static char **eal_argv;
+
+static int ports_up(void **state)
+{
+	bool up_a = false, up_b = false;
+	uint16_t pa, pb;
+	uint32_t speed;
+	char id_a[8], id_b[8];
+
+	(void)state;
+	if (rte_eal_init(eal_argc, eal_argv) < 0)
+		return -1;
+	if (dpv_port_ring_pair("pair0", (int)rte_socket_id(), &pa, &pb) != 0)
+		return -1;
+	snprintf(id_a, sizeof(id_a), "%u", pa);
+	snprintf(id_b, sizeof(id_b), "%u", pb);
+	strcpy(a.name, "dpv0");
+	strcpy(b.name, "dpv1");
+	a.ipv4 = RTE_IPV4(127, 0, 10, 1); /* never leaves the process */
+	b.ipv4 = RTE_IPV4(127, 0, 10, 2);
+	if (dpv_port_open(&a, "ethdev", id_a, 2047) != 0 ||
+	    dpv_port_open(&b, "ethdev", id_b, 2047) != 0)
+		return -1;
+	for (int i = 0; i < 5000 && !(up_a && up_b); i++) {
+		a.ops->link(&a, &up_a, &speed);
+		b.ops->link(&b, &up_b, &speed);
+		rte_delay_ms(1);
+	}
+	return up_a && up_b ? 0 : -1;
+}
+
+static int ports_down(void **state)
+{
+	(void)state;
+	dpv_port_close(&a);
+	dpv_port_close(&b);
+	rte_eal_cleanup();
+	return 0;
+}
+
+static struct rte_mbuf *ipv4_frame(struct dpv_port *from, uint32_t dst, uint8_t mark)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(from->pool);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+
+	assert_non_null(m);
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + sizeof(*ip) + 8);
+	memset(eth, 0, sizeof(*eth) + sizeof(*ip) + 8);
+	rte_ether_addr_copy(&from->mac, &eth->src_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + 8);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = rte_cpu_to_be_32(from->ipv4);
+	ip->dst_addr = rte_cpu_to_be_32(dst);
+	((uint8_t *)(ip + 1))[0] = mark;
+	return m;
+}
+
+/* Poll both ports (ARP is answered inside dpv_port_rx) until b has IPv4 frames. */
+static uint16_t pump(struct rte_mbuf **got, uint16_t max)
+{
+	uint16_t n = 0;
+
+	for (int i = 0; i < 2000 && n == 0; i++) {
+		struct rte_mbuf *junk[8];
+		uint16_t k = dpv_port_rx(&a, junk, 8);
+
+		rte_pktmbuf_free_bulk(junk, k);
+		n = dpv_port_rx(&b, got, max);
+		dpv_port_arp_tick(&a, rte_get_tsc_cycles());
+		rte_delay_us(100);
+	}
+	return n;
+}
+
+static void frames_wait_for_arp_then_arrive_with_the_right_mac(void **state)
+{
+	struct rte_mbuf *tx[3], *rx[8];
+	uint16_t n;
+
+	(void)state;
+	for (int i = 0; i < 3; i++)
+		tx[i] = ipv4_frame(&a, b.ipv4, (uint8_t)(10 + i));
+	/* b is unknown: all three are held and one ARP request leaves */
+	assert_int_equal(dpv_port_tx(&a, tx, 3), 0);
+	assert_int_equal(a.stats.arp_requests_sent, 1);
+	n = pump(rx, 8);
+	assert_int_equal(n, 3);
+	for (int i = 0; i < n; i++) {
+		const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(rx[i], struct rte_ether_hdr *);
+
+		assert_true(rte_is_same_ether_addr(&eth->dst_addr, &b.mac));
+		assert_int_equal(((const uint8_t *)(eth + 1))[sizeof(struct rte_ipv4_hdr)], 10 + i);
+	}
+	rte_pktmbuf_free_bulk(rx, n);
+	assert_int_equal(b.stats.arp_replies_sent, 1);
+	assert_int_equal(a.stats.arp_learned, 1);
+	/* b learned a from the request addressed to it */
+	assert_int_equal(b.stats.arp_learned, 1);
+}
+
+static void resolved_neighbours_go_out_at_once(void **state)
+{
+	struct rte_mbuf *tx = ipv4_frame(&a, b.ipv4, 99), *rx[4];
+	struct rte_ether_addr mac;
+
+	(void)state;
+	assert_true(dpv_port_resolve(&a, b.ipv4, &mac));
+	assert_true(rte_is_same_ether_addr(&mac, &b.mac));
+	assert_int_equal(dpv_port_tx(&a, &tx, 1), 1);
+	assert_int_equal(pump(rx, 4), 1);
+	rte_pktmbuf_free(rx[0]);
+}
+
+static void arp_for_another_address_is_not_answered(void **state)
+{
+	uint64_t replies = b.stats.arp_replies_sent;
+	struct rte_mbuf *tx = ipv4_frame(&a, RTE_IPV4(127, 0, 10, 77), 1), *rx[4];
+
+	(void)state;
+	assert_int_equal(dpv_port_tx(&a, &tx, 1), 0); /* held */
+	assert_int_equal(pump(rx, 4), 0);
+	assert_int_equal(b.stats.arp_replies_sent, replies);
+}
+
+static void non_ipv4_frames_are_dropped_and_counted(void **state)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(a.pool), *rx[4];
+	struct rte_ether_hdr *eth;
+	uint64_t before = b.stats.rx_not_ipv4;
+
+	(void)state;
+	assert_non_null(m);
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, 60);
+	memset(eth, 0, 60);
+	rte_ether_addr_copy(&b.mac, &eth->dst_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	assert_int_equal(a.ops->tx_burst(&a, &m, 1), 1);
+	assert_int_equal(pump(rx, 4), 0);
+	assert_int_equal(b.stats.rx_not_ipv4, before + 1);
+}
+
+static void unknown_driver_and_bad_port_are_refused(void **state)
+{
+	struct dpv_port p;
+
+	(void)state;
+	memset(&p, 0, sizeof(p));
+	strcpy(p.name, "dpvX");
+	assert_int_equal(dpv_port_open(&p, "nosuch", "0", 511), ENODEV);
+	assert_int_equal(dpv_port_open(&p, "ethdev", "12x", 511), EINVAL);
+	assert_int_equal(dpv_port_open(&p, "ethdev", "31", 511), ENODEV);
+	assert_int_equal(dpv_port_ring_pair("pair0", 0, &p.ethdev_port, &p.ethdev_port), EEXIST);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(frames_wait_for_arp_then_arrive_with_the_right_mac),
+		cmocka_unit_test(resolved_neighbours_go_out_at_once),
+		cmocka_unit_test(arp_for_another_address_is_not_answered),
+		cmocka_unit_test(non_ipv4_frames_are_dropped_and_counted),
+		cmocka_unit_test(unknown_driver_and_bad_port_are_refused),
+	};
+
+	eal_argc = argc;
+	eal_argv = argv;
+	return cmocka_run_group_tests_name("port", tests, ports_up, ports_down);
+}
