@@ -24,6 +24,8 @@
 #define CLASS_EXACT 0xfeu
 #define CLASS_OVERFLOW 0xffu
 #define NIL UINT32_MAX
+/* How many ADDs ahead dpv_tm_post() fetches the entry it will write. */
+#define TM_PREFETCH_ADDS 8u
 
 enum entry_state {
 	ENTRY_IDLE = 0, /* never added, or its last life ended in a consumed/deleted state */
@@ -79,14 +81,14 @@ struct dpv_tm {
 	uint32_t ops_done __attribute__((aligned(64)));
 	uint32_t u; /* unexpected messages */
 	uint32_t s; /* last reported software count */
-	uint64_t next_seq;
+	uint64_t next_seq; /* also the count of ADDs executed */
 	uint32_t listed;
 	uint32_t nclasses; /* mask classes with refs > 0 */
 	struct mask_class classes[DPV_TM_MASK_CLASSES];
 	uint32_t overflow_head;
 	uint32_t overflow_tail;
 	struct tm_chain *buckets;
-	uint64_t n_adds, n_dels, n_del_errors, n_syncs;
+	uint64_t n_dels, n_del_errors, n_syncs;
 	uint64_t n_expected, n_unexpected, n_no_tag, n_rnr;
 };
 
@@ -107,13 +109,11 @@ static inline bool eligible(const struct dpv_tm *tm, const struct tm_entry *e)
 
 static inline uint32_t bucket_of(const struct dpv_tm *tm, uint64_t key, uint64_t mask)
 {
-	/* Multiply-shift over the masked tag with the mask folded in, so the classes of
-	 * one tag land in different chains. */
-	uint64_t h = (key ^ (mask * 0xff51afd7ed558ccdULL)) * 0x9e3779b97f4a7c15ULL;
-
-	h ^= h >> 29;
-	h *= 0xbf58476d1ce4e5b9ULL;
-	return (uint32_t)(h >> tm->bucket_shift);
+	/* One multiply-shift (Fibonacci hashing): its top bits depend on every bit of the
+	 * input, so structured MPI tags (fields in fixed bit ranges) spread over all
+	 * chains. Adding the mask puts each class of one tag in a different chain. It is
+	 * on the critical path of every ADD and match, so it stays this short. */
+	return (uint32_t)(((key + mask) * 0x9e3779b97f4a7c15ULL) >> tm->bucket_shift);
 }
 
 static uint32_t log2_ceil(uint32_t v)
@@ -145,8 +145,10 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 		tm->cfg.sync_threshold = DPV_TM_DEFAULT_SYNC_THRESHOLD;
 	n = cfg->max_num_tags;
 
-	/* As many chains as entries (at least 16): average chain length <= 1. */
-	bits = log2_ceil(n < 16 ? 16 : n);
+	/* Four times as many chains as entries (at least 16): a chain holds a quarter
+	 * of an entry on average, so a lookup rarely visits an entry it does not want
+	 * and an ADD rarely has to touch another entry to append to its chain. */
+	bits = log2_ceil(n < 4 ? 16 : 4 * n);
 	tm->bucket_shift = 64 - bits;
 	tm->free_mask = (1u << log2_ceil(n)) - 1;
 
@@ -192,7 +194,7 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
 	struct tm_entry *e;
-	uint32_t h;
+	uint32_t h, ahead;
 
 	if ((op->flags & ~(DPV_TM_OP_F_SIGNALED | DPV_TM_OP_F_SYNC)) != 0)
 		return EINVAL;
@@ -217,14 +219,20 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 			return ENOMEM;
 		h = tm->free_ring[tm->free_head & tm->free_mask];
 		store_release(&tm->free_head, tm->free_head + 1);
+		/* Handles come back oldest first, so the entry and SGEs of a later ADD are
+		 * likely cold: start fetching those of the ADD a few ahead. A ring slot past
+		 * the tail holds an older handle, always a valid index, so reading it is safe
+		 * and measured cheaper than testing for it (doc/guides/tm-perf.md). */
+		ahead = tm->free_ring[(tm->free_head + TM_PREFETCH_ADDS - 1) & tm->free_mask];
+		__builtin_prefetch(&tm->entries[ahead], 1);
+		__builtin_prefetch(&tm->sges[(size_t)ahead * tm->cfg.max_sge], 1);
 		e = &tm->entries[h];
 		e->tag = op->tag;
 		e->mask = op->mask;
 		e->recv_wr_id = op->recv_wr_id;
 		e->num_sge = op->num_sge;
-		if (op->num_sge > 0)
-			memcpy(&tm->sges[(size_t)h * tm->cfg.max_sge], op->sg_list,
-			       sizeof(*op->sg_list) * op->num_sge);
+		for (uint32_t i = 0; i < op->num_sge; i++)
+			tm->sges[(size_t)h * tm->cfg.max_sge + i] = op->sg_list[i];
 		__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
 		op->handle = h;
 	}
@@ -244,7 +252,7 @@ int dpv_tm_release(struct dpv_tm *tm, uint32_t handle)
 
 /* Device side from here on. */
 
-static uint8_t class_for(struct dpv_tm *tm, uint64_t mask)
+static inline __attribute__((always_inline)) uint8_t class_for(struct dpv_tm *tm, uint64_t mask)
 {
 	uint32_t i, spare = DPV_TM_MASK_CLASSES;
 
@@ -265,7 +273,7 @@ static uint8_t class_for(struct dpv_tm *tm, uint64_t mask)
 	return (uint8_t)spare;
 }
 
-static void list_append(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
+static inline __attribute__((always_inline)) void list_append(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
 {
 	struct tm_entry *e = &entries[h];
 
@@ -278,7 +286,7 @@ static void list_append(struct tm_entry *entries, uint32_t *head, uint32_t *tail
 	*tail = h;
 }
 
-static void list_remove(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
+static inline __attribute__((always_inline)) void list_remove(struct tm_entry *entries, uint32_t *head, uint32_t *tail, uint32_t h)
 {
 	struct tm_entry *e = &entries[h];
 
@@ -292,7 +300,7 @@ static void list_remove(struct tm_entry *entries, uint32_t *head, uint32_t *tail
 		entries[e->next].prev = e->prev;
 }
 
-static void entry_link(struct dpv_tm *tm, uint32_t h)
+static inline __attribute__((always_inline)) void entry_link(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
@@ -311,7 +319,7 @@ static void entry_link(struct dpv_tm *tm, uint32_t h)
 	tm->listed++;
 }
 
-static void entry_unlink(struct dpv_tm *tm, uint32_t h, uint8_t new_state)
+static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm, uint32_t h, uint8_t new_state)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
@@ -351,7 +359,6 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 		e->need = tm->u;
 		e->seq = tm->next_seq++;
 		entry_link(tm, op->handle);
-		tm->n_adds++;
 		break;
 	case DPV_TM_OP_DEL:
 		cqe->handle = op->handle;
@@ -398,7 +405,7 @@ void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
 }
 
 /* The earliest eligible entry of one mask class (mask all ones: the exact class). */
-static uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
+static inline __attribute__((always_inline)) uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
 {
 	const struct tm_entry *e;
 	uint64_t key = tag & mask;
@@ -412,7 +419,7 @@ static uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t ma
 	return NIL;
 }
 
-static uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
+static inline __attribute__((always_inline)) uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
 {
 	const struct tm_entry *e;
 	uint32_t best, h, i, seen;
@@ -483,6 +490,31 @@ void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_a
 		m->flags = DPV_TM_CQE_F_SYNC_REQ;
 }
 
+void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
+			uint32_t srq_wrs, struct dpv_tm_match *m)
+{
+	uint32_t i;
+
+	/* Bring in every message's exact-class chain head, then the entries they name,
+	 * so the misses of a burst overlap instead of adding up. Matching itself stays in
+	 * arrival order: a message sees the list as the messages before it left it. */
+	if (n >= 4) {
+		for (i = 0; i < n; i++)
+			__builtin_prefetch(&tm->buckets[bucket_of(tm, tmh[i].tag, DPV_TM_MASK_EXACT)]);
+		for (i = 0; i < n; i++) {
+			uint32_t h = tm->buckets[bucket_of(tm, tmh[i].tag, DPV_TM_MASK_EXACT)].head;
+
+			if (h != NIL)
+				__builtin_prefetch(&tm->entries[h]);
+		}
+	}
+	for (i = 0; i < n; i++) {
+		dpv_tm_match(tm, &tmh[i], srq_wrs > 0, &m[i]);
+		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
+			srq_wrs--;
+	}
+}
+
 uint32_t dpv_tm_unexpected(const struct dpv_tm *tm)
 {
 	return tm->u;
@@ -495,7 +527,7 @@ uint32_t dpv_tm_synced(const struct dpv_tm *tm)
 
 void dpv_tm_stats_get(const struct dpv_tm *tm, struct dpv_tm_stats *st)
 {
-	st->adds = tm->n_adds;
+	st->adds = tm->next_seq;
 	st->dels = tm->n_dels;
 	st->del_errors = tm->n_del_errors;
 	st->syncs = tm->n_syncs;

@@ -232,6 +232,20 @@ void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_a
 		  struct dpv_tm_match *m);
 
 /**
+ * Decide a burst of incoming messages, as dpv_tm_match() would one after the other,
+ * with the memory of the whole burst fetched up front so its cache misses overlap.
+ *
+ * Device side.
+ * @param tmh     the messages' TMHs, in arrival order
+ * @param n       how many
+ * @param srq_wrs ordinary SRQ WRs available: each NO_TAG or UNEXPECTED message
+ *                consumes one; once none is left such messages get DPV_TM_RNR
+ * @param[out] m  a decision per message
+ */
+void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
+			uint32_t srq_wrs, struct dpv_tm_match *m);
+
+/**
  * Give a handle back: the application has seen the end of its entry.
  *
  * Poll side. Called when the poll side consumes a cqe with `release` set, or the last

@@ -74,6 +74,9 @@ struct event {
 };
 
 #define EVENT_RING 64u
+/* Largest burst of messages decided by one dpv_tm_match_burst() (its prefetch path
+ * starts at 4). */
+#define TM_DRIVE_BURST 8u
 
 struct tm_drive {
 	struct tm_drive_cfg cfg;
@@ -559,22 +562,20 @@ parse_tmh_plain(const uint8_t *p, size_t len, struct dpv_tm_tmh *t)
 		t->tag = t->tag << 8 | p[i];
 }
 
+/* Build one incoming message from the byte source into its event (tmh, len, avail),
+ * checking the engine's TMH parser against the plain one. */
 static bool
-message(struct tm_drive *d, struct tm_src *src)
+message_make(struct tm_drive *d, struct tm_src *src, struct event *e)
 {
 	static const uint8_t ops[16] = {
 		IBV_TMH_EAGER, IBV_TMH_EAGER, IBV_TMH_EAGER, IBV_TMH_EAGER, IBV_TMH_EAGER,
 		IBV_TMH_EAGER, IBV_TMH_RNDV, IBV_TMH_RNDV, IBV_TMH_RNDV, IBV_TMH_RNDV,
 		IBV_TMH_NO_TAG, IBV_TMH_NO_TAG, IBV_TMH_FIN, IBV_TMH_FIN, 4, 0,
 	};
-	struct event *e = new_event(d, A_MSG);
 	uint8_t payload[DPV_TM_TMH_SIZE + 8];
 	struct dpv_tm_tmh te, tr;
-	struct dpv_tm_match me, mr;
 	uint64_t tag;
 	uint32_t r, len, i;
-	char a[768], b[768];
-	bool expected;
 
 	r = tm_src_below(src, 16);
 	payload[0] = r == 15 ? tm_src_u8(src) : ops[r];
@@ -600,18 +601,22 @@ message(struct tm_drive *d, struct tm_src *src)
 	e->tmh = tr;
 	e->len = len;
 	e->avail = tm_src_below(src, 8) != 0;
-	if (te.opcode != tr.opcode || te.app_ctx != tr.app_ctx || te.tag != tr.tag) {
-		event_done(d, e);
+	if (te.opcode != tr.opcode || te.app_ctx != tr.app_ctx || te.tag != tr.tag)
 		return fail(d, "parse_tmh(len %" PRIu32 "): engine {opcode %u app_ctx %#" PRIx32
 			    " tag %#" PRIx64 "}, expected {opcode %u app_ctx %#" PRIx32 " tag %#"
 			    PRIx64 "}", len, te.opcode, te.app_ctx, te.tag, tr.opcode,
 			    tr.app_ctx, tr.tag);
-	}
-	memset(&me, 0x5a, sizeof(me));
-	dpv_tm_match(d->tm, &tr, e->avail, &me);
-	tm_ref_match(d->ref, &tr, e->avail, &mr);
-	e->m = mr;
-	event_done(d, e);
+	return true;
+}
+
+/* Compare the engine's decision for a message with the reference's and account it. */
+static bool
+message_check(struct tm_drive *d, struct dpv_tm_match me, const struct dpv_tm_match *pmr)
+{
+	struct dpv_tm_match mr = *pmr;
+	char a[768], b[768];
+	bool expected;
+
 	expected = mr.kind == DPV_TM_EXPECTED_EAGER || mr.kind == DPV_TM_EXPECTED_RNDV;
 	if (me.kind != mr.kind || me.flags != mr.flags || me.handle != mr.handle ||
 	    me.recv_wr_id != mr.recv_wr_id || me.num_sge != mr.num_sge ||
@@ -645,6 +650,61 @@ message(struct tm_drive *d, struct tm_src *src)
 	default:
 		d->want.rnr++;
 		break;
+	}
+	return true;
+}
+
+static bool
+message(struct tm_drive *d, struct tm_src *src)
+{
+	struct event *e = new_event(d, A_MSG);
+	struct dpv_tm_match me, mr;
+
+	if (!message_make(d, src, e)) {
+		event_done(d, e);
+		return false;
+	}
+	memset(&me, 0x5a, sizeof(me));
+	dpv_tm_match(d->tm, &e->tmh, e->avail, &me);
+	tm_ref_match(d->ref, &e->tmh, e->avail, &mr);
+	e->m = mr;
+	event_done(d, e);
+	return message_check(d, me, &mr);
+}
+
+/*
+ * A burst of up to TM_DRIVE_BURST messages: the engine decides it in one
+ * dpv_tm_match_burst() call, the reference one message after the other, each NO_TAG or
+ * unexpected message taking one of the burst's ordinary SRQ WRs while any is left.
+ */
+static bool
+message_burst(struct tm_drive *d, struct tm_src *src)
+{
+	struct dpv_tm_tmh tmh[TM_DRIVE_BURST];
+	struct dpv_tm_match me[TM_DRIVE_BURST], mr[TM_DRIVE_BURST];
+	uint32_t n = 1 + tm_src_below(src, TM_DRIVE_BURST), wrs, i;
+	struct event *e[TM_DRIVE_BURST];
+
+	wrs = tm_src_below(src, n + 2);
+	for (i = 0; i < n; i++) {
+		e[i] = new_event(d, A_MSG);
+		if (!message_make(d, src, e[i])) {
+			event_done(d, e[i]);
+			return false;
+		}
+		tmh[i] = e[i]->tmh;
+	}
+	memset(me, 0x5a, sizeof(me));
+	dpv_tm_match_burst(d->tm, tmh, n, wrs, me);
+	for (i = 0; i < n; i++) {
+		e[i]->avail = wrs > 0; /* the trace shows what the reference was offered */
+		tm_ref_match(d->ref, &tmh[i], wrs > 0, &mr[i]);
+		e[i]->m = mr[i];
+		event_done(d, e[i]);
+		if (mr[i].kind == DPV_TM_NO_TAG || mr[i].kind == DPV_TM_UNEXPECTED)
+			wrs--;
+		if (!message_check(d, me[i], &mr[i]))
+			return false;
 	}
 	return true;
 }
@@ -812,7 +872,7 @@ tm_drive_step(struct tm_drive *d, struct tm_src *src)
 			ok = exec_one(d);
 		break;
 	case A_MSG:
-		ok = message(d, src);
+		ok = tm_src_below(src, 4) == 0 ? message_burst(d, src) : message(d, src);
 		break;
 	case A_RELEASE:
 		if (d->nended > 0)

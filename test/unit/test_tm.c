@@ -2015,6 +2015,41 @@ stats_count_events(void **state)
 	dpv_tm_destroy(tm);
 }
 
+/*
+ * dpv_tm_match_burst() decides a burst as dpv_tm_match() would one message after the
+ * other: a message sees the list as the earlier ones left it (two messages of one tag
+ * take two entries in add order), and ordinary SRQ WRs run out mid-burst into RNR.
+ */
+static void
+match_burst_decides_in_arrival_order(void **state)
+{
+	struct dpv_tm *tm = tm_new(16, 16, 1, 0);
+	struct dpv_tm_tmh tmh[6];
+	struct dpv_tm_match m[6];
+	uint32_t h1, h2, u;
+
+	(void)state;
+	h1 = add_entry(tm, 7, DPV_TM_MASK_EXACT, 701);
+	h2 = add_entry(tm, 7, DPV_TM_MASK_EXACT, 702);
+	tmh[0] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 7 };
+	tmh[1] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_RNDV, .tag = 7 };
+	tmh[2] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 7 };   /* none left */
+	tmh[3] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_NO_TAG };
+	tmh[4] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 9 };   /* no WR left */
+	tmh[5] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_NO_TAG };
+	u = dpv_tm_unexpected(tm);
+	memset(m, POISON, sizeof(m));
+	dpv_tm_match_burst(tm, tmh, 6, 2, m);
+	assert_expected(&m[0], DPV_TM_EXPECTED_EAGER, h1, 701);
+	assert_expected(&m[1], DPV_TM_EXPECTED_RNDV, h2, 702);
+	assert_not_expected(&m[2], DPV_TM_UNEXPECTED, 0);
+	assert_not_expected(&m[3], DPV_TM_NO_TAG, 0);
+	assert_not_expected(&m[4], DPV_TM_RNR, 0);
+	assert_not_expected(&m[5], DPV_TM_RNR, 0);
+	assert_int_equal(dpv_tm_unexpected(tm), u + 1);
+	dpv_tm_destroy(tm);
+}
+
 int
 main(void)
 {
@@ -2079,6 +2114,7 @@ main(void)
 		cmocka_unit_test(max_tags_limit_1048575_creates_and_fills),
 		cmocka_unit_test(hash_collisions_keep_order),
 		cmocka_unit_test(stats_count_events),
+		cmocka_unit_test(match_burst_decides_in_arrival_order),
 	};
 
 	return cmocka_run_group_tests_name("tm_rules", tests, NULL, NULL);
