@@ -24,8 +24,6 @@
 #define CLASS_EXACT 0xfeu
 #define CLASS_OVERFLOW 0xffu
 #define NIL UINT32_MAX
-/* How many ADDs ahead dpv_tm_post() fetches the entry it will write. */
-#define TM_PREFETCH_ADDS 8u
 
 enum entry_state {
 	ENTRY_IDLE = 0, /* never added, or its last life ended in a consumed/deleted state */
@@ -194,7 +192,7 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
 	struct tm_entry *e;
-	uint32_t h, ahead;
+	uint32_t h;
 
 	if ((op->flags & ~(DPV_TM_OP_F_SIGNALED | DPV_TM_OP_F_SYNC)) != 0)
 		return EINVAL;
@@ -219,13 +217,6 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 			return ENOMEM;
 		h = tm->free_ring[tm->free_head & tm->free_mask];
 		store_release(&tm->free_head, tm->free_head + 1);
-		/* Handles come back oldest first, so the entry and SGEs of a later ADD are
-		 * likely cold: start fetching those of the ADD a few ahead. A ring slot past
-		 * the tail holds an older handle, always a valid index, so reading it is safe
-		 * and measured cheaper than testing for it (doc/guides/tm-perf.md). */
-		ahead = tm->free_ring[(tm->free_head + TM_PREFETCH_ADDS - 1) & tm->free_mask];
-		__builtin_prefetch(&tm->entries[ahead], 1);
-		__builtin_prefetch(&tm->sges[(size_t)ahead * tm->cfg.max_sge], 1);
 		e = &tm->entries[h];
 		e->tag = op->tag;
 		e->mask = op->mask;
