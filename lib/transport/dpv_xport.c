@@ -1,0 +1,675 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The device side of the transport: memory-region checks, CQs, SRQs (and their TM
+ * ops), building and sending frames, the loopback of frames a device sends itself,
+ * and the rx / tx / tick loops that hand packets to the requester, responder and
+ * completer (dpv_xport_req.c, _resp.c, _comp.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+
+#include "dpv_xport_priv.h"
+
+/* ---- memory regions (IBTA 10.6: the key, the PD, the range, the access) ---- */
+
+const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				  uint64_t addr, uint64_t len, uint32_t access)
+{
+	const struct dpv_mr *mr;
+	uint32_t idx = key >> 8;
+
+	if (idx >= DPV_MAX_MR)
+		return NULL;
+	mr = __atomic_load_n(&t->slot[idx], __ATOMIC_ACQUIRE);
+	/* The key carries the generation, so a stale key does not name a reused slot. */
+	if (mr == NULL || mr->lkey != key || mr->pd != pd || (mr->access & access) != access)
+		return NULL;
+	if (len == 0)
+		return mr;
+	if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
+		return NULL;
+	return mr;
+}
+
+/* Copy @p len bytes between a scatter list, from byte @p off of it, and a buffer: out
+ * of the list into @p dst, or into the list from @p src. Each piece is checked against
+ * its key first (IBTA 10.6), so nothing outside a region is touched. */
+static uint8_t sgl_copy(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+			uint32_t pd, uint32_t access, uint64_t off, const uint8_t *src,
+			uint8_t *dst, uint32_t len)
+{
+	uint32_t i, done = 0;
+
+	for (i = 0; i < nsge && done < len; i++) {
+		uint64_t n;
+		void *mem;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		n = sge[i].length - off;
+		if (n > len - done)
+			n = len - done;
+		if (dpv_mr_check(x->mrs, sge[i].lkey, pd, sge[i].addr + off, n, access) == NULL)
+			return DPV_WC_LOC_PROT_ERR;
+		mem = (void *)(uintptr_t)(sge[i].addr + off);
+		if (dst != NULL)
+			memcpy(dst + done, mem, n);
+		else
+			memcpy(mem, src + done, n);
+		done += (uint32_t)n;
+		off = 0;
+	}
+	return done == len ? DPV_WC_SUCCESS : DPV_WC_LOC_LEN_ERR;
+}
+
+uint8_t xp_sgl_scatter(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+		       uint32_t pd, uint64_t off, const void *src, uint32_t len)
+{
+	return sgl_copy(x, sge, nsge, pd, DPV_ACCESS_LOCAL_WRITE, off, src, NULL, len);
+}
+
+uint8_t xp_sgl_gather(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+		      uint32_t pd, uint64_t off, void *dst, uint32_t len)
+{
+	return sgl_copy(x, sge, nsge, pd, 0, off, NULL, dst, len);
+}
+
+/* ---- completion queues (IBTA 11.4.2) ---- */
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static void *ring_alloc(int socket, uint32_t count, uint32_t slot_size, uint32_t nrings)
+{
+	size_t each = dpv_ring_memsize(count, slot_size);
+
+	if (each == 0)
+		return NULL;
+	return rte_malloc_socket("dpv_ring", each * nrings, DPV_CACHE_LINE, socket);
+}
+
+int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out)
+{
+	struct dpv_cq *cq;
+	uint32_t count;
+	void *mem;
+
+	if (cqe == 0 || cqe > DPV_MAX_CQE)
+		return EINVAL;
+	count = pow2_at_least(cqe);
+	cq = rte_zmalloc_socket("dpv_cq", sizeof(*cq), DPV_CACHE_LINE, x->port->socket);
+	mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
+	if (cq == NULL || mem == NULL) {
+		rte_free(cq);
+		rte_free(mem);
+		return ENOMEM;
+	}
+	cq->ring = dpv_ring_init(mem, count, sizeof(struct dpv_cqe));
+	cq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
+	*out = cq;
+	return 0;
+}
+
+void dpv_cq_destroy(struct dpv_cq *cq)
+{
+	if (cq == NULL)
+		return;
+	rte_free(cq->ring);
+	rte_free(cq);
+}
+
+bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
+{
+	uint32_t first, armed;
+
+	if (dpv_ring_reserve(cq->ring, 1, &first) == 0) {
+		cq->overflows++;
+		return false;
+	}
+	memcpy(dpv_ring_slot(cq->ring, first), cqe, sizeof(*cqe));
+	dpv_ring_commit(cq->ring, 1);
+	/* IBTA 11.4.2: an arming fires once, on any completion or (solicited-only) on
+	 * the next solicited one; it is cleared before the call so the callee may re-arm. */
+	armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
+	if (armed == 1 || (armed == 2 && solicited)) {
+		__atomic_store_n(&cq->armed, 0, __ATOMIC_RELEASE);
+		if (cq->notify != NULL)
+			cq->notify(cq, cq->notify_arg);
+	}
+	return true;
+}
+
+void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
+	       bool solicited)
+{
+	/* IBTA 11.4.2: a completion in error wakes a solicited-only waiter too. */
+	if (!dpv_cq_push(cq, cqe, solicited || cqe->status != DPV_WC_SUCCESS))
+		x->stats.cq_overflows++;
+}
+
+/* ---- shared receive queues (IBTA 10.2) ---- */
+
+int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out)
+{
+	struct dpv_srq *srq;
+	uint32_t count;
+	void *mem;
+	int ret;
+
+	if (init->max_wr == 0 || init->max_wr > DPV_MAX_SRQ_WR || init->max_sge == 0 ||
+	    init->max_sge > DPV_MAX_SGE || init->lanes == 0 || init->lanes > DPV_LANES_MAX ||
+	    init->limit > init->max_wr || (init->tm != NULL && init->cq == NULL))
+		return EINVAL;
+	srq = rte_zmalloc_socket("dpv_srq", sizeof(*srq), DPV_CACHE_LINE, x->port->socket);
+	if (srq == NULL)
+		return ENOMEM;
+	srq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
+	srq->pd = init->pd;
+	srq->max_wr = init->max_wr;
+	srq->max_sge = init->max_sge;
+	srq->limit = init->limit;
+	srq->cq = init->cq;
+	/* Every lane holds max_wr, so that only the SRQ-wide count (lib/verbs checks it
+	 * against max_wr) refuses a post, whichever thread posts. */
+	count = pow2_at_least(init->max_wr);
+	mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_rwqe), init->lanes);
+	if (mem == NULL) {
+		ret = ENOMEM;
+		goto fail;
+	}
+	ret = dpv_lanes_init(&srq->lanes, mem, init->lanes, count, sizeof(struct dpv_rwqe));
+	if (ret != 0) {
+		rte_free(mem);
+		goto fail;
+	}
+	if (init->tm != NULL) {
+		ret = dpv_tm_create(init->tm, &srq->tm);
+		if (ret != 0)
+			goto fail;
+		count = pow2_at_least(init->tm->max_ops);
+		mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_tm_op), init->lanes);
+		if (mem == NULL) {
+			ret = ENOMEM;
+			goto fail;
+		}
+		ret = dpv_lanes_init(&srq->tm_ops, mem, init->lanes, count,
+				     sizeof(struct dpv_tm_op));
+		if (ret != 0) {
+			rte_free(mem);
+			goto fail;
+		}
+	}
+	*out = srq;
+	return 0;
+fail:
+	dpv_srq_destroy(x, srq);
+	return ret;
+}
+
+void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq)
+{
+	(void)x;
+	if (srq == NULL)
+		return;
+	/* Lanes were laid out in one block starting at lane 0. */
+	if (srq->lanes.nlanes)
+		rte_free(srq->lanes.lane[0]);
+	if (srq->tm_ops.nlanes)
+		rte_free(srq->tm_ops.lane[0]);
+	dpv_tm_destroy(srq->tm);
+	rte_free(srq);
+}
+
+bool xp_srq_ready(struct dpv_srq *srq)
+{
+	uint32_t i, first;
+
+	for (i = 0; i < srq->lanes.nlanes; i++)
+		if (dpv_ring_peek(srq->lanes.lane[i], 1, &first) != 0)
+			return true;
+	return false;
+}
+
+static void recv_copy(struct xp_recv *r, const struct dpv_rwqe *w, uint32_t pd)
+{
+	uint32_t i;
+
+	r->wr_id = w->wr_id;
+	/* lib/verbs refuses more than max_sge at post; a slot never makes the device read
+	 * beyond its own array. */
+	r->num_sge = w->num_sge < DPV_MAX_SGE ? w->num_sge : DPV_MAX_SGE;
+	r->cap = 0;
+	for (i = 0; i < r->num_sge; i++) {
+		r->sge[i] = w->sge[i];
+		r->cap += w->sge[i].length;
+	}
+	r->pd = pd;
+}
+
+static bool srq_take_one(void *slot, uint32_t lane, void *arg)
+{
+	struct xp_recv *r = arg;
+
+	(void)lane;
+	recv_copy(r, slot, r->pd);
+	return true;
+}
+
+bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r)
+{
+	struct dpv_srq *srq = q->qp.init.srq;
+	uint32_t first, posted, limit;
+
+	(void)x;
+	memset(r, 0, offsetof(struct xp_recv, sge));
+	if (srq == NULL) {
+		if (dpv_ring_peek(q->qp.rq, 1, &first) == 0)
+			return false;
+		recv_copy(r, dpv_ring_slot(q->qp.rq, first), q->qp.init.pd);
+		dpv_ring_release(q->qp.rq, 1);
+		r->active = true;
+		return true;
+	}
+	/* The SRQ's lanes are drained in turn; each lane is FIFO (SPEC §1). */
+	r->pd = srq->pd;
+	if (dpv_lanes_drain(&srq->lanes, 1, srq_take_one, r) == 0)
+		return false;
+	r->active = true;
+	posted = __atomic_sub_fetch(&srq->posted, 1, __ATOMIC_ACQ_REL);
+	/* The SRQ limit (ibv_modify_srq(3)) is one-shot: the device disarms it as it fires. */
+	limit = __atomic_load_n(&srq->limit, __ATOMIC_ACQUIRE);
+	if (limit != 0 && posted < limit) {
+		__atomic_store_n(&srq->limit, 0, __ATOMIC_RELEASE);
+		if (srq->limit_event != NULL)
+			srq->limit_event(srq, srq->limit_arg);
+	}
+	return true;
+}
+
+struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
+{
+	const struct dpv_srq *srq = q->qp.init.srq;
+
+	/* SPEC §2: the CQ of a TM SRQ receives every completion of its messages. */
+	return srq != NULL && srq->tm != NULL ? srq->cq : q->qp.init.recv_cq;
+}
+
+/* Op execution: a TM op's completion needs a CQ slot, checked before it runs so that
+ * an op whose completion could not be written stays posted. */
+struct srq_ops_ctx {
+	struct dpv_xport *x;
+	struct dpv_srq *srq;
+};
+
+static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
+{
+	static const uint8_t wc_opcode[] = {
+		[DPV_TM_OP_ADD] = DPV_WC_TM_ADD,
+		[DPV_TM_OP_DEL] = DPV_WC_TM_DEL,
+		[DPV_TM_OP_SYNC] = DPV_WC_TM_SYNC,
+	};
+	struct srq_ops_ctx *c = arg;
+	const struct dpv_tm_op *op = slot;
+	struct dpv_tm_cqe t;
+	struct dpv_cqe cqe;
+	uint32_t first;
+
+	(void)lane;
+	if (dpv_ring_reserve(c->srq->cq->ring, 1, &first) == 0)
+		return false;
+	dpv_tm_exec(c->srq->tm, op, &t);
+	if (!t.visible && !t.release)
+		return true;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = t.wr_id;
+	cqe.tm_handle = t.handle;
+	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
+	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
+	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)
+		cqe.flags |= DPV_WC_F_TM_SYNC_REQ;
+	if (t.release)
+		cqe.flags |= DPV_WC_F_TM_RELEASE;
+	/* An unsignaled DEL still ends its entry: the poll side releases and skips it. */
+	if (!t.visible)
+		cqe.flags |= DPV_WC_F_HIDDEN;
+	xp_cq_put(c->x, c->srq->cq, &cqe, false);
+	return true;
+}
+
+uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
+{
+	struct srq_ops_ctx c = {.x = x, .srq = srq};
+
+	if (srq->tm == NULL)
+		return 0;
+	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, &c);
+}
+
+/* ---- frames ---- */
+
+uint32_t xp_active_mtu(const struct dpv_port *port)
+{
+	/* RoCEv2 bytes around a payload inside the IP MTU: IPv4, UDP, BTH, the largest
+	 * extension headers (RETH + ImmDt), ICRC. */
+	const uint32_t ip_over = DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN + DPV_WIRE_BTH_LEN +
+				 DPV_WIRE_RETH_LEN + DPV_WIRE_IMM_LEN + DPV_WIRE_ICRC_LEN;
+	uint32_t room = UINT32_MAX, mtu;
+
+	if (port->pool != NULL)
+		room = rte_pktmbuf_data_room_size(port->pool) - RTE_PKTMBUF_HEADROOM;
+	for (mtu = 4096; mtu > 256; mtu >>= 1)
+		if (mtu + ip_over <= port->mtu && DPV_WIRE_ETH_LEN + mtu + ip_over <= room)
+			break;
+	return mtu;
+}
+
+uint8_t dpv_xport_active_mtu(const struct dpv_xport *x)
+{
+	uint32_t mtu = xp_active_mtu(x->port);
+	uint8_t n = 1;
+
+	while ((256u << (n - 1)) < mtu)
+		n++;
+	return n;
+}
+
+/* IBTA A17.5.1.2: the UDP source port carries flow entropy. One hash of the two QP
+ * numbers, the same both ways, so a connection is one flow in each direction. */
+static uint16_t flow_sport(uint32_t a, uint32_t b)
+{
+	uint32_t h = ((a + b) ^ ((a ^ b) << 13)) * 2654435761u;
+
+	return (uint16_t)(0xc000u | ((h >> 16) & 0x3fffu));
+}
+
+void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
+		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl)
+{
+	const struct dpv_port *port = x->port;
+
+	memset(p, 0, sizeof(*p));
+	/* The port fills the destination MAC from ARP; a frame to ourselves never leaves. */
+	if (dst_ip == port->ipv4)
+		memcpy(p->dst_mac, port->mac.addr_bytes, 6);
+	memcpy(p->src_mac, port->mac.addr_bytes, 6);
+	p->src_ip = port->ipv4;
+	p->dst_ip = dst_ip;
+	p->tos = tos;
+	p->ttl = ttl != 0 ? ttl : 64;
+	p->ip_id = x->ip_id++;
+	p->udp_sport = flow_sport(src_qpn, dest_qpn);
+	p->opcode = opcode;
+	p->pkey = DPV_WIRE_PKEY_DEFAULT;
+	p->dest_qp = dest_qpn & DPV_WIRE_QPN_MASK;
+	p->psn = psn & DPV_WIRE_PSN_MASK;
+}
+
+struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
+				uint32_t payload_len, uint8_t **payload)
+{
+	uint32_t flen = dpv_wire_frame_len(p->opcode, payload_len), hl;
+	struct rte_mbuf *m = rte_pktmbuf_alloc(x->port->pool);
+	uint8_t *buf;
+
+	if (m == NULL) {
+		x->stats.tx_no_mbuf++;
+		return NULL;
+	}
+	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)flen);
+	hl = buf != NULL && flen <= UINT16_MAX ? dpv_wire_write_headers(buf, p, payload_len) : 0;
+	if (hl == 0) {
+		/* The MTU is clamped to what one mbuf holds: this is a bug, not a state. */
+		rte_pktmbuf_free(m);
+		x->stats.tx_no_mbuf++;
+		return NULL;
+	}
+	*payload = buf + hl;
+	return m;
+}
+
+static void tx_flush(struct dpv_xport *x)
+{
+	if (x->ntx == 0)
+		return;
+	dpv_port_tx(x->port, x->txb, x->ntx);
+	x->ntx = 0;
+}
+
+void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip)
+{
+	dpv_wire_finish(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_data_len(m));
+	x->stats.tx_packets++;
+	if (dst_ip == x->port->ipv4) {
+		/* Two QPs of one device: the frame is received here, never sent. */
+		if (x->loop_tail - x->loop_head == XP_LOOPQ) {
+			x->stats.tx_dropped++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		x->loopq[x->loop_tail++ & (XP_LOOPQ - 1)] = m;
+		return;
+	}
+	x->txb[x->ntx++] = m;
+	if (x->ntx == XP_TXB)
+		tx_flush(x);
+}
+
+/* ---- the device ---- */
+
+int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv_xport **out)
+{
+	struct dpv_xport *x;
+
+	x = rte_zmalloc_socket("dpv_xport", sizeof(*x), DPV_CACHE_LINE, port->socket);
+	if (x == NULL)
+		return ENOMEM;
+	x->port = port;
+	x->mrs = mrs;
+	x->next_qpn = 2;
+	x->tsc_hz = rte_get_tsc_hz();
+	*out = x;
+	return 0;
+}
+
+void dpv_xport_destroy(struct dpv_xport *x)
+{
+	if (x == NULL)
+		return;
+	while (x->nlive > 0)
+		dpv_qp_destroy(x, &x->live[x->nlive - 1]->qp);
+	tx_flush(x);
+	while (x->loop_head != x->loop_tail)
+		rte_pktmbuf_free(x->loopq[x->loop_head++ & (XP_LOOPQ - 1)]);
+	rte_free(x);
+}
+
+struct dpv_qp *dpv_xport_qp(struct dpv_xport *x, uint32_t qpn)
+{
+	return qpn < DPV_MAX_QP && x->qps[qpn] != NULL ? &x->qps[qpn]->qp : NULL;
+}
+
+void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st)
+{
+	memcpy(st, &x->stats, sizeof(*st));
+}
+
+static bool rc_request(uint8_t opcode)
+{
+	return opcode <= DPV_OP_RC_READ_REQUEST;
+}
+
+/* One received frame: checked (IBTA 9.6 packet checks, A17.4 for RoCEv2) and handed to
+ * the responder (requests) or the completer (responses). */
+static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
+{
+	struct dpv_wire_pkt p;
+	enum dpv_wire_err err;
+	const uint8_t *frame;
+	struct xp_qp *q;
+
+	x->stats.rx_packets++;
+	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+		x->stats.rx_bad[DPV_WIRE_E_SHORT]++;
+		return;
+	}
+	frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	err = dpv_wire_parse(frame, rte_pktmbuf_data_len(m), &p);
+	if (err != DPV_WIRE_OK) {
+		x->stats.rx_bad[err]++;
+		return;
+	}
+	if (p.dst_ip != x->port->ipv4) {
+		x->stats.rx_bad[DPV_WIRE_E_NOT_ROCE]++;
+		return;
+	}
+	/* IBTA 9.6 (P_Key check): one partition, the default, in either membership. */
+	if ((p.pkey & 0x7fff) != (DPV_WIRE_PKEY_DEFAULT & 0x7fff)) {
+		x->stats.rx_bad_pkey++;
+		return;
+	}
+	q = p.dest_qp < DPV_MAX_QP ? x->qps[p.dest_qp] : NULL;
+	if (q == NULL) {
+		x->stats.rx_unknown_qp++;
+		return;
+	}
+	if (q->qp.init.type == DPV_QPT_UD) {
+		if (p.opcode != DPV_OP_UD_SEND_ONLY && p.opcode != DPV_OP_UD_SEND_ONLY_IMM)
+			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		else
+			xp_ud_rx(x, q, &p, frame);
+		return;
+	}
+	if (p.opcode > DPV_OP_RC_ACK)
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+	else if (rc_request(p.opcode))
+		xp_resp_rx(x, q, &p, frame);
+	else
+		xp_comp_rx(x, q, &p, frame);
+}
+
+static void rx_burst(struct dpv_xport *x, struct rte_mbuf **pkts, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		rx_one(x, pkts[i]);
+		rte_pktmbuf_free(pkts[i]);
+	}
+	xp_resp_flush_acks(x);
+	tx_flush(x);
+}
+
+/* Receive what the device sent itself, until nothing more comes back. */
+static void loop_drain(struct dpv_xport *x)
+{
+	struct rte_mbuf *chunk[XP_RX_CHUNK];
+	uint32_t n;
+
+	while (x->loop_head != x->loop_tail) {
+		for (n = 0; n < XP_RX_CHUNK && x->loop_head != x->loop_tail; n++)
+			chunk[n] = x->loopq[x->loop_head++ & (XP_LOOPQ - 1)];
+		rx_burst(x, chunk, n);
+	}
+}
+
+void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint32_t done, k;
+
+	for (done = 0; done < n; done += k) {
+		k = n - done < XP_RX_CHUNK ? n - done : XP_RX_CHUNK;
+		rx_burst(x, pkts + done, k);
+	}
+	loop_drain(x);
+}
+
+/* What one QP sends in one visit. */
+static uint32_t qp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	uint32_t sent = 0;
+
+	switch (q->qp.attr.state) {
+	case DPV_QPS_ERR:
+	case DPV_QPS_SQE:
+		xp_qp_flush_new(x, q);
+		if (q->qp.attr.state == DPV_QPS_ERR)
+			return 0;
+		break;
+	case DPV_QPS_RTR:
+	case DPV_QPS_RTS:
+	case DPV_QPS_SQD:
+		sent = xp_resp_tx(x, q, quota);
+		if (q->qp.attr.state != DPV_QPS_RTR && q->qp.attr.state != DPV_QPS_ERR)
+			sent += xp_req_tx(x, q, quota - sent);
+		break;
+	default:
+		break;
+	}
+	return sent;
+}
+
+uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget)
+{
+	uint32_t sent = 0, progress, i, quota, n;
+
+	do {
+		progress = 0;
+		for (i = 0; i < x->nlive && sent < budget; i++) {
+			struct xp_qp *q = x->live[(x->cursor + i) % x->nlive];
+
+			quota = budget - sent < XP_QUANTUM ? budget - sent : XP_QUANTUM;
+			n = qp_tx(x, q, quota);
+			sent += n;
+			progress += n;
+			if (x->loop_tail - x->loop_head >= XP_LOOPQ / 2) {
+				tx_flush(x);
+				loop_drain(x);
+			}
+		}
+	} while (progress > 0 && sent < budget);
+	if (x->nlive > 0)
+		x->cursor = (x->cursor + 1) % x->nlive;
+	tx_flush(x);
+	loop_drain(x);
+	return sent;
+}
+
+/* IBTA Table 45: the RNR NAK timer field, in units of 10 microseconds. */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576,
+	32768, 49152,
+};
+
+uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code)
+{
+	return x->tsc_hz / 100000 * rnr_timer_10us[code & 31];
+}
+
+void dpv_xport_tick(struct dpv_xport *x, uint64_t now)
+{
+	uint32_t i;
+
+	if (x->rnr_waiting == 0)
+		return;
+	for (i = 0; i < x->nlive; i++) {
+		struct xp_qp *q = x->live[i];
+
+		if (q->rnr_wait && (int64_t)(now - q->rnr_deadline) >= 0) {
+			q->rnr_wait = false;
+			x->rnr_waiting--;
+		}
+	}
+}

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * dpv_xport: the RoCEv2 transport of one device (one port): RC and UD queue pairs, the
+ * QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND / SEND_WITH_IMM
+ * / RDMA WRITE (WITH_IMM) / RDMA READ, memory-region checks, SRQs and tag-matching
+ * SRQs (through lib/tm), completions into CQ rings.
+ *
+ * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
+ * responder and completer are separate state machines (dpv_xport_req.c, _resp.c,
+ * _comp.c) whose comments cite the IBTA sections they implement (Vol. 1 ch. 9).
+ *
+ * Threads. Everything here is device state with one owner thread at a time (the
+ * engine's): dpv_xport_rx(), dpv_xport_tx(), dpv_xport_tick() and every dpv_qp_*() call
+ * are made by the owner only. Application threads touch only the rings: SQ and RQ
+ * rings (one producer: the QP's poster, serialised by lib/verbs), SRQ lanes (one
+ * producer each), and CQ rings (one consumer, serialised by lib/verbs).
+ *
+ * This issue's transport assumes a lossless link: a PSN gap is answered with a NAK
+ * (sequence error) and the requester restarts from the NAK'd PSN (go-back-N, IBTA
+ * 9.7.5.2.2) but there is no retransmit timer yet; RNR NAKs and retries are complete.
+ */
+#ifndef DPV_XPORT_H
+#define DPV_XPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "dpv_port.h"
+#include "dpv_queue.h"
+#include "dpv_tm.h"
+#include "dpv_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The transport of one device (opaque; dpv_xport_create()). */
+struct dpv_xport;
+
+/* Limits (also reported by query_device). */
+#define DPV_MAX_QP 4096u          /**< QP numbers 2 .. DPV_MAX_QP-1 (0, 1 reserved) */
+#define DPV_MAX_MR 65536u
+#define DPV_MAX_SGE 16u
+#define DPV_MAX_INLINE 256u
+#define DPV_MAX_QP_WR 16384u
+#define DPV_MAX_CQE 1048576u
+#define DPV_MAX_SRQ_WR 65536u
+#define DPV_UD_GRH_LEN 40u
+/** RDMA READs a requester keeps outstanding, and a responder accepts, per QP. */
+#define DPV_MAX_RD_ATOMIC 16u
+
+/* ---- memory regions (IBTA 10.6) ---- */
+
+/** Access flags, the same bit values as IBV_ACCESS_* (lib/verbs copies them). */
+enum dpv_access {
+	DPV_ACCESS_LOCAL_WRITE = 1u << 0,
+	DPV_ACCESS_REMOTE_WRITE = 1u << 1,
+	DPV_ACCESS_REMOTE_READ = 1u << 2,
+	DPV_ACCESS_REMOTE_ATOMIC = 1u << 3,
+};
+
+struct dpv_mr {
+	uint64_t addr;    /**< start of the registered range (virtual address = iova) */
+	uint64_t length;
+	uint32_t lkey;    /**< index << 8 | generation */
+	uint32_t rkey;    /**< == lkey */
+	uint32_t access;  /**< enum dpv_access */
+	uint32_t pd;      /**< protection domain id */
+};
+
+/**
+ * Key table: slot index = key >> 8, generation = key & 0xff. Registration writes the
+ * dpv_mr and then publishes its pointer (release); the device reads it (acquire). A
+ * deregistered key's slot is NULL, and its generation changes at reuse, so a stale
+ * key never finds a new region.
+ */
+struct dpv_mr_table {
+	struct dpv_mr *slot[DPV_MAX_MR];
+	uint8_t gen[DPV_MAX_MR];
+};
+
+/**
+ * The region a key names if it covers [addr, addr + len) with @p access in @p pd.
+ * len 0 is always covered. Device side.
+ */
+const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				  uint64_t addr, uint64_t len, uint32_t access);
+
+/* ---- completions ---- */
+
+/** Completion status (IBTA 11.4.2.1 names; lib/verbs maps them onto IBV_WC_*). */
+enum dpv_wc_status {
+	DPV_WC_SUCCESS = 0,
+	DPV_WC_LOC_LEN_ERR,
+	DPV_WC_LOC_QP_OP_ERR,
+	DPV_WC_LOC_PROT_ERR,
+	DPV_WC_WR_FLUSH_ERR,
+	DPV_WC_BAD_RESP_ERR,
+	DPV_WC_LOC_ACCESS_ERR,
+	DPV_WC_REM_INV_REQ_ERR,
+	DPV_WC_REM_ACCESS_ERR,
+	DPV_WC_REM_OP_ERR,
+	DPV_WC_RETRY_EXC_ERR,
+	DPV_WC_RNR_RETRY_EXC_ERR,
+	DPV_WC_GENERAL_ERR,
+	DPV_WC_TM_ERR,
+	DPV_WC_TM_RNDV_INCOMPLETE,
+};
+
+enum dpv_wc_opcode {
+	DPV_WC_SEND = 0,
+	DPV_WC_RDMA_WRITE,
+	DPV_WC_RDMA_READ,
+	DPV_WC_RECV,
+	DPV_WC_RECV_RDMA_WITH_IMM,
+	DPV_WC_TM_ADD,
+	DPV_WC_TM_DEL,
+	DPV_WC_TM_SYNC,
+	DPV_WC_TM_RECV,
+	DPV_WC_TM_NO_TAG,
+};
+
+enum dpv_wc_flags {
+	DPV_WC_F_GRH = 1u << 0,
+	DPV_WC_F_IMM = 1u << 1,
+	DPV_WC_F_TM_SYNC_REQ = 1u << 2,
+	DPV_WC_F_TM_MATCH = 1u << 3,
+	DPV_WC_F_TM_DATA_VALID = 1u << 4,
+	/** The poll side gives tm_handle back to lib/tm when it reads this cqe */
+	DPV_WC_F_TM_RELEASE = 1u << 6,
+	/** Not for the application (lib/tm's hidden cqe): read, act on, skip */
+	DPV_WC_F_HIDDEN = 1u << 7,
+};
+
+/** One completion: one 64-byte CQ ring slot. */
+struct dpv_cqe {
+	uint64_t wr_id;
+	uint64_t tm_tag;     /**< TM_RECV with MATCH: the TMH tag */
+	uint32_t byte_len;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t imm;        /**< host order; lib/verbs hands it out big-endian */
+	uint32_t tm_priv;    /**< TM_RECV with MATCH: the TMH app_ctx */
+	uint32_t tm_handle;  /**< TM ops and TM_RECV: the entry's handle (for release) */
+	uint8_t status;      /**< enum dpv_wc_status */
+	uint8_t opcode;      /**< enum dpv_wc_opcode */
+	uint8_t flags;       /**< enum dpv_wc_flags */
+	uint8_t vendor_err;
+	uint32_t reserved[3];
+};
+
+/** A completion queue: a ring the device produces into. */
+struct dpv_cq {
+	struct dpv_ring *ring;   /**< slots: struct dpv_cqe */
+	uint32_t id;
+	uint64_t overflows;      /**< completions that found the ring full (device side) */
+	/** Called by the device after writing completions, when armed (lib/verbs arms). */
+	void (*notify)(struct dpv_cq *cq, void *arg);
+	void *notify_arg;
+	uint32_t armed;          /**< 0, or 1 any / 2 solicited only; device clears */
+};
+
+/**
+ * Create a CQ of at least @p cqe entries (rounded up to a power of two), ring memory on
+ * the port's NUMA node. Any thread.
+ * @return 0; EINVAL cqe 0 or above DPV_MAX_CQE; ENOMEM.
+ */
+int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out);
+
+/** Destroy a CQ (owner; no QP or SRQ may still use it). */
+void dpv_cq_destroy(struct dpv_cq *cq);
+
+/** Write one completion; false (and counted in overflows) if the ring is full. */
+bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited);
+
+/* ---- work requests (ring slots) ---- */
+
+struct dpv_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum dpv_wr_opcode {
+	DPV_WR_SEND = 0,
+	DPV_WR_SEND_WITH_IMM,
+	DPV_WR_RDMA_WRITE,
+	DPV_WR_RDMA_WRITE_WITH_IMM,
+	DPV_WR_RDMA_READ,
+};
+
+enum dpv_wr_flags {
+	DPV_WR_F_SIGNALED = 1u << 0,
+	DPV_WR_F_SOLICITED = 1u << 1,
+	DPV_WR_F_INLINE = 1u << 2,
+	DPV_WR_F_FENCE = 1u << 3,
+};
+
+/** A send WQE: one SQ ring slot (512 bytes). */
+struct dpv_swqe {
+	uint64_t wr_id;
+	uint64_t remote_addr;  /**< WRITE, READ */
+	uint32_t rkey;         /**< WRITE, READ */
+	uint32_t imm;          /**< *_WITH_IMM, host order */
+	uint32_t length;       /**< total bytes (sum of SGEs, or inline bytes) */
+	uint8_t opcode;        /**< enum dpv_wr_opcode */
+	uint8_t flags;         /**< enum dpv_wr_flags */
+	uint8_t num_sge;
+	uint8_t pad0;
+	/* UD: the address handle and remote QP, copied at post. */
+	uint32_t ud_dst_ip;    /**< host order */
+	uint32_t ud_remote_qpn;
+	uint32_t ud_remote_qkey;
+	uint8_t ud_tos;
+	uint8_t ud_ttl;
+	uint8_t pad1[18];
+	union {
+		struct dpv_sge sge[DPV_MAX_SGE];
+		uint8_t inline_data[DPV_MAX_INLINE];
+	};
+	uint8_t pad2[512 - 64 - DPV_MAX_INLINE];
+};
+
+/** A receive WQE: one RQ / SRQ ring slot (272 bytes rounded to 320). */
+struct dpv_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t pad0;
+	struct dpv_sge sge[DPV_MAX_SGE];
+	uint8_t pad1[320 - 16 - DPV_MAX_SGE * sizeof(struct dpv_sge)];
+};
+
+/* ---- shared receive queues ---- */
+
+struct dpv_srq {
+	uint32_t id;
+	uint32_t pd;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	struct dpv_lanes lanes;      /**< slots: struct dpv_rwqe; one lane per poster */
+	/** Posted and not yet consumed (posters add, device subtracts; atomics). */
+	uint32_t posted;
+	uint32_t limit;              /**< armed limit; 0: disarmed (device clears) */
+	bool error;
+	/** Called by the device when the limit fires (lib/verbs queues the async event). */
+	void (*limit_event)(struct dpv_srq *srq, void *arg);
+	void *limit_arg;
+	struct dpv_cq *cq;           /**< TM: TM op completions (and SRQ_TM CQ) */
+	struct dpv_tm *tm;           /**< NULL for a basic SRQ */
+	struct dpv_lanes tm_ops;     /**< TM: slots struct dpv_tm_op, one lane per poster */
+};
+
+/** Creation parameters of an SRQ (dpv_srq_create()). */
+struct dpv_srq_init {
+	uint32_t pd;
+	uint32_t max_wr;        /**< 1 .. DPV_MAX_SRQ_WR (rounded up per lane ring) */
+	uint32_t max_sge;       /**< 1 .. DPV_MAX_SGE */
+	uint32_t lanes;         /**< producer lanes (posting threads), 1 .. DPV_LANES_MAX */
+	uint32_t limit;         /**< initial srq_limit; 0: disarmed */
+	struct dpv_cq *cq;      /**< TM: the CQ of TM completions; else NULL */
+	const struct dpv_tm_config *tm; /**< TM SRQ: the tag list; NULL: basic SRQ */
+};
+
+/**
+ * Create an SRQ: its lanes (rte_malloc_socket on the port's node) and, for a TM SRQ,
+ * its lib/tm engine and op lanes. Any thread (it is not yet visible to the device).
+ * @return 0; EINVAL bad sizes; ENOMEM.
+ */
+int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out);
+
+/** Destroy an SRQ (owner; no QP may still use it). */
+void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq);
+
+/* ---- queue pairs ---- */
+
+enum dpv_qp_type { DPV_QPT_RC = 2, DPV_QPT_UD = 4 }; /* IBV_QPT_* values */
+
+/** QP states, IBTA 10.3.1 (same values as IBV_QPS_*). */
+enum dpv_qp_state {
+	DPV_QPS_RESET = 0,
+	DPV_QPS_INIT,
+	DPV_QPS_RTR,
+	DPV_QPS_RTS,
+	DPV_QPS_SQD,
+	DPV_QPS_SQE,
+	DPV_QPS_ERR,
+};
+
+/** Attributes of dpv_qp_modify(); a mask says which are set (IBV_QP_* bit values). */
+struct dpv_qp_attr {
+	uint8_t state;          /**< enum dpv_qp_state */
+	uint8_t path_mtu;       /**< 1..5: 256 << (n-1) bytes, as IBV_MTU_* */
+	uint8_t timeout;        /**< local ACK timeout exponent */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;      /**< 7 = forever */
+	uint8_t min_rnr_timer;  /**< IBTA Table 45 code */
+	uint8_t tos;
+	uint8_t ttl;
+	uint32_t access;        /**< enum dpv_access: what remote peers may do */
+	uint32_t qkey;
+	uint32_t dest_qpn;
+	uint32_t rq_psn;
+	uint32_t sq_psn;
+	uint32_t dst_ip;        /**< host order, from the AH's GID */
+	uint16_t pkey_index;
+};
+
+/** The IBV_QP_* mask bits dpv_qp_modify() understands (same values). */
+enum dpv_qp_attr_mask {
+	DPV_QP_STATE = 1 << 0,
+	DPV_QP_ACCESS_FLAGS = 1 << 3,
+	DPV_QP_PKEY_INDEX = 1 << 4,
+	DPV_QP_PORT = 1 << 5,
+	DPV_QP_QKEY = 1 << 6,
+	DPV_QP_AV = 1 << 7,
+	DPV_QP_PATH_MTU = 1 << 8,
+	DPV_QP_TIMEOUT = 1 << 9,
+	DPV_QP_RETRY_CNT = 1 << 10,
+	DPV_QP_RNR_RETRY = 1 << 11,
+	DPV_QP_RQ_PSN = 1 << 12,
+	DPV_QP_MAX_QP_RD_ATOMIC = 1 << 13,
+	DPV_QP_MIN_RNR_TIMER = 1 << 15,
+	DPV_QP_SQ_PSN = 1 << 16,
+	DPV_QP_MAX_DEST_RD_ATOMIC = 1 << 17,
+	DPV_QP_DEST_QPN = 1 << 20,
+};
+
+struct dpv_xport;
+
+/** Creation parameters of a QP (dpv_qp_create()). */
+struct dpv_qp_init {
+	uint8_t type;            /**< enum dpv_qp_type */
+	uint32_t pd;
+	uint32_t max_send_wr;    /**< rounded up to a power of two; may be 0 */
+	uint32_t max_recv_wr;    /**< ignored with an SRQ */
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline;
+	bool sq_sig_all;
+	struct dpv_cq *send_cq;
+	struct dpv_cq *recv_cq;
+	struct dpv_srq *srq;     /**< NULL: own RQ */
+};
+
+/**
+ * A queue pair. The SQ and RQ rings are written by the application (through lib/verbs)
+ * and read in place by the device; a send WQE stays in its slot until it completes.
+ */
+struct dpv_qp {
+	uint32_t qpn;
+	struct dpv_qp_init init;
+	struct dpv_ring *sq;       /**< slots: struct dpv_swqe; NULL if max_send_wr == 0 */
+	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
+	struct dpv_qp_attr attr;   /**< current attributes (state included) */
+	void *xport_state;         /**< requester/responder/completer state (dpv_xport.c) */
+	/** Called by the device when the QP enters ERR on its own (async event). */
+	void (*fatal_event)(struct dpv_qp *qp, void *arg);
+	void *fatal_arg;
+};
+
+/* ---- the transport of one device ---- */
+
+/** Counters of one device's transport (owner writes; a stale snapshot elsewhere). */
+struct dpv_xport_stats {
+	uint64_t rx_packets, tx_packets;
+	uint64_t rx_bad[DPV_WIRE_E_ICRC + 1]; /**< by enum dpv_wire_err */
+	uint64_t rx_unknown_qp, rx_bad_state, rx_bad_qkey, rx_bad_pkey;
+	uint64_t rx_dup, rx_out_of_seq;
+	uint64_t rnr_naks_sent, rnr_naks_received, rnr_retries;
+	uint64_t naks_sent, naks_received;
+	uint64_t access_errors;   /**< bad rkey / lkey / range / access flags */
+	uint64_t tm_expected, tm_unexpected, tm_no_tag;
+	uint64_t cq_overflows;
+	uint64_t tx_no_mbuf;
+	uint64_t rx_ud_dropped;   /**< UD messages with no receive WQE (UD has no RNR) */
+	uint64_t tx_dropped;      /**< frames to the device itself that found no room */
+};
+
+/**
+ * Create the transport of a device over an open port.
+ * @param mrs  the device's key table (lib/verbs registers into it)
+ * @return 0; ENOMEM.
+ */
+int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv_xport **out);
+void dpv_xport_destroy(struct dpv_xport *x);
+
+/**
+ * Create a QP (owner). Allocates its rings (rte_malloc_socket on the port's node) and
+ * a QP number. The QP starts in RESET.
+ * @return 0; EINVAL bad sizes or type; ENOMEM; ENOSPC no QP number left.
+ */
+int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dpv_qp **out);
+
+/**
+ * Modify a QP (owner): the state transitions and required attributes of IBTA 10.3.1 /
+ * ibv_modify_qp(3). Entering ERR flushes every outstanding WQE with WR_FLUSH_ERR.
+ * @return 0; EINVAL for a transition or attribute the state machine refuses.
+ */
+int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_attr *attr,
+		  uint32_t mask);
+
+/** Destroy a QP (owner): it stops at once; nothing more is completed for it. */
+void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp);
+
+/** The QP of a number, or NULL (owner). */
+struct dpv_qp *dpv_xport_qp(struct dpv_xport *x, uint32_t qpn);
+
+/** Process received frames (owner). Frees every mbuf. */
+void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * Send what the QPs may send now (new WQEs in their SQ rings, responses, ACKs, RNR
+ * retries that are due), at most @p budget packets (owner). QPs are visited in turn
+ * so none starves.
+ */
+uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
+
+/** Timers: RNR retry waits (owner). @p now in rte_get_tsc_cycles() units. */
+void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
+
+/** Execute posted TM ops of an SRQ (owner): lib/tm, then completions. */
+uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget);
+
+/** Counters. */
+void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st);
+
+/**
+ * The port's active MTU (the largest payload of one packet), as an
+ * IBV_MTU_* value 1..5: the largest 256 << (n-1) whose RoCEv2 frame fits both the
+ * link's IP MTU and one mbuf of the port's pool. A QP's path_mtu above it is sent
+ * and accepted at the active MTU. Any thread.
+ */
+uint8_t dpv_xport_active_mtu(const struct dpv_xport *x);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPV_XPORT_H */

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The transport's own state, shared by dpv_xport.c (device, CQs, SRQs, frames),
+ * dpv_xport_qp.c (QPs and their state machine), dpv_xport_req.c (requester),
+ * dpv_xport_resp.c (responder) and dpv_xport_comp.c (completer). Not installed.
+ */
+#ifndef DPV_XPORT_PRIV_H
+#define DPV_XPORT_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dpv_xport.h"
+
+/* Frames handed to the port in one dpv_port_tx() call. */
+#define XP_TXB 32u
+/* Frames to the port's own address waiting to be received (power of two). Each frame
+ * the device receives makes at most one frame at once, so the queue never grows while
+ * it drains; dpv_xport_tx() drains it when half full. */
+#define XP_LOOPQ 1024u
+/* Frames dpv_xport_rx() handles before it sends what they caused. */
+#define XP_RX_CHUNK 32u
+/* Packets a QP may send in one visit of dpv_xport_tx(), so no QP starves the others. */
+#define XP_QUANTUM 16u
+/* PSNs a requester keeps unacknowledged. There is no retransmit timer in this issue,
+ * so the window keeps a burst within what the port's queues hold. */
+#define XP_WINDOW 256u
+/* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them,
+ * at most DPV_MAX_RD_ATOMIC reads with a coalesced ACK between each two. */
+#define XP_RESPQ 64u
+/* QPs that may hold a coalesced ACK within one received burst. */
+#define XP_ACKQ 64u
+
+/** IBTA 9.7.5.1: credit field 0x1f, "invalid": the requester is not flow-limited. */
+#define XP_AETH_CREDITS_INVALID 0x1fu
+
+static inline uint32_t psn_add(uint32_t psn, uint32_t n)
+{
+	return (psn + n) & DPV_WIRE_PSN_MASK;
+}
+
+/** a - b for ring indices (32-bit, wrapping). */
+static inline int32_t idx_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+
+/* Requester bookkeeping of one send WQE, parallel to its SQ slot. */
+struct xp_swqe_meta {
+	uint32_t first_psn;
+	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
+	uint32_t len;       /**< message bytes */
+	uint32_t rd_pkts;   /**< READ: response packets placed */
+	bool rd_done;       /**< READ: last response placed */
+	bool req_sent;      /**< READ: request out and counted in reads_out */
+};
+
+/* What kind of receive a message in progress is (the completion it will give). */
+enum xp_recv_kind {
+	XP_RECV_PLAIN = 0,
+	XP_RECV_TM_EAGER,
+	XP_RECV_TM_RNDV,
+	XP_RECV_TM_UNEXPECTED,
+	XP_RECV_TM_NO_TAG,
+};
+
+/* A receive WQE (or a matched tag entry) taken by a message in progress: copied out of
+ * its ring slot so the slot goes back to the poster at once. */
+struct xp_recv {
+	bool active;
+	uint8_t kind;         /**< enum xp_recv_kind */
+	uint8_t flags;        /**< enum dpv_wc_flags to add at completion (SYNC_REQ) */
+	uint32_t pd;
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint64_t cap;         /**< bytes the scatter list holds */
+	uint32_t msg_len;     /**< message bytes received so far */
+	uint32_t skip;        /**< leading message bytes not placed (the TMH of eager) */
+	uint32_t tm_handle;
+	uint32_t tm_priv;
+	uint64_t tm_tag;
+	struct dpv_sge sge[DPV_MAX_SGE];
+};
+
+/* An RDMA WRITE in progress at the responder (IBTA 9.4: the RETH comes with the
+ * first packet only). */
+struct xp_write {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t done;
+};
+
+enum xp_resp_kind {
+	XP_RESP_ACK = 0,  /**< an ACK or NAK: one frame */
+	XP_RESP_READ,     /**< the response packets of an RDMA READ */
+};
+
+/* One entry of the responder queue, sent in order by dpv_xport_tx(). */
+struct xp_resp {
+	uint8_t kind;      /**< enum xp_resp_kind */
+	uint8_t syndrome;  /**< ACK: AETH syndrome */
+	uint32_t psn;      /**< ACK: PSN acknowledged; READ: PSN of the first response */
+	uint32_t msn;
+	uint64_t va;       /**< READ */
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t sent;     /**< READ: bytes sent */
+};
+
+/* What is in progress on the responder side. */
+enum xp_resp_op {
+	XP_OP_NONE = 0,
+	XP_OP_SEND,
+	XP_OP_WRITE,
+};
+
+/* A QP and everything the transport keeps for it. */
+struct xp_qp {
+	struct dpv_qp qp;
+	uint32_t live_idx;        /**< position in x->live */
+	uint32_t mtu;             /**< bytes of payload per packet */
+	/* Requester (IBTA 9.7) and completer (9.9). */
+	struct xp_swqe_meta *meta; /**< one per SQ slot */
+	uint32_t next_wqe;        /**< ring index of the WQE being sent or next to send */
+	uint32_t next_off;        /**< bytes of next_wqe already sent */
+	uint32_t wqe_hi;          /**< one past the last WQE ever started */
+	uint32_t psn;             /**< next PSN to send */
+	uint32_t psn_hi;          /**< one past the highest PSN sent */
+	uint32_t una;             /**< oldest PSN not acknowledged */
+	uint32_t reads_out;       /**< READ requests out, responses not all back */
+	uint8_t blocked_err;      /**< enum dpv_wc_status of a WQE refused at next_wqe */
+	uint8_t rnr_left;         /**< RNR retries left (rnr_retry 7: forever) */
+	bool rnr_wait;
+	uint64_t rnr_deadline;    /**< TSC */
+	/* Responder (IBTA 9.7.5.1). */
+	uint32_t epsn;            /**< expected PSN */
+	uint32_t msn;
+	bool nak_sent;            /**< a NAK is out: drop later packets until ePSN comes */
+	bool ack_pending;         /**< a coalesced ACK waits for the end of the burst */
+	uint8_t op;               /**< enum xp_resp_op in progress */
+	uint32_t ack_psn;
+	struct xp_recv rcv;
+	struct xp_write wr;
+	struct xp_resp respq[XP_RESPQ];
+	uint32_t resp_head, resp_tail;
+	uint32_t resp_reads;      /**< READ entries in respq */
+};
+
+struct dpv_xport {
+	struct dpv_port *port;
+	struct dpv_mr_table *mrs;
+	struct dpv_xport_stats stats;
+	struct xp_qp *qps[DPV_MAX_QP];   /**< by QP number */
+	struct xp_qp *live[DPV_MAX_QP];  /**< dense, for the round robin of dpv_xport_tx() */
+	uint32_t nlive;
+	uint32_t cursor;                 /**< live index dpv_xport_tx() starts at */
+	uint32_t next_qpn;
+	uint32_t next_id;                /**< CQ and SRQ ids (atomics: any thread creates) */
+	uint32_t rnr_waiting;            /**< QPs in an RNR wait */
+	uint16_t ip_id;
+	uint64_t tsc_hz;
+	uint16_t ntx;
+	struct rte_mbuf *txb[XP_TXB];
+	uint32_t loop_head, loop_tail;
+	struct rte_mbuf *loopq[XP_LOOPQ];
+	uint32_t nack;
+	struct xp_qp *ackq[XP_ACKQ];
+};
+
+static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
+{
+	return qp->xport_state;
+}
+
+/* dpv_xport.c: frames, completions, scatter lists, receive WQEs. */
+struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
+				uint32_t payload_len, uint8_t **payload);
+void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip);
+void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
+		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl);
+void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
+	       bool solicited);
+uint8_t xp_sgl_scatter(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
+uint8_t xp_sgl_gather(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+		      uint32_t pd, uint64_t off, void *dst, uint32_t len);
+bool xp_srq_ready(struct dpv_srq *srq);
+bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
+struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
+uint32_t xp_active_mtu(const struct dpv_port *port);
+uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
+
+/* dpv_xport_qp.c */
+void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal);
+void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q);
+void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
+
+/* dpv_xport_req.c */
+uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
+void xp_req_rewind(struct xp_qp *q, uint32_t psn);
+
+/* dpv_xport_resp.c */
+void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		const uint8_t *frame);
+void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
+uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
+void xp_resp_flush_acks(struct dpv_xport *x);
+void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
+
+/* dpv_xport_comp.c */
+void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		const uint8_t *frame);
+void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q);
+
+#endif /* DPV_XPORT_PRIV_H */

@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queue pairs: creation, QP numbers, the state machine of IBTA 10.3.1 with the
+ * attributes ibv_modify_qp(3) requires and allows per transition, and the flushes
+ * of the Error state (IBTA 10.3.1.x "Error": every outstanding and newly posted WQE
+ * completes with a flush error).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_malloc.h>
+
+#include "dpv_xport_priv.h"
+
+#define QP_ALL_MASKS (DPV_QP_STATE | DPV_QP_ACCESS_FLAGS | DPV_QP_PKEY_INDEX | DPV_QP_PORT | \
+		      DPV_QP_QKEY | DPV_QP_AV | DPV_QP_PATH_MTU | DPV_QP_TIMEOUT |          \
+		      DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY | DPV_QP_RQ_PSN |                 \
+		      DPV_QP_MAX_QP_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER | DPV_QP_SQ_PSN |      \
+		      DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_DEST_QPN)
+
+#define ACCESS_ALL (DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE | \
+		    DPV_ACCESS_REMOTE_READ | DPV_ACCESS_REMOTE_ATOMIC)
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+static struct dpv_ring *qp_ring(int socket, uint32_t wr, uint32_t slot_size)
+{
+	uint32_t count = pow2_at_least(wr);
+	void *mem = rte_malloc_socket("dpv_wq", dpv_ring_memsize(count, slot_size),
+				      DPV_CACHE_LINE, socket);
+
+	return mem != NULL ? dpv_ring_init(mem, count, slot_size) : NULL;
+}
+
+/* QP numbers go round the whole space before one is reused, so a late packet for a
+ * destroyed QP is unlikely to find a new one. */
+static int qpn_alloc(struct dpv_xport *x, uint32_t *qpn)
+{
+	const uint32_t span = DPV_MAX_QP - 2;
+	uint32_t k, n;
+
+	for (k = 0; k < span; k++) {
+		n = 2 + (x->next_qpn - 2 + k) % span;
+		if (x->qps[n] == NULL) {
+			*qpn = n;
+			x->next_qpn = 2 + (n - 2 + 1) % span;
+			return 0;
+		}
+	}
+	return ENOSPC;
+}
+
+static void qp_free(struct xp_qp *q)
+{
+	rte_free(q->qp.sq);
+	rte_free(q->qp.rq);
+	rte_free(q->meta);
+	rte_free(q);
+}
+
+int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dpv_qp **out)
+{
+	const int socket = x->port->socket;
+	struct xp_qp *q;
+	uint32_t qpn;
+
+	if ((init->type != DPV_QPT_RC && init->type != DPV_QPT_UD) ||
+	    init->max_send_wr > DPV_MAX_QP_WR || init->max_recv_wr > DPV_MAX_QP_WR ||
+	    init->max_send_sge > DPV_MAX_SGE || init->max_recv_sge > DPV_MAX_SGE ||
+	    init->max_inline > DPV_MAX_INLINE || init->send_cq == NULL ||
+	    init->recv_cq == NULL ||
+	    (init->srq != NULL && init->srq->tm != NULL && init->type != DPV_QPT_RC))
+		return EINVAL;
+	if (qpn_alloc(x, &qpn) != 0)
+		return ENOSPC;
+	q = rte_zmalloc_socket("dpv_qp", sizeof(*q), DPV_CACHE_LINE, socket);
+	if (q == NULL)
+		return ENOMEM;
+	q->qp.qpn = qpn;
+	q->qp.init = *init;
+	q->qp.attr.state = DPV_QPS_RESET;
+	q->qp.xport_state = q;
+	q->mtu = xp_active_mtu(x->port);
+	if (init->max_send_wr > 0) {
+		q->qp.sq = qp_ring(socket, init->max_send_wr, sizeof(struct dpv_swqe));
+		q->meta = rte_zmalloc_socket("dpv_sq_meta",
+					     sizeof(*q->meta) * pow2_at_least(init->max_send_wr),
+					     DPV_CACHE_LINE, socket);
+		if (q->qp.sq == NULL || q->meta == NULL)
+			goto nomem;
+	}
+	/* A QP without an SRQ always has an RQ ring, so lib/verbs never meets a NULL one;
+	 * with max_recv_wr 0 it holds nothing that lib/verbs lets through. */
+	if (init->srq == NULL) {
+		q->qp.rq = qp_ring(socket, init->max_recv_wr ? init->max_recv_wr : 1,
+				   sizeof(struct dpv_rwqe));
+		if (q->qp.rq == NULL)
+			goto nomem;
+	}
+	x->qps[qpn] = q;
+	q->live_idx = x->nlive;
+	x->live[x->nlive++] = q;
+	*out = &q->qp;
+	return 0;
+nomem:
+	qp_free(q);
+	return ENOMEM;
+}
+
+static void rnr_wait_end(struct dpv_xport *x, struct xp_qp *q)
+{
+	if (q->rnr_wait) {
+		q->rnr_wait = false;
+		x->rnr_waiting--;
+	}
+}
+
+static void ring_drop_all(struct dpv_ring *r)
+{
+	uint32_t first;
+
+	if (r != NULL)
+		dpv_ring_release(r, dpv_ring_peek(r, dpv_ring_count(r), &first));
+}
+
+/* Requester state back to "nothing sent", from the SQ's current head. */
+static void req_restart(struct xp_qp *q)
+{
+	uint32_t head = q->qp.sq != NULL ? q->qp.sq->cons_head : 0;
+
+	q->next_wqe = head;
+	q->wqe_hi = head;
+	q->next_off = 0;
+	q->reads_out = 0;
+	q->blocked_err = 0;
+}
+
+/* IBTA 10.3.1: Reset empties the work queues without completions. */
+static void qp_reset(struct dpv_xport *x, struct xp_qp *q)
+{
+	xp_resp_abort(x, q, false);
+	rnr_wait_end(x, q);
+	ring_drop_all(q->qp.sq);
+	ring_drop_all(q->qp.rq);
+	req_restart(q);
+	q->psn = q->psn_hi = q->una = 0;
+	q->epsn = q->msn = 0;
+	q->nak_sent = false;
+}
+
+void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
+{
+	static const uint8_t wc_opcode[] = {
+		[DPV_WR_SEND] = DPV_WC_SEND,
+		[DPV_WR_SEND_WITH_IMM] = DPV_WC_SEND,
+		[DPV_WR_RDMA_WRITE] = DPV_WC_RDMA_WRITE,
+		[DPV_WR_RDMA_WRITE_WITH_IMM] = DPV_WC_RDMA_WRITE,
+		[DPV_WR_RDMA_READ] = DPV_WC_RDMA_READ,
+	};
+	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head = sq->cons_head;
+	const struct dpv_swqe *w = dpv_ring_slot(sq, head);
+	struct dpv_cqe cqe;
+
+	/* IBTA 10.8: unsignaled WQEs complete silently unless they fail. */
+	if (status != DPV_WC_SUCCESS || q->qp.init.sq_sig_all || (w->flags & DPV_WR_F_SIGNALED)) {
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.wr_id = w->wr_id;
+		cqe.status = status;
+		cqe.opcode = w->opcode < RTE_DIM(wc_opcode) ? wc_opcode[w->opcode] : DPV_WC_SEND;
+		cqe.qp_num = q->qp.qpn;
+		if (status == DPV_WC_SUCCESS)
+			cqe.byte_len = q->meta[head & sq->mask].len;
+		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
+	}
+	dpv_ring_release(sq, 1);
+}
+
+static void flush_rq(struct dpv_xport *x, struct xp_qp *q)
+{
+	struct dpv_ring *rq = q->qp.rq;
+	uint32_t first, n, i;
+	struct dpv_cqe cqe;
+
+	/* IBTA 10.3.1: a shared RQ belongs to the SRQ, not to this QP: never flushed here. */
+	if (rq == NULL)
+		return;
+	n = dpv_ring_peek(rq, dpv_ring_count(rq), &first);
+	for (i = 0; i < n; i++) {
+		memset(&cqe, 0, sizeof(cqe));
+		cqe.wr_id = ((const struct dpv_rwqe *)dpv_ring_slot(rq, first + i))->wr_id;
+		cqe.status = DPV_WC_WR_FLUSH_ERR;
+		cqe.opcode = DPV_WC_RECV;
+		cqe.qp_num = q->qp.qpn;
+		xp_cq_put(x, q->qp.init.recv_cq, &cqe, false);
+	}
+	dpv_ring_release(rq, n);
+}
+
+static void flush_sq(struct dpv_xport *x, struct xp_qp *q)
+{
+	uint32_t first;
+
+	if (q->qp.sq == NULL)
+		return;
+	while (dpv_ring_peek(q->qp.sq, 1, &first) != 0)
+		xp_complete_swqe(x, q, DPV_WC_WR_FLUSH_ERR);
+	req_restart(q);
+}
+
+void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q)
+{
+	flush_sq(x, q);
+	if (q->qp.attr.state == DPV_QPS_ERR)
+		flush_rq(x, q);
+}
+
+void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal)
+{
+	if (q->qp.attr.state == DPV_QPS_ERR)
+		return;
+	q->qp.attr.state = DPV_QPS_ERR;
+	rnr_wait_end(x, q);
+	flush_sq(x, q);
+	xp_resp_abort(x, q, true);
+	flush_rq(x, q);
+	if (fatal && q->qp.fatal_event != NULL)
+		q->qp.fatal_event(&q->qp, q->qp.fatal_arg);
+}
+
+/* IBTA 10.3.1 / ibv_modify_qp(3): the attributes a transition requires and those it
+ * allows, per QP type. false: the transition does not exist. */
+static bool transition_masks(uint8_t type, uint8_t cur, uint8_t next, uint32_t *req,
+			     uint32_t *opt)
+{
+	const bool rc = type == DPV_QPT_RC;
+
+	*req = cur != next ? DPV_QP_STATE : 0;
+	*opt = 0;
+	if (next == DPV_QPS_RESET || next == DPV_QPS_ERR)
+		return true;
+	switch (cur << 4 | next) {
+	case DPV_QPS_RESET << 4 | DPV_QPS_INIT:
+		*req |= DPV_QP_PKEY_INDEX | DPV_QP_PORT |
+			(rc ? DPV_QP_ACCESS_FLAGS : DPV_QP_QKEY);
+		return true;
+	case DPV_QPS_INIT << 4 | DPV_QPS_INIT:
+		*opt = DPV_QP_PKEY_INDEX | DPV_QP_PORT | (rc ? DPV_QP_ACCESS_FLAGS : DPV_QP_QKEY);
+		return true;
+	case DPV_QPS_INIT << 4 | DPV_QPS_RTR:
+		if (rc) {
+			*req |= DPV_QP_AV | DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
+				DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER;
+			*opt = DPV_QP_ACCESS_FLAGS | DPV_QP_PKEY_INDEX;
+		} else {
+			*opt = DPV_QP_PKEY_INDEX | DPV_QP_QKEY;
+		}
+		return true;
+	case DPV_QPS_RTR << 4 | DPV_QPS_RTS:
+		*req |= DPV_QP_SQ_PSN;
+		if (rc) {
+			*req |= DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY |
+				DPV_QP_MAX_QP_RD_ATOMIC;
+			*opt = DPV_QP_ACCESS_FLAGS | DPV_QP_MIN_RNR_TIMER;
+		} else {
+			*opt = DPV_QP_QKEY;
+		}
+		return true;
+	case DPV_QPS_RTS << 4 | DPV_QPS_RTS:
+	case DPV_QPS_SQD << 4 | DPV_QPS_RTS:
+		*opt = rc ? DPV_QP_ACCESS_FLAGS | DPV_QP_MIN_RNR_TIMER : DPV_QP_QKEY;
+		return true;
+	case DPV_QPS_RTS << 4 | DPV_QPS_SQD:
+		return true;
+	case DPV_QPS_SQD << 4 | DPV_QPS_SQD:
+		*opt = rc ? DPV_QP_PKEY_INDEX | DPV_QP_PORT | DPV_QP_AV | DPV_QP_TIMEOUT |
+				    DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY | DPV_QP_MAX_QP_RD_ATOMIC |
+				    DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_ACCESS_FLAGS |
+				    DPV_QP_MIN_RNR_TIMER
+			  : DPV_QP_PKEY_INDEX | DPV_QP_QKEY;
+		return true;
+	case DPV_QPS_SQE << 4 | DPV_QPS_RTS:
+		/* IBTA 10.3.1: Send Queue Error exists for UD (and UC) only. */
+		*opt = DPV_QP_QKEY;
+		return !rc;
+	default:
+		return false;
+	}
+}
+
+static bool attr_values_ok(const struct dpv_qp_attr *a, uint32_t mask)
+{
+	if ((mask & DPV_QP_PATH_MTU) && (a->path_mtu < 1 || a->path_mtu > 5))
+		return false;
+	if ((mask & DPV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return false;
+	if ((mask & DPV_QP_TIMEOUT) && a->timeout > 31)
+		return false;
+	if ((mask & DPV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return false;
+	if ((mask & DPV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return false;
+	/* One partition: the default P_Key at index 0. */
+	if ((mask & DPV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return false;
+	if ((mask & DPV_QP_ACCESS_FLAGS) && (a->access & ~ACCESS_ALL) != 0)
+		return false;
+	if ((mask & DPV_QP_DEST_QPN) && a->dest_qpn > DPV_WIRE_QPN_MASK)
+		return false;
+	return true;
+}
+
+static void attr_apply(struct dpv_qp_attr *cur, const struct dpv_qp_attr *a, uint32_t mask)
+{
+	if (mask & DPV_QP_ACCESS_FLAGS)
+		cur->access = a->access;
+	if (mask & DPV_QP_PKEY_INDEX)
+		cur->pkey_index = a->pkey_index;
+	if (mask & DPV_QP_QKEY)
+		cur->qkey = a->qkey;
+	if (mask & DPV_QP_AV) {
+		cur->dst_ip = a->dst_ip;
+		cur->tos = a->tos;
+		cur->ttl = a->ttl;
+	}
+	if (mask & DPV_QP_PATH_MTU)
+		cur->path_mtu = a->path_mtu;
+	if (mask & DPV_QP_TIMEOUT)
+		cur->timeout = a->timeout;
+	if (mask & DPV_QP_RETRY_CNT)
+		cur->retry_cnt = a->retry_cnt;
+	if (mask & DPV_QP_RNR_RETRY)
+		cur->rnr_retry = a->rnr_retry;
+	if (mask & DPV_QP_RQ_PSN)
+		cur->rq_psn = a->rq_psn & DPV_WIRE_PSN_MASK;
+	if (mask & DPV_QP_MIN_RNR_TIMER)
+		cur->min_rnr_timer = a->min_rnr_timer;
+	if (mask & DPV_QP_SQ_PSN)
+		cur->sq_psn = a->sq_psn & DPV_WIRE_PSN_MASK;
+	if (mask & DPV_QP_DEST_QPN)
+		cur->dest_qpn = a->dest_qpn;
+}
+
+int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_attr *attr,
+		  uint32_t mask)
+{
+	struct xp_qp *q = to_xqp(qp);
+	uint8_t cur = qp->attr.state, next;
+	uint32_t req, opt, active;
+
+	next = (mask & DPV_QP_STATE) ? attr->state : cur;
+	if (next > DPV_QPS_ERR || (mask & ~QP_ALL_MASKS) != 0 ||
+	    !transition_masks(qp->init.type, cur, next, &req, &opt) ||
+	    (mask & req) != req || (mask & ~(req | opt | DPV_QP_STATE)) != 0 ||
+	    !attr_values_ok(attr, mask))
+		return EINVAL;
+	attr_apply(&qp->attr, attr, mask);
+	if ((mask & DPV_QP_RNR_RETRY) && next != DPV_QPS_RESET)
+		q->rnr_left = qp->attr.rnr_retry;
+	if (next == cur)
+		return 0;
+	switch (next) {
+	case DPV_QPS_RESET:
+		qp_reset(x, q);
+		break;
+	case DPV_QPS_ERR:
+		xp_qp_error(x, q, false);
+		return 0;
+	case DPV_QPS_RTR:
+		/* A path MTU above the port's active MTU runs at the active MTU: a larger
+		 * packet could not leave the port, and both ends clamp alike. */
+		active = xp_active_mtu(x->port);
+		q->mtu = qp->init.type == DPV_QPT_RC && (256u << (qp->attr.path_mtu - 1)) < active
+				 ? 256u << (qp->attr.path_mtu - 1)
+				 : active;
+		q->epsn = qp->attr.rq_psn;
+		q->msn = 0;
+		q->nak_sent = false;
+		q->op = XP_OP_NONE;
+		break;
+	case DPV_QPS_RTS:
+		if (cur == DPV_QPS_RTR) {
+			q->psn = q->psn_hi = q->una = qp->attr.sq_psn;
+			req_restart(q);
+		}
+		break;
+	default:
+		break;
+	}
+	qp->attr.state = next;
+	return 0;
+}
+
+void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
+{
+	struct xp_qp *q = to_xqp(qp), *last;
+
+	xp_resp_abort(x, q, false);
+	rnr_wait_end(x, q);
+	x->qps[qp->qpn] = NULL;
+	last = x->live[--x->nlive];
+	x->live[q->live_idx] = last;
+	last->live_idx = q->live_idx;
+	if (x->cursor >= x->nlive)
+		x->cursor = 0;
+	qp_free(q);
+}

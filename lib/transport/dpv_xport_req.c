@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The requester (IBTA 9.7 and 9.8): reads send WQEs in place from the SQ ring,
+ * checks them (local keys and ranges), segments them by the path MTU into request
+ * packets with consecutive PSNs, and sets AckReq on the last packet of each message.
+ * RC WQEs stay in their slots until the completer acknowledges them; UD WQEs complete
+ * as soon as their packet is out (IBTA 9.8: UD is unacknowledged).
+ */
+#include <string.h>
+
+#include <rte_ether.h>
+
+#include "dpv_xport_priv.h"
+
+static uint32_t npkts_of(uint32_t len, uint32_t mtu)
+{
+	return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+/* IBTA 10.8: what the device checks when it starts a WQE. A READ's
+ * scatter list is written by the device, so it needs LOCAL_WRITE (IBTA 10.6). */
+static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			  uint32_t *len)
+{
+	const bool rc = q->qp.init.type == DPV_QPT_RC;
+	uint64_t total = 0;
+	uint32_t i, access;
+
+	switch (w->opcode) {
+	case DPV_WR_SEND:
+	case DPV_WR_SEND_WITH_IMM:
+		break;
+	case DPV_WR_RDMA_WRITE:
+	case DPV_WR_RDMA_WRITE_WITH_IMM:
+	case DPV_WR_RDMA_READ:
+		if (!rc)
+			return DPV_WC_LOC_QP_OP_ERR;
+		break;
+	default:
+		return DPV_WC_LOC_QP_OP_ERR;
+	}
+	if (w->flags & DPV_WR_F_INLINE) {
+		if (w->opcode == DPV_WR_RDMA_READ)
+			return DPV_WC_LOC_QP_OP_ERR;
+		if (w->length > DPV_MAX_INLINE)
+			return DPV_WC_LOC_LEN_ERR;
+		total = w->length;
+	} else {
+		if (w->num_sge > DPV_MAX_SGE)
+			return DPV_WC_LOC_QP_OP_ERR;
+		access = w->opcode == DPV_WR_RDMA_READ ? DPV_ACCESS_LOCAL_WRITE : 0;
+		for (i = 0; i < w->num_sge; i++) {
+			total += w->sge[i].length;
+			if (w->sge[i].length != 0 &&
+			    dpv_mr_check(x->mrs, w->sge[i].lkey, q->qp.init.pd, w->sge[i].addr,
+					 w->sge[i].length, access) == NULL)
+				return DPV_WC_LOC_PROT_ERR;
+		}
+	}
+	/* IBTA 9.4: a message is at most 2^31 bytes; a UD message is one packet (9.8). */
+	if (total > (1u << 31) || (!rc && total > q->mtu))
+		return DPV_WC_LOC_LEN_ERR;
+	*len = (uint32_t)total;
+	return DPV_WC_SUCCESS;
+}
+
+static uint8_t gather(const struct dpv_xport *x, const struct xp_qp *q, const struct dpv_swqe *w,
+		      uint32_t off, uint8_t *dst, uint32_t n)
+{
+	if (w->flags & DPV_WR_F_INLINE) {
+		memcpy(dst, w->inline_data + off, n);
+		return DPV_WC_SUCCESS;
+	}
+	return xp_sgl_gather(x, w->sge, w->num_sge, q->qp.init.pd, off, dst, n);
+}
+
+static bool port_holds_for(const struct dpv_port *port, uint32_t ip)
+{
+	uint32_t i;
+
+	for (i = 0; i < DPV_ARP_ENTRIES; i++)
+		if (port->arp[i].ip == ip)
+			return port->arp[i].held > 0;
+	return false;
+}
+
+/*
+ * Packets that may leave for @p dst now. While ARP runs, one frame goes to the port,
+ * which holds it and repeats the request (dpv_port_arp_tick() repeats only for held
+ * frames); the rest waits in the SQ rather than overflow the port's small hold, since
+ * this issue's transport does not retransmit what the port drops.
+ */
+static uint32_t dst_room(struct dpv_xport *x, uint32_t dst)
+{
+	struct rte_ether_addr mac;
+
+	if (dst == x->port->ipv4 || dpv_port_resolve(x->port, dst, &mac))
+		return UINT32_MAX;
+	return port_holds_for(x->port, dst) ? 0 : 1;
+}
+
+static void psn_sent(struct xp_qp *q, uint32_t n)
+{
+	q->psn = psn_add(q->psn, n);
+	if (dpv_wire_psn_diff(q->psn, q->psn_hi) > 0)
+		q->psn_hi = q->psn;
+}
+
+static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
+{
+	const bool imm = wr == DPV_WR_SEND_WITH_IMM || wr == DPV_WR_RDMA_WRITE_WITH_IMM;
+
+	if (wr == DPV_WR_SEND || wr == DPV_WR_SEND_WITH_IMM) {
+		if (n == 1)
+			return imm ? DPV_OP_RC_SEND_ONLY_IMM : DPV_OP_RC_SEND_ONLY;
+		if (i == 0)
+			return DPV_OP_RC_SEND_FIRST;
+		if (i == n - 1)
+			return imm ? DPV_OP_RC_SEND_LAST_IMM : DPV_OP_RC_SEND_LAST;
+		return DPV_OP_RC_SEND_MIDDLE;
+	}
+	if (n == 1)
+		return imm ? DPV_OP_RC_WRITE_ONLY_IMM : DPV_OP_RC_WRITE_ONLY;
+	if (i == 0)
+		return DPV_OP_RC_WRITE_FIRST;
+	if (i == n - 1)
+		return imm ? DPV_OP_RC_WRITE_LAST_IMM : DPV_OP_RC_WRITE_LAST;
+	return DPV_OP_RC_WRITE_MIDDLE;
+}
+
+/* One SEND or WRITE packet of next_wqe at next_off. */
+static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			  const struct xp_swqe_meta *m)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	uint32_t i = q->next_off / q->mtu, plen = m->len - q->next_off;
+	bool last = i == m->npkts - 1;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *mb;
+	uint8_t *payload, st;
+
+	if (plen > q->mtu)
+		plen = q->mtu;
+	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts), a->dst_ip, q->qp.qpn, a->dest_qpn,
+		    q->psn, a->tos, a->ttl);
+	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
+	 * message that completes a receive (SEND, WRITE with immediate). */
+	p.ack_req = last;
+	p.solicited = last && (w->flags & DPV_WR_F_SOLICITED) && w->opcode != DPV_WR_RDMA_WRITE;
+	p.imm = w->imm;
+	if (i == 0) {
+		p.reth_va = w->remote_addr;
+		p.reth_rkey = w->rkey;
+		p.reth_len = m->len;
+	}
+	mb = xp_frame_alloc(x, &p, plen, &payload);
+	if (mb == NULL)
+		return false;
+	st = gather(x, q, w, q->next_off, payload, plen);
+	if (st != DPV_WC_SUCCESS) {
+		/* The region went away under a started message: the WQE fails where it is. */
+		rte_pktmbuf_free(mb);
+		x->stats.access_errors++;
+		q->blocked_err = st;
+		return false;
+	}
+	xp_frame_send(x, mb, a->dst_ip);
+	psn_sent(q, 1);
+	q->next_off += plen;
+	if (last) {
+		q->next_wqe++;
+		q->next_off = 0;
+	}
+	return true;
+}
+
+/* IBTA 9.4: one READ request for the rest of the message from next_off; it
+ * takes one PSN per response packet. */
+static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			  struct xp_swqe_meta *m)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	uint32_t rest = m->len - q->next_off;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *mb;
+	uint8_t *payload;
+
+	xp_pkt_init(x, &p, DPV_OP_RC_READ_REQUEST, a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn,
+		    a->tos, a->ttl);
+	p.ack_req = true;
+	p.reth_va = w->remote_addr + q->next_off;
+	p.reth_rkey = w->rkey;
+	p.reth_len = rest;
+	mb = xp_frame_alloc(x, &p, 0, &payload);
+	if (mb == NULL)
+		return false;
+	xp_frame_send(x, mb, a->dst_ip);
+	psn_sent(q, npkts_of(rest, q->mtu));
+	m->req_sent = true;
+	q->reads_out++;
+	q->next_wqe++;
+	q->next_off = 0;
+	return true;
+}
+
+/* Start next_wqe: check it and give it its PSNs. false: it cannot start now. */
+static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+		     struct xp_swqe_meta *m)
+{
+	uint32_t len = 0;
+	uint8_t st;
+
+	/* IBTA 10.3.1 (SQD): the drain lets started messages finish, starts none. */
+	if (q->qp.attr.state == DPV_QPS_SQD)
+		return false;
+	/* IBTA 10.8: a fenced WQE waits for the READs before it. */
+	if ((w->flags & DPV_WR_F_FENCE) && q->reads_out > 0)
+		return false;
+	st = swqe_check(x, q, w, &len);
+	if (st != DPV_WC_SUCCESS) {
+		if (st == DPV_WC_LOC_PROT_ERR)
+			x->stats.access_errors++;
+		/* Completions stay in order: the WQE fails when the completer reaches it. */
+		q->blocked_err = st;
+		return false;
+	}
+	m->first_psn = q->psn;
+	m->len = len;
+	m->npkts = npkts_of(len, q->mtu);
+	m->rd_pkts = 0;
+	m->rd_done = false;
+	m->req_sent = false;
+	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
+		q->wqe_hi = q->next_wqe + 1;
+	return true;
+}
+
+static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head, ready, room, sent = 0;
+
+	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
+	if (idx_diff(head + ready, q->next_wqe) <= 0)
+		return 0;
+	room = dst_room(x, q->qp.attr.dst_ip);
+	if (quota > room)
+		quota = room;
+	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
+		const struct dpv_swqe *w = dpv_ring_slot(sq, q->next_wqe);
+		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
+
+		if (q->next_off == 0 && !rc_start(x, q, w, m))
+			break;
+		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)XP_WINDOW)
+			break;
+		if (w->opcode == DPV_WR_RDMA_READ) {
+			/* IBTA 9.5: no more READs in flight than the responder has resources. */
+			if (q->reads_out >= DPV_MAX_RD_ATOMIC || !send_read_req(x, q, w, m))
+				break;
+		} else if (!send_data_pkt(x, q, w, m)) {
+			break;
+		}
+		sent++;
+	}
+	if (q->blocked_err != 0)
+		xp_comp_acked(x, q);
+	return sent;
+}
+
+/* UD (IBTA 9.8): one packet a message, DETH with the Q_Key and our QP, completed
+ * once sent. A local error puts the QP in SQE (IBTA 10.3.1), where the rest of the SQ
+ * is flushed until the QP is moved back to RTS. */
+static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head, len, sent = 0;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *mb;
+	uint8_t *payload, st;
+
+	while (sent < quota && q->qp.attr.state == DPV_QPS_RTS &&
+	       dpv_ring_peek(sq, 1, &head) != 0) {
+		const struct dpv_swqe *w = dpv_ring_slot(sq, head);
+
+		st = swqe_check(x, q, w, &len);
+		if (st == DPV_WC_SUCCESS) {
+			if (dst_room(x, w->ud_dst_ip) == 0)
+				break;
+			xp_pkt_init(x, &p, w->opcode == DPV_WR_SEND_WITH_IMM ?
+					       DPV_OP_UD_SEND_ONLY_IMM : DPV_OP_UD_SEND_ONLY,
+				    w->ud_dst_ip, q->qp.qpn, w->ud_remote_qpn, q->psn, w->ud_tos,
+				    w->ud_ttl);
+			/* IBTA controlled Q_Keys: a WR Q_Key with the top bit set means the QP's own. */
+			p.deth_qkey = (w->ud_remote_qkey & 0x80000000u) ? q->qp.attr.qkey
+									 : w->ud_remote_qkey;
+			p.deth_src_qp = q->qp.qpn;
+			p.imm = w->imm;
+			p.solicited = (w->flags & DPV_WR_F_SOLICITED) != 0;
+			mb = xp_frame_alloc(x, &p, len, &payload);
+			if (mb == NULL)
+				break;
+			st = gather(x, q, w, 0, payload, len);
+			if (st == DPV_WC_SUCCESS) {
+				xp_frame_send(x, mb, w->ud_dst_ip);
+				q->psn = psn_add(q->psn, 1);
+				q->meta[head & sq->mask].len = len;
+				xp_complete_swqe(x, q, DPV_WC_SUCCESS);
+				sent++;
+				continue;
+			}
+			rte_pktmbuf_free(mb);
+		}
+		if (st == DPV_WC_LOC_PROT_ERR)
+			x->stats.access_errors++;
+		xp_complete_swqe(x, q, st);
+		q->qp.attr.state = DPV_QPS_SQE;
+		xp_qp_flush_new(x, q);
+	}
+	return sent;
+}
+
+uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	if (q->qp.sq == NULL || q->rnr_wait || quota == 0)
+		return 0;
+	if (q->qp.init.type == DPV_QPT_UD)
+		return ud_tx(x, q, quota);
+	return q->blocked_err == 0 ? rc_tx(x, q, quota) : 0;
+}
+
+/*
+ * Go back to @p psn (IBTA 9.7.5.2: go-back-N after a NAK, or after an RNR NAK):
+ * the WQE holding it is resent from the packet with that PSN; a READ is requested
+ * again for the part not yet received.
+ */
+void xp_req_rewind(struct xp_qp *q, uint32_t psn)
+{
+	struct dpv_ring *sq = q->qp.sq;
+	struct xp_swqe_meta *m;
+	uint32_t i, j;
+	int32_t d;
+
+	if (sq == NULL || dpv_wire_psn_diff(psn, q->psn) > 0)
+		return;
+	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
+		m = &q->meta[i & sq->mask];
+		d = dpv_wire_psn_diff(psn, m->first_psn);
+		if (d >= 0 && (uint32_t)d < m->npkts)
+			break;
+	}
+	if (idx_diff(q->wqe_hi, i) <= 0)
+		return;
+	for (j = i; idx_diff(q->next_wqe, j) > 0; j++) {
+		m = &q->meta[j & sq->mask];
+		if (m->req_sent) {
+			m->req_sent = false;
+			q->reads_out--;
+		}
+	}
+	m = &q->meta[i & sq->mask];
+	q->next_wqe = i;
+	q->next_off = (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu;
+	q->psn = psn;
+	q->blocked_err = 0;
+}

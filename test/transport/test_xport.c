@@ -1,0 +1,2118 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * lib/transport: two devices joined by a ring pair, and one device talking to itself
+ * through its loopback, driven by a pump loop of dpv_xport_tx / rx / tick. Memory
+ * regions are written into the key tables directly and WQEs into the rings, as
+ * lib/verbs does. EAL arguments come from the command line (meson passes the memory
+ * mode).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <infiniband/tm_types.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ip.h>
+
+#include "dpv_xport.h"
+
+#define PD 1u
+/* Every connection starts just below the 24-bit PSN wrap, so every test crosses it. */
+#define PSN0 0xffff00u
+#define MTU_1024 3u
+#define ACCESS_ALL (DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ)
+#define ROUNDS 20000
+
+static struct dpv_port pa, pb;
+static struct dpv_xport *xa, *xb;
+static struct dpv_mr_table *ta, *tb;
+static uint32_t mr_next = 1;
+static int eal_argc;
+static char **eal_argv;
+
+/* ---- the pump ---- */
+
+/* A test may look at every frame device B receives: drop it (false), or keep it. */
+static bool (*b_rx_hook)(struct rte_mbuf *m);
+
+static void pump_port(struct dpv_port *port, struct dpv_xport *x)
+{
+	struct rte_mbuf *pkts[64];
+	uint16_t n, kept, i;
+
+	do {
+		n = dpv_port_rx(port, pkts, RTE_DIM(pkts));
+		kept = n;
+		if (x == xb && b_rx_hook != NULL) {
+			for (i = 0, kept = 0; i < n; i++) {
+				if (b_rx_hook(pkts[i]))
+					pkts[kept++] = pkts[i];
+				else
+					rte_pktmbuf_free(pkts[i]);
+			}
+		}
+		dpv_xport_rx(x, pkts, kept);
+	} while (n != 0);
+}
+
+static void pump_once(void)
+{
+	uint64_t now;
+
+	dpv_xport_tx(xa, 64);
+	dpv_xport_tx(xb, 64);
+	pump_port(&pa, xa);
+	pump_port(&pb, xb);
+	now = rte_get_tsc_cycles();
+	dpv_xport_tick(xa, now);
+	dpv_xport_tick(xb, now);
+	dpv_port_arp_tick(&pa, now);
+	dpv_port_arp_tick(&pb, now);
+}
+
+static void pump(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		pump_once();
+}
+
+/* Pump until @p want completions are read from @p cq (or give up). */
+static int poll_n(struct dpv_cq *cq, struct dpv_cqe *out, int want)
+{
+	int got = 0;
+
+	for (int round = 0; round < ROUNDS && got < want; round++) {
+		got += (int)dpv_ring_dequeue_burst(cq->ring, out + got, (uint32_t)(want - got));
+		if (got < want)
+			pump_once();
+	}
+	return got;
+}
+
+static int cq_left(struct dpv_cq *cq)
+{
+	struct dpv_cqe c[16];
+
+	pump(20);
+	return (int)dpv_ring_dequeue_burst(cq->ring, c, 16);
+}
+
+/* ---- memory regions ---- */
+
+static uint32_t mr_reg_pd(struct dpv_mr_table *t, void *buf, size_t len, uint32_t access,
+			  uint32_t pd)
+{
+	uint32_t idx = mr_next++;
+	struct dpv_mr *mr = calloc(1, sizeof(*mr));
+
+	assert_non_null(mr);
+	mr->addr = (uintptr_t)buf;
+	mr->length = len;
+	mr->lkey = mr->rkey = idx << 8 | t->gen[idx];
+	mr->access = access;
+	mr->pd = pd;
+	__atomic_store_n(&t->slot[idx], mr, __ATOMIC_RELEASE);
+	return mr->lkey;
+}
+
+static uint32_t mr_reg(struct dpv_mr_table *t, void *buf, size_t len, uint32_t access)
+{
+	return mr_reg_pd(t, buf, len, access, PD);
+}
+
+static void mr_dereg(struct dpv_mr_table *t, uint32_t key)
+{
+	struct dpv_mr *mr = t->slot[key >> 8];
+
+	__atomic_store_n(&t->slot[key >> 8], NULL, __ATOMIC_RELEASE);
+	t->gen[key >> 8]++;
+	free(mr);
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(seed + i * 7 + (i >> 8));
+}
+
+/* ---- QPs ---- */
+
+struct end {
+	struct dpv_xport *x;
+	struct dpv_mr_table *t;
+	struct dpv_qp *qp;
+	struct dpv_cq *scq, *rcq;
+	bool own_rcq;
+	int fatal;
+};
+
+static void on_fatal(struct dpv_qp *qp, void *arg)
+{
+	(void)qp;
+	((struct end *)arg)->fatal++;
+}
+
+static void end_open(struct end *e, struct dpv_xport *x, uint8_t type, struct dpv_srq *srq,
+		     struct dpv_cq *rcq)
+{
+	struct dpv_qp_init init = {
+		.type = type, .pd = PD, .max_send_wr = 64, .max_recv_wr = 64,
+		.max_send_sge = DPV_MAX_SGE, .max_recv_sge = DPV_MAX_SGE,
+		.max_inline = DPV_MAX_INLINE, .srq = srq,
+	};
+
+	memset(e, 0, sizeof(*e));
+	e->x = x;
+	e->t = x == xa ? ta : tb;
+	assert_int_equal(dpv_cq_create(x, 256, &e->scq), 0);
+	if (rcq == NULL) {
+		assert_int_equal(dpv_cq_create(x, 256, &e->rcq), 0);
+		e->own_rcq = true;
+	} else {
+		e->rcq = rcq;
+	}
+	init.send_cq = e->scq;
+	init.recv_cq = e->rcq;
+	assert_int_equal(dpv_qp_create(x, &init, &e->qp), 0);
+	e->qp->fatal_event = on_fatal;
+	e->qp->fatal_arg = e;
+}
+
+static void end_close(struct end *e)
+{
+	dpv_qp_destroy(e->x, e->qp);
+	dpv_cq_destroy(e->scq);
+	if (e->own_rcq)
+		dpv_cq_destroy(e->rcq);
+}
+
+static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr_retry)
+{
+	struct dpv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.state = DPV_QPS_INIT;
+	a.access = ACCESS_ALL;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
+				       DPV_QP_PORT | DPV_QP_ACCESS_FLAGS), 0);
+	a.state = DPV_QPS_RTR;
+	a.path_mtu = MTU_1024;
+	a.dest_qpn = dest_qpn;
+	a.rq_psn = PSN0;
+	a.dst_ip = dst_ip;
+	a.min_rnr_timer = 1; /* 10 us */
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
+				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
+				       DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER), 0);
+	a.state = DPV_QPS_RTS;
+	a.sq_psn = PSN0;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = rnr_retry;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN |
+				       DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY |
+				       DPV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+/* a on device A; b on device B, or on A too when @p loop (the device talks to itself). */
+static void rc_pair(struct end *a, struct end *b, bool loop, struct dpv_srq *srq_b,
+		    struct dpv_cq *rcq_b, uint8_t rnr_retry)
+{
+	end_open(a, xa, DPV_QPT_RC, NULL, NULL);
+	end_open(b, loop ? xa : xb, DPV_QPT_RC, srq_b, rcq_b);
+	rc_up(a, loop ? pa.ipv4 : pb.ipv4, b->qp->qpn, rnr_retry);
+	rc_up(b, pa.ipv4, a->qp->qpn, rnr_retry);
+}
+
+static void ud_up(struct end *e, uint32_t qkey)
+{
+	struct dpv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.state = DPV_QPS_INIT;
+	a.qkey = qkey;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
+				       DPV_QP_PORT | DPV_QP_QKEY), 0);
+	a.state = DPV_QPS_RTR;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE), 0);
+	a.state = DPV_QPS_RTS;
+	a.sq_psn = 7;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
+}
+
+/* ---- work requests ---- */
+
+static struct dpv_swqe swqe(uint8_t opcode, uint64_t wr_id)
+{
+	struct dpv_swqe w;
+
+	memset(&w, 0, sizeof(w));
+	w.opcode = opcode;
+	w.wr_id = wr_id;
+	w.flags = DPV_WR_F_SIGNALED;
+	return w;
+}
+
+static void swqe_sge(struct dpv_swqe *w, const void *addr, uint32_t len, uint32_t lkey)
+{
+	w->sge[w->num_sge].addr = (uintptr_t)addr;
+	w->sge[w->num_sge].length = len;
+	w->sge[w->num_sge].lkey = lkey;
+	w->num_sge++;
+	w->length += len;
+}
+
+static void post_send(struct dpv_qp *qp, const struct dpv_swqe *w)
+{
+	assert_int_equal(dpv_ring_enqueue_burst(qp->sq, w, 1), 1);
+}
+
+static struct dpv_rwqe rwqe(uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct dpv_rwqe r;
+
+	memset(&r, 0, sizeof(r));
+	r.wr_id = wr_id;
+	if (addr != NULL) {
+		r.num_sge = 1;
+		r.sge[0].addr = (uintptr_t)addr;
+		r.sge[0].length = len;
+		r.sge[0].lkey = lkey;
+	}
+	return r;
+}
+
+static void post_recv(struct dpv_qp *qp, const struct dpv_rwqe *r)
+{
+	assert_int_equal(dpv_ring_enqueue_burst(qp->rq, r, 1), 1);
+}
+
+static void post_srq(struct dpv_srq *srq, uint32_t lane, const struct dpv_rwqe *r)
+{
+	assert_int_equal(dpv_ring_enqueue_burst(srq->lanes.lane[lane], r, 1), 1);
+	__atomic_add_fetch(&srq->posted, 1, __ATOMIC_RELEASE);
+}
+
+static struct dpv_xport_stats stats(struct dpv_xport *x)
+{
+	struct dpv_xport_stats st;
+
+	dpv_xport_stats_get(x, &st);
+	return st;
+}
+
+/* ---- setup ---- */
+
+static int devices_up(void **state)
+{
+	bool up_a = false, up_b = false;
+	uint16_t ida, idb;
+	uint32_t speed;
+	char sa[8], sb[8];
+
+	(void)state;
+	if (rte_eal_init(eal_argc, eal_argv) < 0)
+		return -1;
+	if (dpv_port_ring_pair("xp0", (int)rte_socket_id(), &ida, &idb) != 0)
+		return -1;
+	snprintf(sa, sizeof(sa), "%u", ida);
+	snprintf(sb, sizeof(sb), "%u", idb);
+	strcpy(pa.name, "dpv0");
+	strcpy(pb.name, "dpv1");
+	pa.ipv4 = RTE_IPV4(127, 0, 20, 1); /* never leaves the process */
+	pb.ipv4 = RTE_IPV4(127, 0, 20, 2);
+	if (dpv_port_open(&pa, "ethdev", sa, 8191) != 0 ||
+	    dpv_port_open(&pb, "ethdev", sb, 8191) != 0)
+		return -1;
+	for (int i = 0; i < 5000 && !(up_a && up_b); i++) {
+		pa.ops->link(&pa, &up_a, &speed);
+		pb.ops->link(&pb, &up_b, &speed);
+		rte_delay_ms(1);
+	}
+	ta = calloc(1, sizeof(*ta));
+	tb = calloc(1, sizeof(*tb));
+	if (ta == NULL || tb == NULL || dpv_xport_create(&pa, ta, &xa) != 0 ||
+	    dpv_xport_create(&pb, tb, &xb) != 0)
+		return -1;
+	return up_a && up_b ? 0 : -1;
+}
+
+static int devices_down(void **state)
+{
+	(void)state;
+	dpv_xport_destroy(xa);
+	dpv_xport_destroy(xb);
+	for (uint32_t i = 0; i < mr_next; i++) {
+		free(ta->slot[i]);
+		free(tb->slot[i]);
+	}
+	free(ta);
+	free(tb);
+	dpv_port_close(&pa);
+	dpv_port_close(&pb);
+	rte_eal_cleanup();
+	return 0;
+}
+
+/* ---- memory-region checks ---- */
+
+static void mr_check_covers_key_pd_range_and_access(void **state)
+{
+	static uint8_t buf[4096];
+	uint32_t k = mr_reg(ta, buf, sizeof(buf), DPV_ACCESS_LOCAL_WRITE);
+	uintptr_t b = (uintptr_t)buf;
+
+	(void)state;
+	assert_non_null(dpv_mr_check(ta, k, PD, b, sizeof(buf), 0));
+	assert_non_null(dpv_mr_check(ta, k, PD, b + 4095, 1, DPV_ACCESS_LOCAL_WRITE));
+	assert_non_null(dpv_mr_check(ta, k, PD, b + 4096, 0, 0));
+	assert_null(dpv_mr_check(ta, k, PD, b + 4095, 2, 0));
+	assert_null(dpv_mr_check(ta, k, PD, b - 1, 1, 0));
+	assert_null(dpv_mr_check(ta, k, PD, b + 8, UINT64_MAX, 0));
+	assert_null(dpv_mr_check(ta, k, PD + 1, b, 1, 0));
+	assert_null(dpv_mr_check(ta, k, PD, b, 1, DPV_ACCESS_REMOTE_READ));
+	assert_null(dpv_mr_check(ta, k + 1, PD, b, 1, 0));       /* other generation */
+	assert_null(dpv_mr_check(ta, 0xffffff00u, PD, b, 1, 0)); /* beyond the table */
+	mr_dereg(ta, k);
+	assert_null(dpv_mr_check(ta, k, PD, b, 1, 0));
+	assert_int_equal(dpv_xport_active_mtu(xa), MTU_1024); /* 1500-byte link */
+}
+
+/* ---- RC ---- */
+
+static void rc_send_single_packet(void **state)
+{
+	struct end a, b;
+	uint8_t src[100], dst[256];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 11);
+	struct dpv_rwqe r = rwqe(22, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, sizeof(src), 1);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.opcode, DPV_WC_RECV);
+	assert_int_equal(c.wr_id, 22);
+	assert_int_equal(c.byte_len, 100);
+	assert_int_equal(c.qp_num, b.qp->qpn);
+	assert_int_equal(c.src_qp, a.qp->qpn);
+	assert_int_equal(c.flags, 0);
+	assert_memory_equal(src, dst, sizeof(src));
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.opcode, DPV_WC_SEND);
+	assert_int_equal(c.wr_id, 11);
+	assert_int_equal(c.qp_num, a.qp->qpn);
+	assert_int_equal(cq_left(a.scq) + cq_left(b.rcq), 0);
+	/* the WQE left the SQ ring only when acknowledged */
+	assert_int_equal(dpv_ring_used(a.qp->sq), 0);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void rc_send_64k_multi_packet_sges(void **state)
+{
+	const uint32_t len = 65536;
+	uint8_t *src = malloc(len), *dst = malloc(len + 3000);
+	uint32_t ks = mr_reg(ta, src, len, 0);
+	uint32_t kd = mr_reg(tb, dst, len + 3000, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, 1000, kd);
+	struct dpv_xport_stats before = stats(xa);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 5);
+	/* three send pieces, three receive pieces with a gap between the last two */
+	swqe_sge(&w, src, 10000, ks);
+	swqe_sge(&w, src + 10000, 1, ks);
+	swqe_sge(&w, src + 10001, len - 10001, ks);
+	r.num_sge = 3;
+	r.sge[1] = (struct dpv_sge){(uintptr_t)(dst + 1000), 30000, kd};
+	r.sge[2] = (struct dpv_sge){(uintptr_t)(dst + 33000), len - 31000, kd};
+	post_recv(b.qp, &r);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.byte_len, len);
+	assert_memory_equal(dst, src, 31000);
+	assert_memory_equal(dst + 33000, src + 31000, len - 31000);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.byte_len, len);
+	/* 64 packets of 1024 bytes, and nothing resent */
+	assert_int_equal(stats(xa).tx_packets - before.tx_packets, 64);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	free(src);
+	free(dst);
+}
+
+static int notified;
+
+static void on_notify(struct dpv_cq *cq, void *arg)
+{
+	(void)cq;
+	(void)arg;
+	notified++;
+}
+
+static void rc_send_with_imm_solicited_notifies(void **state)
+{
+	uint8_t src[3000], dst[3000];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND_WITH_IMM, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	b.rcq->notify = on_notify;
+	notified = 0;
+	/* solicited-only arming: an unsolicited message does not fire it */
+	b.rcq->armed = 2;
+	post_recv(b.qp, &r);
+	post_recv(b.qp, &r);
+	w.imm = 0xdeadbeef;
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.opcode, DPV_WC_RECV);
+	assert_int_equal(c.flags, DPV_WC_F_IMM);
+	assert_int_equal(c.imm, 0xdeadbeef);
+	assert_int_equal(c.byte_len, sizeof(src));
+	assert_int_equal(notified, 0);
+	assert_int_equal(b.rcq->armed, 2);
+	w.flags |= DPV_WR_F_SOLICITED;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(notified, 1);
+	assert_int_equal(b.rcq->armed, 0);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void rc_write_multi_packet_and_unsignaled(void **state)
+{
+	const uint32_t len = 10000;
+	uint8_t *src = malloc(len), *dst = calloc(1, len + 64);
+	uint32_t ks = mr_reg(ta, src, len, 0);
+	uint32_t kd = mr_reg(tb, dst, len + 64, DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_RDMA_WRITE, 5);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 9);
+	w.remote_addr = (uintptr_t)(dst + 32);
+	w.rkey = kd;
+	swqe_sge(&w, src, len, ks);
+	/* unsignaled first: only the second completes, both leave the ring */
+	w.flags = 0;
+	post_send(a.qp, &w);
+	w.flags = DPV_WR_F_SIGNALED;
+	w.wr_id = 6;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.wr_id, 6);
+	assert_int_equal(c.opcode, DPV_WC_RDMA_WRITE);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_memory_equal(dst + 32, src, len);
+	for (int i = 0; i < 32; i++)
+		assert_int_equal(dst[i] | dst[32 + len + i], 0);
+	assert_int_equal(cq_left(b.rcq), 0);
+	assert_int_equal(dpv_ring_used(a.qp->sq), 0);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	free(src);
+	free(dst);
+}
+
+static void rc_write_with_imm_consumes_a_receive(void **state)
+{
+	const uint32_t len = 2500;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, 0);
+	uint32_t kd = mr_reg(tb, dst, len, DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_RDMA_WRITE_WITH_IMM, 5);
+	struct dpv_rwqe r = rwqe(77, NULL, 0, 0);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 3);
+	post_recv(b.qp, &r);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	w.imm = 0x01020304;
+	swqe_sge(&w, src, len, ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.opcode, DPV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(c.wr_id, 77);
+	assert_int_equal(c.imm, 0x01020304);
+	assert_int_equal(c.flags, DPV_WC_F_IMM);
+	assert_int_equal(c.byte_len, len);
+	assert_memory_equal(dst, src, len);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	free(src);
+	free(dst);
+}
+
+static void rc_read_multi_packet_into_two_sges(void **state)
+{
+	const uint32_t len = 20000;
+	uint8_t *remote = malloc(len), *local = calloc(1, len);
+	uint32_t kr = mr_reg(tb, remote, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kl = mr_reg(ta, local, len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_RDMA_READ, 9);
+	struct dpv_cqe c[3];
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(remote, len, 77);
+	w.remote_addr = (uintptr_t)remote;
+	w.rkey = kr;
+	swqe_sge(&w, local + 5000, len - 5000, kl);
+	swqe_sge(&w, local, 5000, kl);
+	post_send(a.qp, &w);
+	/* a READ, a fenced SEND-less WRITE of 0 bytes, and a zero-length READ */
+	w = swqe(DPV_WR_RDMA_WRITE, 10);
+	w.flags |= DPV_WR_F_FENCE;
+	post_send(a.qp, &w);
+	w = swqe(DPV_WR_RDMA_READ, 11);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 3), 3);
+	assert_int_equal(c[0].wr_id, 9);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[0].opcode, DPV_WC_RDMA_READ);
+	assert_int_equal(c[0].byte_len, len);
+	assert_int_equal(c[1].wr_id, 10);
+	assert_int_equal(c[1].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[2].wr_id, 11);
+	assert_int_equal(c[2].status, DPV_WC_SUCCESS);
+	assert_memory_equal(local + 5000, remote, len - 5000);
+	assert_memory_equal(local, remote + len - 5000, 5000);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(tb, kr);
+	mr_dereg(ta, kl);
+	free(remote);
+	free(local);
+}
+
+static void rc_inline_send_needs_no_key(void **state)
+{
+	uint8_t dst[300];
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	post_recv(b.qp, &r);
+	w.flags |= DPV_WR_F_INLINE;
+	w.length = DPV_MAX_INLINE;
+	fill(w.inline_data, DPV_MAX_INLINE, 42);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.byte_len, DPV_MAX_INLINE);
+	assert_memory_equal(dst, w.inline_data, DPV_MAX_INLINE);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(tb, kd);
+}
+
+/* One device, two QPs: every frame loops back inside the device, none reaches the wire. */
+static void loopback_send_write_read_on_one_device(void **state)
+{
+	const uint32_t len = 5000;
+	uint8_t *src = malloc(len), *dst = calloc(1, len), *back = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kd = mr_reg(ta, dst, len, DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
+	uint32_t kb = mr_reg(ta, back, len, DPV_ACCESS_LOCAL_WRITE);
+	uint64_t wire_a = pa.stats.tx_frames, wire_b = pb.stats.rx_frames;
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, len, kd);
+	struct dpv_cqe c[3];
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, true, NULL, NULL, 7);
+	fill(src, len, 8);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, len, ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, c, 1), 1);
+	assert_int_equal(c[0].byte_len, len);
+	assert_int_equal(c[0].src_qp, a.qp->qpn);
+	assert_memory_equal(dst, src, len);
+	memset(dst, 0, len);
+	w.opcode = DPV_WR_RDMA_WRITE;
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	post_send(a.qp, &w);
+	w = swqe(DPV_WR_RDMA_READ, 3);
+	w.remote_addr = (uintptr_t)src;
+	w.rkey = ks;
+	swqe_sge(&w, back, len, kb);
+	post_send(b.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 2), 2);
+	assert_int_equal(c[1].opcode, DPV_WC_RDMA_WRITE);
+	assert_int_equal(poll_n(b.scq, c, 1), 1);
+	assert_int_equal(c[0].opcode, DPV_WC_RDMA_READ);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_memory_equal(dst, src, len);
+	assert_memory_equal(back, src, len);
+	assert_int_equal(pa.stats.tx_frames, wire_a);
+	assert_int_equal(pb.stats.rx_frames, wire_b);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(ta, kd);
+	mr_dereg(ta, kb);
+	free(src);
+	free(dst);
+	free(back);
+}
+
+/* ---- UD ---- */
+
+static void ud_send_places_the_grh_and_checks_the_qkey(void **state)
+{
+	uint8_t src[200], dst[DPV_UD_GRH_LEN + 200];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND_WITH_IMM, 4);
+	struct dpv_rwqe r = rwqe(5, dst, sizeof(dst), kd);
+	uint64_t bad_qkey = stats(xb).rx_bad_qkey;
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	end_open(&a, xa, DPV_QPT_UD, NULL, NULL);
+	end_open(&b, xb, DPV_QPT_UD, NULL, NULL);
+	ud_up(&a, 0x1111);
+	ud_up(&b, 0x2222);
+	fill(src, sizeof(src), 4);
+	post_recv(b.qp, &r);
+	w.imm = 99;
+	w.ud_dst_ip = pb.ipv4;
+	w.ud_remote_qpn = b.qp->qpn;
+	w.ud_remote_qkey = 0x2222;
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	/* UD completes once sent */
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.opcode, DPV_WC_RECV);
+	assert_int_equal(c.byte_len, DPV_UD_GRH_LEN + sizeof(src));
+	assert_int_equal(c.flags, DPV_WC_F_GRH | DPV_WC_F_IMM);
+	assert_int_equal(c.imm, 99);
+	assert_int_equal(c.src_qp, a.qp->qpn);
+	assert_int_equal(c.qp_num, b.qp->qpn);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(dst[i], 0);
+	assert_int_equal(dst[20], 0x45);
+	assert_int_equal(rte_be_to_cpu_32(*(uint32_t *)(dst + 20 + 12)), pa.ipv4);
+	assert_int_equal(rte_be_to_cpu_32(*(uint32_t *)(dst + 20 + 16)), pb.ipv4);
+	assert_memory_equal(dst + DPV_UD_GRH_LEN, src, sizeof(src));
+	/* a wrong Q_Key is dropped and counted; the top bit means "the QP's own" */
+	post_recv(b.qp, &r);
+	w.ud_remote_qkey = 0x3333;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(cq_left(b.rcq), 0);
+	assert_int_equal(stats(xb).rx_bad_qkey, bad_qkey + 1);
+	w.ud_remote_qkey = 0x80000000u;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(cq_left(b.rcq), 0);
+	assert_int_equal(stats(xb).rx_bad_qkey, bad_qkey + 2);
+	/* b's own Q_Key is 0x2222: set a's to it and use the top bit */
+	{
+		struct dpv_qp_attr at = {.qkey = 0x2222};
+
+		assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_QKEY), 0);
+	}
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	/* a message above the MTU fails locally and puts the QP in SQE; RTS again works */
+	w.num_sge = 0;
+	w.length = 0;
+	{
+		static uint8_t big[2000];
+		uint32_t kbig = mr_reg(ta, big, sizeof(big), 0);
+		struct dpv_qp_attr at = {.state = DPV_QPS_RTS};
+
+		swqe_sge(&w, big, sizeof(big), kbig);
+		post_send(a.qp, &w);
+		assert_int_equal(poll_n(a.scq, &c, 1), 1);
+		assert_int_equal(poll_n(a.scq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_LOC_LEN_ERR);
+		assert_int_equal(a.qp->attr.state, DPV_QPS_SQE);
+		assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+		mr_dereg(ta, kbig);
+	}
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+/* ---- SRQ ---- */
+
+#define SRQ_QPS 16
+#define SRQ_MSGS 4
+
+static void srq_shared_by_16_qps_reports_each_qp(void **state)
+{
+	struct dpv_srq_init si = {.pd = PD, .max_wr = 256, .max_sge = 1, .lanes = 2};
+	static uint8_t rbuf[SRQ_QPS * SRQ_MSGS][64];
+	uint8_t sbuf[SRQ_QPS][64];
+	struct end a[SRQ_QPS], b[SRQ_QPS];
+	struct dpv_cqe c[SRQ_QPS * SRQ_MSGS];
+	int seen[SRQ_QPS] = {0};
+	struct dpv_srq *srq;
+	struct dpv_cq *rcq;
+	uint32_t kr, ks;
+
+	(void)state;
+	assert_int_equal(dpv_cq_create(xb, 1024, &rcq), 0);
+	assert_int_equal(dpv_srq_create(xb, &si, &srq), 0);
+	kr = mr_reg(tb, rbuf, sizeof(rbuf), DPV_ACCESS_LOCAL_WRITE);
+	ks = mr_reg(ta, sbuf, sizeof(sbuf), 0);
+	for (int i = 0; i < SRQ_QPS * SRQ_MSGS; i++) {
+		struct dpv_rwqe r = rwqe((uint64_t)i, rbuf[i], 64, kr);
+
+		post_srq(srq, (uint32_t)i % 2, &r);
+	}
+	for (int q = 0; q < SRQ_QPS; q++) {
+		rc_pair(&a[q], &b[q], false, srq, rcq, 7);
+		assert_null(b[q].qp->rq);
+		memset(sbuf[q], q, sizeof(sbuf[q]));
+		for (int m = 0; m < SRQ_MSGS; m++) {
+			struct dpv_swqe w = swqe(DPV_WR_SEND, (uint64_t)m);
+
+			swqe_sge(&w, sbuf[q], (uint32_t)(10 + q), ks);
+			post_send(a[q].qp, &w);
+		}
+	}
+	assert_int_equal(poll_n(rcq, c, SRQ_QPS * SRQ_MSGS), SRQ_QPS * SRQ_MSGS);
+	for (int i = 0; i < SRQ_QPS * SRQ_MSGS; i++) {
+		int q = -1;
+
+		assert_int_equal(c[i].status, DPV_WC_SUCCESS);
+		for (int k = 0; k < SRQ_QPS; k++)
+			if (b[k].qp->qpn == c[i].qp_num)
+				q = k;
+		assert_true(q >= 0);
+		assert_int_equal(c[i].src_qp, a[q].qp->qpn);
+		assert_int_equal(c[i].byte_len, 10 + q);
+		assert_int_equal(rbuf[c[i].wr_id][0], q);
+		seen[q]++;
+	}
+	for (int q = 0; q < SRQ_QPS; q++)
+		assert_int_equal(seen[q], SRQ_MSGS);
+	assert_int_equal(srq->posted, 0);
+	for (int q = 0; q < SRQ_QPS; q++) {
+		/* ERR on a QP of an SRQ flushes nothing of the SRQ */
+		struct dpv_qp_attr at = {.state = DPV_QPS_ERR};
+		struct dpv_rwqe r = rwqe(1000, rbuf[0], 64, kr);
+
+		if (q == 0)
+			post_srq(srq, 0, &r);
+		assert_int_equal(dpv_qp_modify(xb, b[q].qp, &at, DPV_QP_STATE), 0);
+		end_close(&a[q]);
+		end_close(&b[q]);
+	}
+	assert_int_equal(cq_left(rcq), 0);
+	assert_int_equal(srq->posted, 1);
+	dpv_srq_destroy(xb, srq);
+	dpv_cq_destroy(rcq);
+	mr_dereg(tb, kr);
+	mr_dereg(ta, ks);
+}
+
+static int limit_events;
+
+static void on_limit(struct dpv_srq *srq, void *arg)
+{
+	(void)srq;
+	(void)arg;
+	limit_events++;
+}
+
+static void srq_limit_fires_once_below_the_limit(void **state)
+{
+	struct dpv_srq_init si = {.pd = PD, .max_wr = 16, .max_sge = 1, .lanes = 1, .limit = 4};
+	uint8_t rbuf[8][32], sbuf[8];
+	uint32_t kr = mr_reg(tb, rbuf, sizeof(rbuf), DPV_ACCESS_LOCAL_WRITE);
+	uint32_t ks = mr_reg(ta, sbuf, sizeof(sbuf), 0);
+	struct dpv_cqe c[8];
+	struct dpv_srq *srq;
+	struct end a, b;
+
+	(void)state;
+	assert_int_equal(dpv_srq_create(xb, &si, &srq), 0);
+	srq->limit_event = on_limit;
+	limit_events = 0;
+	for (int i = 0; i < 6; i++) {
+		struct dpv_rwqe r = rwqe((uint64_t)i, rbuf[i], 32, kr);
+
+		post_srq(srq, 0, &r);
+	}
+	rc_pair(&a, &b, false, srq, NULL, 7);
+	for (int i = 0; i < 4; i++) {
+		struct dpv_swqe w = swqe(DPV_WR_SEND, (uint64_t)i);
+
+		swqe_sge(&w, sbuf, sizeof(sbuf), ks);
+		post_send(a.qp, &w);
+		assert_int_equal(poll_n(b.rcq, c, 1), 1);
+		/* 6 posted: the third message leaves 3 < 4 */
+		assert_int_equal(limit_events, i >= 2 ? 1 : 0);
+	}
+	assert_int_equal(srq->limit, 0);
+	assert_int_equal(srq->posted, 2);
+	end_close(&a);
+	end_close(&b);
+	dpv_srq_destroy(xb, srq);
+	mr_dereg(tb, kr);
+	mr_dereg(ta, ks);
+}
+
+/* ---- RNR ---- */
+
+static void rnr_nak_then_success_when_a_receive_comes(void **state)
+{
+	uint8_t src[100], dst[100];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, sizeof(src), 6);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	w.wr_id = 3;
+	post_send(a.qp, &w);
+	pump(200);
+	assert_int_equal(cq_left(a.scq), 0);
+	assert_true(stats(xb).rnr_naks_sent > sb.rnr_naks_sent);
+	assert_true(stats(xa).rnr_retries > sa.rnr_retries);
+	post_recv(b.qp, &r);
+	r.wr_id = 4;
+	post_recv(b.qp, &r);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.wr_id, 2);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.wr_id, 4);
+	assert_memory_equal(dst, src, sizeof(src));
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.wr_id, 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.wr_id, 3);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void rnr_retry_zero_fails_with_rnr_retry_exc_err(void **state)
+{
+	uint8_t src[100];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_cqe c[2];
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 0);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	w.wr_id = 2;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 2), 2);
+	assert_int_equal(c[0].wr_id, 1);
+	assert_int_equal(c[0].status, DPV_WC_RNR_RETRY_EXC_ERR);
+	assert_int_equal(c[1].wr_id, 2);
+	assert_int_equal(c[1].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_ERR);
+	/* nothing was consumed at the responder, which stays up */
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+}
+
+/* ---- errors ---- */
+
+static void bad_rkey_gives_rem_access_err_and_ends_the_responder(void **state)
+{
+	uint8_t src[100], dst[100];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_RDMA_WRITE, 1);
+	struct dpv_rwqe r = rwqe(9, dst, sizeof(dst), kd);
+	uint64_t errs = stats(xb).access_errors;
+	struct dpv_cqe c[2];
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, sizeof(src), ks);
+	w.remote_addr = (uintptr_t)dst + 1; /* one byte past the region at its end */
+	w.rkey = kd;
+	post_send(a.qp, &w);
+	w.wr_id = 2;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 2), 2);
+	assert_int_equal(c[0].status, DPV_WC_REM_ACCESS_ERR);
+	assert_int_equal(c[1].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(stats(xb).access_errors, errs + 1);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_ERR);
+	assert_int_equal(b.fatal, 1);
+	/* the responder's posted receive is flushed */
+	assert_int_equal(poll_n(b.rcq, c, 1), 1);
+	assert_int_equal(c[0].wr_id, 9);
+	assert_int_equal(c[0].status, DPV_WC_WR_FLUSH_ERR);
+	end_close(&a);
+	end_close(&b);
+
+	/* a READ on a region without remote read, and a key of another PD */
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	w = swqe(DPV_WR_RDMA_READ, 3);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	swqe_sge(&w, src, sizeof(src), mr_reg(ta, src, sizeof(src), DPV_ACCESS_LOCAL_WRITE));
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_REM_ACCESS_ERR);
+	end_close(&a);
+	end_close(&b);
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	w = swqe(DPV_WR_RDMA_WRITE, 4);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = mr_reg_pd(tb, dst, sizeof(dst), DPV_ACCESS_REMOTE_WRITE, PD + 1);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_REM_ACCESS_ERR);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void bad_lkey_on_a_receive_gives_loc_prot_err(void **state)
+{
+	uint8_t src[100], dst[100];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), 0); /* no LOCAL_WRITE */
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.wr_id, 2);
+	assert_int_equal(c.status, DPV_WC_LOC_PROT_ERR);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_ERR);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_REM_OP_ERR);
+	end_close(&a);
+	end_close(&b);
+
+	/* and a send whose own lkey is bad fails locally, in order, then flushes */
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	{
+		struct dpv_cqe cc[3];
+
+		r = rwqe(5, dst, sizeof(dst), mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE));
+		post_recv(b.qp, &r);
+		post_send(a.qp, &w);
+		w.wr_id = 7;
+		w.sge[0].lkey = ks + 1;
+		post_send(a.qp, &w);
+		w.wr_id = 8;
+		w.sge[0].lkey = ks;
+		post_send(a.qp, &w);
+		assert_int_equal(poll_n(a.scq, cc, 3), 3);
+		assert_int_equal(cc[0].status, DPV_WC_SUCCESS);
+		assert_int_equal(cc[1].wr_id, 7);
+		assert_int_equal(cc[1].status, DPV_WC_LOC_PROT_ERR);
+		assert_int_equal(cc[2].status, DPV_WC_WR_FLUSH_ERR);
+	}
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void too_small_receive_gives_loc_len_err_and_rem_inv_req_err(void **state)
+{
+	uint8_t src[3000], dst[2000];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_LOC_LEN_ERR);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_REM_INV_REQ_ERR);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_ERR);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_ERR);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+static void err_state_flushes_posted_and_later_work(void **state)
+{
+	uint8_t buf[64];
+	uint32_t k = mr_reg(ta, buf, sizeof(buf), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_qp_attr at = {.state = DPV_QPS_ERR};
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, buf, sizeof(buf), k);
+	struct dpv_cqe c[4];
+	struct end a;
+
+	(void)state;
+	end_open(&a, xa, DPV_QPT_RC, NULL, NULL);
+	post_recv(a.qp, &r);
+	post_recv(a.qp, &r);
+	swqe_sge(&w, buf, sizeof(buf), k);
+	post_send(a.qp, &w); /* in RESET: not processed */
+	pump(2);
+	assert_int_equal(cq_left(a.scq), 0);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	assert_int_equal(dpv_ring_dequeue_burst(a.scq->ring, c, 4), 1);
+	assert_int_equal(c[0].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[0].wr_id, 1);
+	assert_int_equal(dpv_ring_dequeue_burst(a.rcq->ring, c, 4), 2);
+	assert_int_equal(c[1].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].opcode, DPV_WC_RECV);
+	/* posted in ERR: flushed by the device at its next pass */
+	post_send(a.qp, &w);
+	post_recv(a.qp, &r);
+	assert_int_equal(poll_n(a.scq, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(poll_n(a.rcq, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_WR_FLUSH_ERR);
+	/* ERR -> RESET empties without completions, and the QP can come up again */
+	at.state = DPV_QPS_RESET;
+	post_send(a.qp, &w);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	assert_int_equal(dpv_ring_used(a.qp->sq), 0);
+	assert_int_equal(cq_left(a.scq), 0);
+	end_close(&a);
+	mr_dereg(ta, k);
+}
+
+static void state_machine_refuses_what_ibta_refuses(void **state)
+{
+	const uint32_t init_rc = DPV_QP_STATE | DPV_QP_PKEY_INDEX | DPV_QP_PORT | DPV_QP_ACCESS_FLAGS;
+	const uint32_t rtr_rc = DPV_QP_STATE | DPV_QP_AV | DPV_QP_PATH_MTU | DPV_QP_DEST_QPN |
+				DPV_QP_RQ_PSN | DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER;
+	const uint32_t rts_rc = DPV_QP_STATE | DPV_QP_SQ_PSN | DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT |
+				DPV_QP_RNR_RETRY | DPV_QP_MAX_QP_RD_ATOMIC;
+	struct dpv_qp_attr at;
+	struct end a, u;
+
+	(void)state;
+	memset(&at, 0, sizeof(at));
+	end_open(&a, xa, DPV_QPT_RC, NULL, NULL);
+	end_open(&u, xa, DPV_QPT_UD, NULL, NULL);
+	at.state = DPV_QPS_RTR;
+	at.path_mtu = MTU_1024;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rtr_rc), EINVAL);  /* RESET -> RTR */
+	at.state = DPV_QPS_INIT;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc & ~DPV_QP_ACCESS_FLAGS), EINVAL);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc | DPV_QP_QKEY), EINVAL);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc | (1u << 30)), EINVAL);
+	at.pkey_index = 1;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc), EINVAL);
+	at.pkey_index = 0;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc), 0);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_INIT);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_ACCESS_FLAGS), 0); /* INIT->INIT */
+	at.state = DPV_QPS_RTS;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rts_rc), EINVAL);  /* INIT -> RTS */
+	at.state = DPV_QPS_RTR;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rtr_rc & ~DPV_QP_PATH_MTU), EINVAL);
+	at.path_mtu = 6;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rtr_rc), EINVAL);
+	at.path_mtu = MTU_1024;
+	at.min_rnr_timer = 32;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rtr_rc), EINVAL);
+	at.min_rnr_timer = 12;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rtr_rc), 0);
+	at.state = DPV_QPS_RTS;
+	at.rnr_retry = 8;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rts_rc), EINVAL);
+	at.rnr_retry = 7;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rts_rc & ~DPV_QP_SQ_PSN), EINVAL);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, rts_rc), 0);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_MIN_RNR_TIMER), 0); /* RTS->RTS */
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_PATH_MTU), EINVAL);
+	at.state = DPV_QPS_SQE; /* RC has no SQE */
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), EINVAL);
+	at.state = DPV_QPS_INIT;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), EINVAL);
+	at.state = DPV_QPS_SQD;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE | DPV_QP_RNR_RETRY), 0);
+	at.state = DPV_QPS_RTS;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	at.state = 7;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), EINVAL);
+	at.state = DPV_QPS_ERR;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	at.state = DPV_QPS_RTS;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), EINVAL);  /* ERR -> RTS */
+	at.state = DPV_QPS_RESET;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	at.state = DPV_QPS_INIT;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, init_rc), 0);
+
+	/* UD: a Q_Key, no path */
+	at.state = DPV_QPS_INIT;
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, init_rc), EINVAL);
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
+				       DPV_QP_PORT | DPV_QP_QKEY), 0);
+	at.state = DPV_QPS_RTR;
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, DPV_QP_STATE | DPV_QP_AV), EINVAL);
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, DPV_QP_STATE), 0);
+	at.state = DPV_QPS_RTS;
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, DPV_QP_STATE), EINVAL); /* no SQ_PSN */
+	assert_int_equal(dpv_qp_modify(xa, u.qp, &at, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
+
+	{
+		/* creation limits */
+		struct dpv_qp_init bad = {.type = 3, .send_cq = a.scq, .recv_cq = a.rcq};
+		struct dpv_qp *qp;
+
+		assert_int_equal(dpv_qp_create(xa, &bad, &qp), EINVAL);
+		bad.type = DPV_QPT_RC;
+		bad.max_send_sge = DPV_MAX_SGE + 1;
+		assert_int_equal(dpv_qp_create(xa, &bad, &qp), EINVAL);
+		bad.max_send_sge = 1;
+		bad.max_send_wr = DPV_MAX_QP_WR + 1;
+		assert_int_equal(dpv_qp_create(xa, &bad, &qp), EINVAL);
+		bad.max_send_wr = 0;
+		assert_int_equal(dpv_qp_create(xa, &bad, &qp), 0);
+		assert_null(qp->sq);
+		assert_ptr_equal(dpv_xport_qp(xa, qp->qpn), qp);
+		dpv_qp_destroy(xa, qp);
+		assert_null(dpv_xport_qp(xa, 0));
+		assert_null(dpv_xport_qp(xa, 1u << 23));
+	}
+	end_close(&a);
+	end_close(&u);
+}
+
+static void qp_numbers_run_out_with_enospc(void **state)
+{
+	static struct dpv_qp *qps[DPV_MAX_QP];
+	struct dpv_qp_init init = {.type = DPV_QPT_UD, .pd = PD, .max_send_wr = 1,
+				   .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1};
+	struct dpv_cq *cq;
+	struct dpv_qp *qp;
+	uint32_t n = 0, freed;
+
+	(void)state;
+	assert_int_equal(dpv_cq_create(xb, 1, &cq), 0);
+	init.send_cq = init.recv_cq = cq;
+	while (dpv_qp_create(xb, &init, &qps[n]) == 0) {
+		assert_true(qps[n]->qpn >= 2 && qps[n]->qpn < DPV_MAX_QP);
+		n++;
+	}
+	/* numbers 0 and 1 are reserved; xb holds no other QP now */
+	assert_int_equal(n, DPV_MAX_QP - 2);
+	assert_int_equal(dpv_qp_create(xb, &init, &qp), ENOSPC);
+	/* a freed number comes back, and only when no other is free */
+	freed = qps[100]->qpn;
+	dpv_qp_destroy(xb, qps[100]);
+	assert_int_equal(dpv_qp_create(xb, &init, &qps[100]), 0);
+	assert_int_equal(qps[100]->qpn, freed);
+	for (uint32_t i = 0; i < n; i++)
+		dpv_qp_destroy(xb, qps[i]);
+	assert_int_equal(dpv_qp_create(xb, &init, &qp), 0);
+	assert_int_not_equal(qp->qpn, freed);
+	dpv_qp_destroy(xb, qp);
+	assert_int_equal(dpv_cq_create(xb, 0, &cq), EINVAL);
+	assert_int_equal(dpv_cq_create(xb, DPV_MAX_CQE + 1, &cq), EINVAL);
+	dpv_cq_destroy(init.send_cq);
+}
+
+static void sqd_drains_then_rts_resumes(void **state)
+{
+	uint8_t src[64], dst[64];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_qp_attr at = {.state = DPV_QPS_SQD};
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	post_recv(b.qp, &r);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(cq_left(b.rcq), 0);
+	at.state = DPV_QPS_RTS;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
+/* ---- many messages both ways ---- */
+
+#define MIX_WQES 400
+#define MIX_MAX 9000
+
+struct mix_side {
+	struct end *e;
+	uint8_t *local, *remote;   /* local: sources and READ targets; remote: the peer's */
+	uint32_t kl, kr;
+	uint8_t *recv;
+	uint32_t krecv;
+	int sends, posted, done, got_recv;
+};
+
+static uint32_t mix_draw(uint32_t *seed, uint32_t *len, uint8_t *op)
+{
+	static const uint8_t ops[] = {DPV_WR_SEND, DPV_WR_RDMA_WRITE, DPV_WR_RDMA_WRITE_WITH_IMM,
+				      DPV_WR_RDMA_READ};
+	uint32_t r;
+
+	*seed = *seed * 1103515245u + 12345u;
+	r = *seed >> 8;
+	*len = r % MIX_MAX;
+	*op = ops[(r >> 14) % 4];
+	return r;
+}
+
+/* The next send completion of a side: successful, in posting order. */
+static void mix_complete(struct mix_side *m)
+{
+	struct dpv_cqe c;
+
+	assert_int_equal(poll_n(m->e->scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_true((int)c.wr_id >= m->done);
+	m->done = (int)c.wr_id + 1;
+}
+
+static void mix_received(struct mix_side *rx, struct mix_side *tx)
+{
+	struct dpv_cqe c;
+
+	assert_int_equal(poll_n(rx->e->rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.qp_num, rx->e->qp->qpn);
+	tx->got_recv++;
+}
+
+/* Random SENDs, WRITEs, WRITE_WITH_IMMs and READs from both ends at once, unsignaled
+ * ones among them: every completion in order, every byte where it belongs. */
+static void mixed_stream_both_ways_completes_in_order(void **state)
+{
+	const size_t area = (size_t)MIX_WQES * MIX_MAX;
+	struct end a, b;
+	struct mix_side sd[2] = {0};
+	uint64_t ooo = stats(xa).rx_out_of_seq + stats(xb).rx_out_of_seq;
+	uint32_t seed = 99;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	sd[0].e = &a;
+	sd[1].e = &b;
+	for (int i = 0; i < 2; i++) {
+		struct dpv_mr_table *t = i == 0 ? ta : tb;
+
+		sd[i].local = malloc(area);
+		sd[i].recv = calloc(1, area);
+		fill(sd[i].local, area, (uint32_t)i + 1);
+		sd[i].kl = mr_reg(t, sd[i].local, area, ACCESS_ALL);
+		sd[i].krecv = mr_reg(t, sd[i].recv, area, ACCESS_ALL);
+	}
+	for (int i = 0; i < 2; i++) {
+		sd[i].remote = sd[1 - i].recv;
+		sd[i].kr = sd[1 - i].krecv;
+	}
+	for (int k = 0; k < MIX_WQES; k++) {
+		for (int side = 0; side < 2; side++) {
+			struct mix_side *m = &sd[side], *peer = &sd[1 - side];
+			struct dpv_swqe w;
+			uint32_t r, len;
+			uint8_t op;
+
+			r = mix_draw(&seed, &len, &op);
+			w = swqe(op, (uint64_t)k);
+			if ((r & 3) == 0 && op != DPV_WR_RDMA_READ)
+				w.flags = 0;
+			w.imm = (uint32_t)k;
+			/* each WQE has its own slice on both sides */
+			w.remote_addr = (uintptr_t)(m->remote + (size_t)k * MIX_MAX);
+			w.rkey = m->kr;
+			if (op == DPV_WR_RDMA_READ) {
+				/* read the peer's pattern into our receive area (where the
+				 * peer's WQE k, if it writes, puts the same bytes) */
+				w.remote_addr = (uintptr_t)(peer->local + (size_t)k * MIX_MAX);
+				w.rkey = peer->kl;
+				swqe_sge(&w, m->recv + (size_t)k * MIX_MAX, len, m->krecv);
+			} else {
+				swqe_sge(&w, m->local + (size_t)k * MIX_MAX, len, m->kl);
+			}
+			if (op == DPV_WR_SEND || op == DPV_WR_RDMA_WRITE_WITH_IMM) {
+				struct dpv_rwqe rw = rwqe((uint64_t)k,
+							  peer->recv + (size_t)k * MIX_MAX,
+							  MIX_MAX, peer->krecv);
+
+				post_recv(peer->e->qp, &rw);
+				m->sends++;
+			}
+			post_send(m->e->qp, &w);
+			m->posted++;
+			/* keep the rings from filling: take completions as they come */
+			while (m->posted - m->done >= 48)
+				mix_complete(m);
+			while (dpv_ring_used(peer->e->qp->rq) > 32)
+				mix_received(peer, m);
+		}
+	}
+	for (int side = 0; side < 2; side++) {
+		while (sd[side].done < sd[side].posted)
+			mix_complete(&sd[side]);
+		while (sd[side].got_recv < sd[side].sends)
+			mix_received(&sd[1 - side], &sd[side]);
+	}
+	/* every slice on both sides: what was sent, written or read */
+	seed = 99;
+	for (int k = 0; k < MIX_WQES; k++) {
+		for (int side = 0; side < 2; side++) {
+			struct mix_side *m = &sd[side], *peer = &sd[1 - side];
+			uint32_t len;
+			uint8_t op;
+
+			mix_draw(&seed, &len, &op);
+			if (op == DPV_WR_RDMA_READ)
+				assert_memory_equal(m->recv + (size_t)k * MIX_MAX,
+						    peer->local + (size_t)k * MIX_MAX, len);
+			else
+				assert_memory_equal(peer->recv + (size_t)k * MIX_MAX,
+						    m->local + (size_t)k * MIX_MAX, len);
+		}
+	}
+	/* a lossless link: no PSN gap anywhere */
+	assert_int_equal(stats(xa).rx_out_of_seq + stats(xb).rx_out_of_seq, ooo);
+	end_close(&a);
+	end_close(&b);
+	for (int i = 0; i < 2; i++) {
+		mr_dereg(i == 0 ? ta : tb, sd[i].kl);
+		mr_dereg(i == 0 ? ta : tb, sd[i].krecv);
+		free(sd[i].local);
+		free(sd[i].recv);
+	}
+}
+
+/* ---- go-back-N and duplicates ---- */
+
+static int hook_count, hook_drop_at;
+static struct rte_mbuf *hook_saved;
+static uint8_t hook_dup_opcode;
+
+static bool drop_one(struct rte_mbuf *m)
+{
+	(void)m;
+	return hook_count++ != hook_drop_at;
+}
+
+static bool keep_a_copy(struct rte_mbuf *m)
+{
+	struct dpv_wire_pkt p;
+
+	if (hook_saved == NULL &&
+	    dpv_wire_parse(rte_pktmbuf_mtod(m, void *), rte_pktmbuf_data_len(m), &p) == 0 &&
+	    p.opcode == hook_dup_opcode)
+		hook_saved = rte_pktmbuf_copy(m, pb.pool, 0, UINT32_MAX);
+	return true;
+}
+
+static void lost_packet_is_resent_after_a_sequence_nak(void **state)
+{
+	const uint32_t len = 10 * 1024;
+	uint8_t *src = malloc(len), *dst = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, 0);
+	uint32_t kd = mr_reg(tb, dst, len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, len, kd);
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb);
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 31);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, len, ks);
+	post_send(a.qp, &w);
+	hook_count = 0;
+	hook_drop_at = 3;
+	b_rx_hook = drop_one;
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	b_rx_hook = NULL;
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.byte_len, len);
+	assert_memory_equal(dst, src, len);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	/* one NAK for the gap, however many packets arrived behind it */
+	assert_int_equal(stats(xb).naks_sent - sb.naks_sent, 1);
+	assert_true(stats(xb).rx_out_of_seq - sb.rx_out_of_seq >= 1);
+	assert_int_equal(stats(xa).naks_received - sa.naks_received, 1);
+	/* 10 packets, then the resend from the lost one */
+	assert_int_equal(stats(xa).tx_packets - sa.tx_packets, 10 + 7);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	free(src);
+	free(dst);
+}
+
+static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
+{
+	uint8_t src[3000], dst[3000], back[3000];
+	uint32_t ks = mr_reg(ta, src, sizeof(src), DPV_ACCESS_REMOTE_READ);
+	uint32_t kd = mr_reg(tb, dst, sizeof(dst), ACCESS_ALL);
+	uint32_t kb = mr_reg(ta, back, sizeof(back), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
+	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
+	struct dpv_xport_stats sb;
+	struct dpv_cqe c;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, sizeof(src), 12);
+	post_recv(b.qp, &r);
+	post_recv(b.qp, &r);
+	swqe_sge(&w, src, sizeof(src), ks);
+	hook_saved = NULL;
+	hook_dup_opcode = DPV_OP_RC_SEND_LAST;
+	b_rx_hook = keep_a_copy;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	b_rx_hook = NULL;
+	assert_non_null(hook_saved);
+	/* the last packet again: acknowledged, not delivered twice */
+	sb = stats(xb);
+	dpv_xport_rx(xb, &hook_saved, 1);
+	pump(10);
+	assert_int_equal(stats(xb).rx_dup - sb.rx_dup, 1);
+	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+	assert_int_equal(cq_left(b.rcq), 0);
+	assert_int_equal(cq_left(a.scq), 0);
+	/* a READ request again: answered again, the completer drops what it has */
+	w = swqe(DPV_WR_RDMA_READ, 3);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	swqe_sge(&w, back, sizeof(back), kb);
+	hook_saved = NULL;
+	hook_dup_opcode = DPV_OP_RC_READ_REQUEST;
+	b_rx_hook = keep_a_copy;
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	b_rx_hook = NULL;
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_memory_equal(back, src, sizeof(back));
+	sb = stats(xa);
+	dpv_xport_rx(xb, &hook_saved, 1);
+	pump(10);
+	assert_int_equal(stats(xa).rx_dup - sb.rx_dup, 3);
+	assert_int_equal(cq_left(a.scq), 0);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	mr_dereg(ta, kb);
+}
+
+/* ---- malformed frames ---- */
+
+static struct rte_mbuf *frame(struct dpv_wire_pkt *p, const void *payload, uint32_t plen)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pa.pool);
+	uint32_t flen = dpv_wire_frame_len(p->opcode, plen), hl;
+	uint8_t *buf;
+
+	assert_non_null(m);
+	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)flen);
+	assert_non_null(buf);
+	hl = dpv_wire_write_headers(buf, p, plen);
+	assert_int_not_equal(hl, 0);
+	if (plen)
+		memcpy(buf + hl, payload, plen);
+	dpv_wire_finish(buf, flen);
+	return m;
+}
+
+static void pkt_to(struct dpv_wire_pkt *p, uint8_t opcode, uint32_t qpn, uint32_t psn)
+{
+	memset(p, 0, sizeof(*p));
+	memcpy(p->src_mac, pa.mac.addr_bytes, 6);
+	memcpy(p->dst_mac, pb.mac.addr_bytes, 6);
+	p->src_ip = pa.ipv4;
+	p->dst_ip = pb.ipv4;
+	p->ttl = 64;
+	p->udp_sport = 0xc000;
+	p->opcode = opcode;
+	p->pkey = DPV_WIRE_PKEY_DEFAULT;
+	p->dest_qp = qpn;
+	p->psn = psn;
+}
+
+static void malformed_frames_are_counted_and_ignored(void **state)
+{
+	struct dpv_xport_stats before = stats(xb), after;
+	uint8_t payload[64] = {0};
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *m;
+	struct end a, b, idle;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	end_open(&idle, xb, DPV_QPT_RC, NULL, NULL);
+	/* unknown QP */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, 4000, 0);
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
+	/* a QP in RESET */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, idle.qp->qpn, 0);
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
+	/* a corrupted byte: ICRC */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, b.qp->qpn, PSN0);
+	m = frame(&p, payload, 10);
+	rte_pktmbuf_mtod(m, uint8_t *)[DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + 3] ^= 1;
+	dpv_xport_rx(xb, &m, 1);
+	/* cut short */
+	m = frame(&p, payload, 10);
+	rte_pktmbuf_trim(m, (uint16_t)(rte_pktmbuf_data_len(m) - 30));
+	dpv_xport_rx(xb, &m, 1);
+	/* an opcode dpverbs does not know, with a good ICRC */
+	m = frame(&p, payload, 10);
+	rte_pktmbuf_mtod(m, uint8_t *)[DPV_WIRE_BTH_OFF] = 0x1f;
+	dpv_wire_finish(rte_pktmbuf_mtod(m, uint8_t *), rte_pktmbuf_data_len(m));
+	dpv_xport_rx(xb, &m, 1);
+	/* a UD opcode on an RC QP */
+	pkt_to(&p, DPV_OP_UD_SEND_ONLY, b.qp->qpn, PSN0);
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
+	/* another partition */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, b.qp->qpn, PSN0);
+	p.pkey = 0x1234;
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
+	/* not addressed to this device */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, b.qp->qpn, PSN0);
+	p.dst_ip = RTE_IPV4(127, 0, 20, 99);
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
+	after = stats(xb);
+	assert_int_equal(after.rx_unknown_qp - before.rx_unknown_qp, 1);
+	assert_int_equal(after.rx_bad_state - before.rx_bad_state, 1);
+	assert_int_equal(after.rx_bad[DPV_WIRE_E_ICRC] - before.rx_bad[DPV_WIRE_E_ICRC], 1);
+	assert_int_equal(after.rx_bad[DPV_WIRE_E_SHORT] - before.rx_bad[DPV_WIRE_E_SHORT], 1);
+	assert_int_equal(after.rx_bad[DPV_WIRE_E_OPCODE] - before.rx_bad[DPV_WIRE_E_OPCODE], 2);
+	assert_int_equal(after.rx_bad_pkey - before.rx_bad_pkey, 1);
+	assert_int_equal(after.rx_bad[DPV_WIRE_E_NOT_ROCE] - before.rx_bad[DPV_WIRE_E_NOT_ROCE], 1);
+	assert_int_equal(after.rx_packets - before.rx_packets, 8);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	end_close(&idle);
+}
+
+static void drain_cq(struct dpv_cq *cq)
+{
+	struct dpv_cqe c[64];
+
+	while (dpv_ring_dequeue_burst(cq->ring, c, 64) != 0)
+		;
+}
+
+/* Bring a QP that a random frame ended back to RTS, so the fuzz keeps reaching the
+ * responder and completer rather than the state check. */
+static void revive(struct end *e, uint32_t dst_ip, uint32_t dest_qpn)
+{
+	struct dpv_qp_attr at = {.state = DPV_QPS_RESET};
+
+	drain_cq(e->scq);
+	drain_cq(e->rcq);
+	if (e->qp->attr.state == DPV_QPS_RTS)
+		return;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, &at, DPV_QP_STATE), 0);
+	rc_up(e, dst_ip, dest_qpn, 7);
+}
+
+/* Frames with good ICRCs and random fields, keys, PSNs and lengths, at live QPs on both
+ * sides (responders with receives posted, requesters with READs and SENDs outstanding),
+ * mixed with the QPs' own traffic: whatever they do to those QPs, no access lands
+ * outside a region (ASan watches in the sanitize build) and nothing crashes. */
+static void random_frames_never_touch_memory_outside_a_region(void **state)
+{
+	static const uint8_t ops[] = {
+		DPV_OP_RC_SEND_FIRST, DPV_OP_RC_SEND_MIDDLE, DPV_OP_RC_SEND_LAST,
+		DPV_OP_RC_SEND_LAST_IMM, DPV_OP_RC_SEND_ONLY, DPV_OP_RC_SEND_ONLY_IMM,
+		DPV_OP_RC_WRITE_FIRST, DPV_OP_RC_WRITE_MIDDLE, DPV_OP_RC_WRITE_LAST,
+		DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
+		DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
+		DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
+		DPV_OP_UD_SEND_ONLY,
+	};
+	uint8_t *mem = malloc(8192), *rbuf = malloc(4096), *lbuf = malloc(8192);
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb), za, zb;
+	uint32_t kmem, krecv, klocal, seed = 12345;
+	uint8_t payload[1100];
+	struct end a[4], b[4];
+
+	(void)state;
+	kmem = mr_reg(tb, mem, 8192, ACCESS_ALL);
+	krecv = mr_reg(tb, rbuf, 4096, DPV_ACCESS_LOCAL_WRITE);
+	klocal = mr_reg(ta, lbuf, 8192, ACCESS_ALL);
+	for (int q = 0; q < 4; q++)
+		rc_pair(&a[q], &b[q], false, NULL, NULL, 7);
+	fill(payload, sizeof(payload), 1);
+	for (int i = 0; i < 6000; i++) {
+		struct dpv_wire_pkt p;
+		struct rte_mbuf *m;
+		uint32_t r1, r2, plen;
+		struct end *e;
+		bool to_a;
+
+		seed = seed * 1103515245u + 12345u;
+		r1 = seed >> 8;
+		seed = seed * 1103515245u + 12345u;
+		r2 = seed >> 8;
+		to_a = (r2 >> 20) & 1;
+		e = to_a ? &a[r1 % 4] : &b[r1 % 4];
+		revive(&a[r1 % 4], pb.ipv4, b[r1 % 4].qp->qpn);
+		revive(&b[r1 % 4], pa.ipv4, a[r1 % 4].qp->qpn);
+		while (dpv_ring_used(b[r1 % 4].qp->rq) < 4) {
+			struct dpv_rwqe r = rwqe(0, rbuf + 512 * (r2 % 8), 512, krecv);
+
+			post_recv(b[r1 % 4].qp, &r);
+		}
+		if (dpv_ring_used(a[r1 % 4].qp->sq) < 4) {
+			struct dpv_swqe w = swqe((r1 & 1) ? DPV_WR_RDMA_READ : DPV_WR_SEND, 0);
+
+			w.remote_addr = (uintptr_t)mem + (r2 % 4096);
+			w.rkey = kmem;
+			swqe_sge(&w, lbuf + (r1 % 4096), (r2 >> 4) % 4096, klocal);
+			post_send(a[r1 % 4].qp, &w);
+		}
+		pkt_to(&p, ops[r1 % RTE_DIM(ops)], e->qp->qpn,
+		       (PSN0 + (r2 % 12)) & DPV_WIRE_PSN_MASK);
+		if (to_a) {
+			memcpy(p.src_mac, pb.mac.addr_bytes, 6);
+			memcpy(p.dst_mac, pa.mac.addr_bytes, 6);
+			p.src_ip = pb.ipv4;
+			p.dst_ip = pa.ipv4;
+		}
+		p.ack_req = r2 & 1;
+		p.reth_va = (uintptr_t)mem + (int64_t)(r2 % 9000) - 400;
+		p.reth_rkey = (r2 & 0x100) ? kmem : kmem + (r2 & 3);
+		p.reth_len = (r2 >> 3) % 9000;
+		p.aeth_syndrome = (r1 & 0x40) ? 0x1f : (uint8_t)(r1 >> 4);
+		p.deth_qkey = r1;
+		plen = (r1 >> 8) % (p.opcode == DPV_OP_RC_ACK || p.opcode == DPV_OP_RC_READ_REQUEST ?
+					    1 : sizeof(payload));
+		m = frame(&p, payload, plen);
+		dpv_xport_rx(to_a ? xa : xb, &m, 1);
+		if (i % 4 == 0)
+			pump_once();
+	}
+	pump(50);
+	za = stats(xa);
+	zb = stats(xb);
+	/* the random frames reached past the state check on both sides */
+	assert_true(zb.rx_dup - sb.rx_dup > 100 && zb.rx_out_of_seq - sb.rx_out_of_seq > 100);
+	assert_true(zb.naks_sent - sb.naks_sent > 100 && zb.access_errors - sb.access_errors > 20);
+	assert_true(za.rx_dup - sa.rx_dup > 100 && za.rx_out_of_seq - sa.rx_out_of_seq > 100);
+	assert_true(za.naks_received - sa.naks_received > 100 && za.access_errors - sa.access_errors > 20);
+	for (int q = 0; q < 4; q++) {
+		end_close(&a[q]);
+		end_close(&b[q]);
+	}
+	mr_dereg(tb, kmem);
+	mr_dereg(tb, krecv);
+	mr_dereg(ta, klocal);
+	free(mem);
+	free(rbuf);
+	free(lbuf);
+}
+
+/* ---- tag matching ---- */
+
+struct tm_env {
+	struct dpv_srq *srq;
+	struct dpv_cq *cq;
+	struct end a, b;
+	uint32_t ks, kr;
+	uint8_t *sbuf, *rbuf;
+};
+
+static void tm_open(struct tm_env *t)
+{
+	struct dpv_tm_config cfg = {.max_num_tags = 64, .max_ops = 64, .max_sge = 1};
+	struct dpv_srq_init si = {.pd = PD, .max_wr = 64, .max_sge = 1, .lanes = 1, .tm = &cfg};
+
+	assert_int_equal(dpv_cq_create(xb, 256, &t->cq), 0);
+	si.cq = t->cq;
+	assert_int_equal(dpv_srq_create(xb, &si, &t->srq), 0);
+	assert_non_null(t->srq->tm);
+	rc_pair(&t->a, &t->b, false, t->srq, NULL, 7);
+	t->sbuf = malloc(16384);
+	t->rbuf = calloc(1, 16384);
+	t->ks = mr_reg(ta, t->sbuf, 16384, 0);
+	t->kr = mr_reg(tb, t->rbuf, 16384, DPV_ACCESS_LOCAL_WRITE);
+}
+
+static void tm_close(struct tm_env *t)
+{
+	end_close(&t->a);
+	end_close(&t->b);
+	dpv_srq_destroy(xb, t->srq);
+	dpv_cq_destroy(t->cq);
+	mr_dereg(ta, t->ks);
+	mr_dereg(tb, t->kr);
+	free(t->sbuf);
+	free(t->rbuf);
+}
+
+/* Post one op as lib/verbs does: dpv_tm_post, then the op lane; the device runs it. */
+static uint32_t tm_post(struct tm_env *t, uint8_t opcode, uint8_t flags, uint64_t tag,
+			uint32_t handle, uint32_t off, uint32_t len, uint64_t wr_id)
+{
+	struct dpv_tm_sge sge = {(uintptr_t)(t->rbuf + off), len, t->kr};
+	struct dpv_tm_op op = {
+		.wr_id = wr_id, .tag = tag, .mask = DPV_TM_MASK_EXACT, .recv_wr_id = wr_id + 1000,
+		.sg_list = &sge, .num_sge = 1, .handle = handle, .opcode = opcode, .flags = flags,
+	};
+
+	assert_int_equal(dpv_tm_post(t->srq->tm, &op), 0);
+	op.sg_list = NULL;
+	assert_int_equal(dpv_ring_enqueue_burst(t->srq->tm_ops.lane[0], &op, 1), 1);
+	assert_int_equal(dpv_xport_srq_ops(xb, t->srq, 16), 1);
+	return op.handle;
+}
+
+/* Read the SRQ's CQ as the poll side does: release what ends an entry, skip hidden. */
+static int tm_poll(struct tm_env *t, struct dpv_cqe *out, int want)
+{
+	int got = 0;
+
+	for (int round = 0; round < ROUNDS && got < want; round++) {
+		struct dpv_cqe c;
+
+		if (dpv_ring_dequeue_burst(t->cq->ring, &c, 1) == 0) {
+			pump_once();
+			continue;
+		}
+		if (c.flags & DPV_WC_F_TM_RELEASE)
+			assert_int_equal(dpv_tm_release(t->srq->tm, c.tm_handle), 0);
+		if (!(c.flags & DPV_WC_F_HIDDEN))
+			out[got++] = c;
+	}
+	return got;
+}
+
+static void tm_send(struct tm_env *t, uint8_t tmh_op, uint64_t tag, uint32_t ctx, uint32_t len)
+{
+	struct dpv_swqe w = swqe(DPV_WR_SEND, tag);
+	struct ibv_tmh *h = (struct ibv_tmh *)t->sbuf;
+
+	h->opcode = tmh_op;
+	memset(h->reserved, 0, sizeof(h->reserved));
+	h->app_ctx = rte_cpu_to_be_32(ctx);
+	h->tag = rte_cpu_to_be_64(tag);
+	fill(t->sbuf + sizeof(*h), len - sizeof(*h), (uint32_t)tag);
+	swqe_sge(&w, t->sbuf, len, t->ks);
+	w.flags = 0;
+	post_send(t->a.qp, &w);
+}
+
+static void tm_expected_eager_single_and_multi_packet(void **state)
+{
+	struct tm_env t;
+	struct dpv_cqe c[2];
+	uint32_t h1, h2;
+
+	(void)state;
+	tm_open(&t);
+	h1 = tm_post(&t, DPV_TM_OP_ADD, DPV_TM_OP_F_SIGNALED, 7, 0, 0, 4096, 1);
+	h2 = tm_post(&t, DPV_TM_OP_ADD, 0, 8, 0, 4096, 8192, 2);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_ADD);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[0].wr_id, 1);
+	/* one packet: one completion with the match and the data */
+	tm_send(&t, IBV_TMH_EAGER, 7, 0xabcd, 16 + 300);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_RECV);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_MATCH | DPV_WC_F_TM_DATA_VALID |
+			 DPV_WC_F_TM_RELEASE);
+	assert_int_equal(c[0].wr_id, 1001);
+	assert_int_equal(c[0].tm_tag, 7);
+	assert_int_equal(c[0].tm_priv, 0xabcd);
+	assert_int_equal(c[0].tm_handle, h1);
+	assert_int_equal(c[0].byte_len, 300);
+	assert_int_equal(c[0].qp_num, t.b.qp->qpn);
+	assert_memory_equal(t.rbuf, t.sbuf + 16, 300);
+	/* five packets: MATCH at the first, DATA_VALID at the last */
+	tm_send(&t, IBV_TMH_EAGER, 8, 0x55, 16 + 5000);
+	assert_int_equal(tm_poll(&t, c, 2), 2);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_MATCH);
+	assert_int_equal(c[0].tm_tag, 8);
+	assert_int_equal(c[0].wr_id, 1002);
+	assert_int_equal(c[1].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[1].flags, DPV_WC_F_TM_DATA_VALID | DPV_WC_F_TM_RELEASE);
+	assert_int_equal(c[1].tm_handle, h2);
+	assert_int_equal(c[1].byte_len, 5000);
+	assert_memory_equal(t.rbuf + 4096, t.sbuf + 16, 5000);
+	/* a DEL racing the message that consumed its entry fails with TM_ERR, even
+	 * unsignaled (posted before the poll side has seen the entry's end) */
+	h1 = tm_post(&t, DPV_TM_OP_ADD, 0, 9, 0, 0, 64, 3);
+	tm_send(&t, IBV_TMH_EAGER, 9, 0, 16 + 10);
+	pump(20);
+	tm_post(&t, DPV_TM_OP_DEL, 0, 0, h1, 0, 0, 4);
+	assert_int_equal(tm_poll(&t, c, 2), 2);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_RECV);
+	assert_int_equal(c[1].opcode, DPV_WC_TM_DEL);
+	assert_int_equal(c[1].status, DPV_WC_TM_ERR);
+	assert_int_equal(c[1].wr_id, 4);
+	assert_int_equal(stats(xb).tm_expected >= 3, 1);
+	tm_close(&t);
+}
+
+static void tm_unexpected_no_tag_and_op_completions(void **state)
+{
+	struct tm_env t;
+	struct dpv_rwqe r;
+	struct dpv_cqe c[2];
+	uint32_t h;
+
+	(void)state;
+	tm_open(&t);
+	r = rwqe(50, t.rbuf + 8192, 4096, t.kr);
+	post_srq(t.srq, 0, &r);
+	r = rwqe(51, t.rbuf + 12288, 4096, t.kr);
+	post_srq(t.srq, 0, &r);
+	/* no entry for tag 3: unexpected, whole message into the ordinary WR */
+	tm_send(&t, IBV_TMH_EAGER, 3, 0x77, 16 + 2000);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_RECV);
+	assert_int_equal(c[0].flags, 0);
+	assert_int_equal(c[0].tm_tag, 0);
+	assert_int_equal(c[0].wr_id, 50);
+	assert_int_equal(c[0].byte_len, 16 + 2000);
+	assert_memory_equal(t.rbuf + 8192, t.sbuf, 16 + 2000);
+	/* NO_TAG: ordinary WR, whole message */
+	tm_send(&t, IBV_TMH_NO_TAG, 0, 0, 16 + 40);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_NO_TAG);
+	assert_int_equal(c[0].wr_id, 51);
+	assert_int_equal(c[0].byte_len, 56);
+	/* U = 1, S = 0: an ADD reports SYNC_REQ; a SYNC with S = 1 clears it */
+	h = tm_post(&t, DPV_TM_OP_ADD, DPV_TM_OP_F_SIGNALED, 1, 0, 0, 64, 5);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_SYNC_REQ);
+	{
+		struct dpv_tm_op op = {.wr_id = 6, .opcode = DPV_TM_OP_SYNC, .unexpected_cnt = 1,
+				       .flags = DPV_TM_OP_F_SIGNALED | DPV_TM_OP_F_SYNC};
+
+		assert_int_equal(dpv_tm_post(t.srq->tm, &op), 0);
+		assert_int_equal(dpv_ring_enqueue_burst(t.srq->tm_ops.lane[0], &op, 1), 1);
+		assert_int_equal(dpv_xport_srq_ops(xb, t.srq, 16), 1);
+	}
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_SYNC);
+	assert_int_equal(c[0].flags, 0);
+	/* a signaled DEL: TM_DEL with the release; an unsignaled one: hidden release */
+	tm_post(&t, DPV_TM_OP_DEL, DPV_TM_OP_F_SIGNALED, 0, h, 0, 0, 7);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_DEL);
+	assert_int_equal(c[0].status, DPV_WC_SUCCESS);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_RELEASE);
+	h = tm_post(&t, DPV_TM_OP_ADD, 0, 2, 0, 0, 64, 8);
+	tm_post(&t, DPV_TM_OP_DEL, 0, 0, h, 0, 0, 9);
+	assert_int_equal(tm_poll(&t, c, 1), 0);
+	{
+		struct dpv_tm_stats ts;
+
+		dpv_tm_stats_get(t.srq->tm, &ts);
+		assert_int_equal(ts.allocated, 0);
+	}
+	/* no ordinary WR and no entry: RNR NAK, then the message lands once one comes */
+	tm_send(&t, IBV_TMH_EAGER, 4, 0, 16 + 8);
+	pump(50);
+	assert_int_equal(tm_poll(&t, c, 1), 0);
+	r = rwqe(52, t.rbuf, 64, t.kr);
+	post_srq(t.srq, 0, &r);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].wr_id, 52);
+	assert_int_equal(c[0].opcode, DPV_WC_TM_RECV);
+	assert_int_equal(stats(xb).tm_unexpected >= 2, 1);
+	tm_close(&t);
+}
+
+static void tm_rendezvous_and_too_long_eager(void **state)
+{
+	struct tm_env t;
+	struct dpv_cqe c[2];
+	uint32_t h;
+
+	(void)state;
+	tm_open(&t);
+	/* rendezvous is left to software in this issue: headers placed, RNDV_INCOMPLETE */
+	h = tm_post(&t, DPV_TM_OP_ADD, 0, 11, 0, 0, 4096, 1);
+	tm_send(&t, IBV_TMH_RNDV, 11, 0x99, 16 + 16 + 8);
+	assert_int_equal(tm_poll(&t, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_TM_RNDV_INCOMPLETE);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_MATCH | DPV_WC_F_TM_DATA_VALID |
+			 DPV_WC_F_TM_RELEASE);
+	assert_int_equal(c[0].tm_handle, h);
+	assert_int_equal(c[0].tm_priv, 0x99);
+	assert_int_equal(c[0].byte_len, 40);
+	assert_memory_equal(t.rbuf, t.sbuf, 40);
+	/* more than the entry's buffer: LOC_LEN_ERR, entry released */
+	h = tm_post(&t, DPV_TM_OP_ADD, 0, 12, 0, 0, 100, 2);
+	tm_send(&t, IBV_TMH_EAGER, 12, 0, 16 + 3000);
+	assert_int_equal(tm_poll(&t, c, 2), 2);
+	assert_int_equal(c[0].flags, DPV_WC_F_TM_MATCH);
+	assert_int_equal(c[1].status, DPV_WC_LOC_LEN_ERR);
+	assert_int_equal(c[1].flags & DPV_WC_F_TM_RELEASE, DPV_WC_F_TM_RELEASE);
+	assert_int_equal(c[1].tm_handle, h);
+	assert_int_equal(poll_n(t.a.scq, c, 1), 1);
+	assert_int_equal(c[0].status, DPV_WC_REM_INV_REQ_ERR);
+	tm_close(&t);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(mr_check_covers_key_pd_range_and_access),
+		cmocka_unit_test(rc_send_single_packet),
+		cmocka_unit_test(rc_send_64k_multi_packet_sges),
+		cmocka_unit_test(rc_send_with_imm_solicited_notifies),
+		cmocka_unit_test(rc_write_multi_packet_and_unsignaled),
+		cmocka_unit_test(rc_write_with_imm_consumes_a_receive),
+		cmocka_unit_test(rc_read_multi_packet_into_two_sges),
+		cmocka_unit_test(rc_inline_send_needs_no_key),
+		cmocka_unit_test(loopback_send_write_read_on_one_device),
+		cmocka_unit_test(ud_send_places_the_grh_and_checks_the_qkey),
+		cmocka_unit_test(srq_shared_by_16_qps_reports_each_qp),
+		cmocka_unit_test(srq_limit_fires_once_below_the_limit),
+		cmocka_unit_test(rnr_nak_then_success_when_a_receive_comes),
+		cmocka_unit_test(rnr_retry_zero_fails_with_rnr_retry_exc_err),
+		cmocka_unit_test(bad_rkey_gives_rem_access_err_and_ends_the_responder),
+		cmocka_unit_test(bad_lkey_on_a_receive_gives_loc_prot_err),
+		cmocka_unit_test(too_small_receive_gives_loc_len_err_and_rem_inv_req_err),
+		cmocka_unit_test(err_state_flushes_posted_and_later_work),
+		cmocka_unit_test(state_machine_refuses_what_ibta_refuses),
+		cmocka_unit_test(qp_numbers_run_out_with_enospc),
+		cmocka_unit_test(sqd_drains_then_rts_resumes),
+		cmocka_unit_test(mixed_stream_both_ways_completes_in_order),
+		cmocka_unit_test(lost_packet_is_resent_after_a_sequence_nak),
+		cmocka_unit_test(duplicates_are_acknowledged_and_reads_answered_again),
+		cmocka_unit_test(malformed_frames_are_counted_and_ignored),
+		cmocka_unit_test(random_frames_never_touch_memory_outside_a_region),
+		cmocka_unit_test(tm_expected_eager_single_and_multi_packet),
+		cmocka_unit_test(tm_unexpected_no_tag_and_op_completions),
+		cmocka_unit_test(tm_rendezvous_and_too_long_eager),
+	};
+
+	eal_argc = argc;
+	eal_argv = argv;
+	return cmocka_run_group_tests_name("transport", tests, devices_up, devices_down);
+}
