@@ -26,7 +26,8 @@ def main(paths):
             continue
         for t in lines:
             result = t.get("result", "")
-            out = t.get("stdout", "") or ""
+            # cmocka prints its summary on stderr, its progress on stdout.
+            out = (t.get("stdout", "") or "") + (t.get("stderr", "") or "")
             p = sum(int(n) for n in PASSED.findall(out))
             fl = sum(int(n) for n in FAILED.findall(out))
             if result == "SKIP":
