@@ -335,6 +335,7 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.wr_id = t.wr_id;
 	cqe.tm_handle = t.handle;
+	cqe.srq_id = c->srq->id;
 	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
 	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
 	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)

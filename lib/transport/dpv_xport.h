@@ -149,7 +149,8 @@ struct dpv_cqe {
 	uint8_t opcode;      /**< enum dpv_wc_opcode */
 	uint8_t flags;       /**< enum dpv_wc_flags */
 	uint8_t vendor_err;
-	uint32_t reserved[3];
+	uint32_t srq_id;     /**< with DPV_WC_F_TM_RELEASE: the SRQ whose handle it is */
+	uint32_t reserved[2];
 };
 
 /** A completion queue: a ring the device produces into. */

@@ -190,6 +190,7 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		cqe.tm_tag = r->tm_tag;
 		cqe.tm_priv = r->tm_priv;
 		cqe.tm_handle = r->tm_handle;
+		cqe.srq_id = q->qp.init.srq->id;
 		/* The entry ends with this completion, whatever its status. */
 		cqe.flags |= DPV_WC_F_TM_RELEASE;
 		if (status == DPV_WC_SUCCESS)
@@ -234,6 +235,7 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush)
 			memset(&cqe, 0, sizeof(cqe));
 			cqe.opcode = DPV_WC_TM_RECV;
 			cqe.tm_handle = r->tm_handle;
+			cqe.srq_id = q->qp.init.srq->id;
 			cqe.flags = DPV_WC_F_HIDDEN | DPV_WC_F_TM_RELEASE;
 			xp_cq_put(x, xp_recv_cq(q), &cqe, false);
 		}
@@ -274,6 +276,7 @@ static void tm_match_cqe(struct dpv_xport *x, struct xp_qp *q)
 	cqe.tm_tag = r->tm_tag;
 	cqe.tm_priv = r->tm_priv;
 	cqe.tm_handle = r->tm_handle;
+	cqe.srq_id = q->qp.init.srq->id;
 	xp_cq_put(x, xp_recv_cq(q), &cqe, false);
 }
 

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_pause.h>
+#include <rte_service_component.h>
+
+#include "dpv_engine.h"
+
+/* Mbufs per port pool: rx descriptors, tx in flight, ARP holds, and headroom for the
+ * frames the transport keeps (none on a lossless link). */
+#define PORT_POOL_SIZE 8191u
+
+static struct dpv_dev *devs[DPV_MAX_DEVS];
+static unsigned int n_devs;
+static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned int helper_refs;
+static pthread_t helper_thread;
+static volatile bool helper_stop;
+
+int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct dpv_dev **out)
+{
+	char id[8];
+	struct dpv_dev *dev;
+	int ret;
+
+	if (n_devs >= DPV_MAX_DEVS)
+		return ENOSPC;
+	dev = rte_zmalloc("dpv_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE);
+	if (dev == NULL)
+		return ENOMEM;
+	snprintf(dev->name, sizeof(dev->name), "%s", name);
+	snprintf(dev->port.name, sizeof(dev->port.name), "%s", name);
+	snprintf(id, sizeof(id), "%u", ethdev_port);
+	dev->port.ipv4 = ipv4;
+	ret = dpv_port_open(&dev->port, "ethdev", id, PORT_POOL_SIZE);
+	if (ret != 0) {
+		rte_free(dev);
+		return ret;
+	}
+	dev->mrs = rte_zmalloc_socket("dpv_mrs", sizeof(*dev->mrs), RTE_CACHE_LINE_SIZE,
+				      dev->port.socket);
+	if (dev->mrs == NULL) {
+		ret = ENOMEM;
+		goto fail;
+	}
+	ret = dpv_xport_create(&dev->port, dev->mrs, &dev->xport);
+	if (ret != 0)
+		goto fail;
+	pthread_mutex_lock(&devs_lock);
+	devs[n_devs] = dev;
+	/* Published after the device is whole: dpv_engine_progress() reads without lock. */
+	__atomic_store_n(&n_devs, n_devs + 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&devs_lock);
+	*out = dev;
+	return 0;
+fail:
+	rte_free(dev->mrs);
+	dpv_port_close(&dev->port);
+	rte_free(dev);
+	return ret;
+}
+
+static void dev_stop_progress(struct dpv_dev *dev)
+{
+	if (dev->mode == DPV_PROGRESS_LCORE) {
+		dev->stop = true;
+		rte_eal_wait_lcore(dev->lcore);
+	} else if (dev->mode == DPV_PROGRESS_SERVICE) {
+		rte_service_component_runstate_set(dev->service_id, 0);
+		while (rte_service_may_be_active(dev->service_id) == 1)
+			rte_pause();
+		rte_service_component_unregister(dev->service_id);
+	}
+	dev->mode = DPV_PROGRESS_INLINE;
+}
+
+void dpv_dev_close(struct dpv_dev *dev)
+{
+	unsigned int i;
+
+	if (dev == NULL)
+		return;
+	dev_stop_progress(dev);
+	pthread_mutex_lock(&devs_lock);
+	for (i = 0; i < n_devs && devs[i] != dev; i++)
+		;
+	if (i < n_devs) {
+		/* Keep the array dense; progress() may be reading: own the device first. */
+		dpv_dev_own(dev);
+		memmove(&devs[i], &devs[i + 1], sizeof(devs[0]) * (n_devs - i - 1));
+		__atomic_store_n(&n_devs, n_devs - 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&devs_lock);
+	dpv_xport_destroy(dev->xport);
+	dpv_port_close(&dev->port);
+	rte_free(dev->mrs);
+	rte_free(dev);
+}
+
+void dpv_dev_own(struct dpv_dev *dev)
+{
+	__atomic_add_fetch(&dev->control_waiting, 1, __ATOMIC_ACQ_REL);
+	while (!dpv_dev_try_own(dev))
+		sched_yield();
+	__atomic_sub_fetch(&dev->control_waiting, 1, __ATOMIC_ACQ_REL);
+}
+
+void dpv_dev_disown(struct dpv_dev *dev)
+{
+	dpv_dev_release(dev);
+}
+
+uint32_t dpv_dev_poll(struct dpv_dev *dev)
+{
+	struct rte_mbuf *pkts[DPV_RX_BURST];
+	uint32_t work = 0, i;
+	uint16_t n;
+
+	n = dpv_port_rx(&dev->port, pkts, DPV_RX_BURST);
+	if (n) {
+		dpv_xport_rx(dev->xport, pkts, n);
+		work += n;
+	}
+	for (i = 0; i < dev->n_tm_srqs; i++)
+		work += dpv_xport_srq_ops(dev->xport, dev->tm_srqs[i], 64);
+	work += dpv_xport_tx(dev->xport, 64);
+	if ((dev->stats.polls & 63) == 0) {
+		uint64_t now = rte_get_tsc_cycles();
+
+		dpv_xport_tick(dev->xport, now);
+		dpv_port_arp_tick(&dev->port, now);
+	}
+	dev->stats.polls++;
+	if (work)
+		dev->stats.busy_polls++;
+	return work;
+}
+
+int dpv_dev_add_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq)
+{
+	if (dev->n_tm_srqs >= DPV_DEV_MAX_TM_SRQS)
+		return ENOSPC;
+	dev->tm_srqs[dev->n_tm_srqs++] = srq;
+	return 0;
+}
+
+void dpv_dev_del_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq)
+{
+	for (uint32_t i = 0; i < dev->n_tm_srqs; i++) {
+		if (dev->tm_srqs[i] == srq) {
+			dev->tm_srqs[i] = dev->tm_srqs[--dev->n_tm_srqs];
+			return;
+		}
+	}
+}
+
+uint32_t dpv_engine_progress(void)
+{
+	unsigned int n = __atomic_load_n(&n_devs, __ATOMIC_ACQUIRE);
+	uint32_t work = 0;
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct dpv_dev *dev = devs[i];
+
+		if (dev->mode != DPV_PROGRESS_INLINE ||
+		    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0 ||
+		    !dpv_dev_try_own(dev))
+			continue;
+		work += dpv_dev_poll(dev);
+		dpv_dev_release(dev);
+	}
+	return work;
+}
+
+/* The loop of a dedicated lcore or service: poll while holding the flag, and let a
+ * waiting control thread in between iterations. */
+static int dev_loop_once(struct dpv_dev *dev)
+{
+	if (__atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0 || !dpv_dev_try_own(dev))
+		return -EAGAIN;
+	dpv_dev_poll(dev);
+	dpv_dev_release(dev);
+	return 0;
+}
+
+static int dev_lcore_main(void *arg)
+{
+	struct dpv_dev *dev = arg;
+
+	while (!dev->stop)
+		if (dev_loop_once(dev) != 0)
+			rte_pause();
+	return 0;
+}
+
+int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore)
+{
+	if (dev->mode != DPV_PROGRESS_INLINE)
+		return EBUSY;
+	if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore) ||
+	    lcore == rte_get_main_lcore() || rte_eal_get_lcore_state(lcore) != WAIT)
+		return EINVAL;
+	dev->stop = false;
+	dev->lcore = lcore;
+	dev->mode = DPV_PROGRESS_LCORE;
+	if (rte_eal_remote_launch(dev_lcore_main, dev, lcore) != 0) {
+		dev->mode = DPV_PROGRESS_INLINE;
+		return EINVAL;
+	}
+	return 0;
+}
+
+static int32_t dev_service_run(void *arg)
+{
+	return dev_loop_once(arg) == 0 ? 0 : -EAGAIN;
+}
+
+int dpv_dev_start_service(struct dpv_dev *dev)
+{
+	struct rte_service_spec spec;
+	int ret;
+
+	if (dev->mode != DPV_PROGRESS_INLINE)
+		return EBUSY;
+	memset(&spec, 0, sizeof(spec));
+	snprintf(spec.name, sizeof(spec.name), "dpverbs_%s", dev->name);
+	spec.callback = dev_service_run;
+	spec.callback_userdata = dev;
+	spec.socket_id = dev->port.socket;
+	ret = rte_service_component_register(&spec, &dev->service_id);
+	if (ret != 0)
+		return -ret;
+	rte_service_component_runstate_set(dev->service_id, 1);
+	rte_service_runstate_set(dev->service_id, 1);
+	dev->mode = DPV_PROGRESS_SERVICE;
+	return 0;
+}
+
+static void *helper_main(void *arg)
+{
+	(void)arg;
+	while (!helper_stop) {
+		if (dpv_engine_progress() == 0) {
+			/* Idle: a short sleep keeps event-driven programs' latency in tens of
+			 * microseconds without taking a core. */
+			struct timespec ts = {0, 20000};
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int dpv_engine_helper_get(void)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&helper_lock);
+	if (helper_refs == 0) {
+		helper_stop = false;
+		ret = pthread_create(&helper_thread, NULL, helper_main, NULL);
+	}
+	if (ret == 0)
+		helper_refs++;
+	pthread_mutex_unlock(&helper_lock);
+	return ret;
+}
+
+void dpv_engine_helper_put(void)
+{
+	pthread_mutex_lock(&helper_lock);
+	if (helper_refs > 0 && --helper_refs == 0) {
+		helper_stop = true;
+		pthread_join(helper_thread, NULL);
+	}
+	pthread_mutex_unlock(&helper_lock);
+}
+
+unsigned int dpv_engine_devices(struct dpv_dev **out, unsigned int max)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&devs_lock);
+	for (i = 0; i < n_devs && i < max; i++)
+		out[i] = devs[i];
+	pthread_mutex_unlock(&devs_lock);
+	return i;
+}

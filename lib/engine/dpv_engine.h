@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * dpv_engine: the device. One dpv_dev per port: the port, its transport, its key
+ * table, and the poll loop that moves work between rings, transport and port.
+ *
+ * Ownership. A device's state has one owner thread at a time. The owner is whoever
+ * holds the device's owner flag:
+ *  - `inline` progress (the default): any thread that polls a CQ or posts a WR calls
+ *    dpv_engine_progress(), which try-locks every device no lcore owns and runs one
+ *    poll iteration on each it gets: never a wait. While a CQ is armed for events and
+ *    nobody polls, a helper thread does the same and sleeps briefly when idle.
+ *  - `lcore`: a dedicated EAL lcore (or an rte_service on a service core) runs the loop
+ *    and holds the flag between iterations; application threads only touch rings.
+ * The control path (creating and modifying objects) takes the flag with
+ * dpv_dev_own(), which waits; it is never on a hot path.
+ */
+#ifndef DPV_ENGINE_H
+#define DPV_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dpv_port.h"
+#include "dpv_xport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Devices per process. */
+#define DPV_MAX_DEVS 32u
+/** Frames per rx burst. */
+#define DPV_RX_BURST 32u
+/** TM SRQs one device runs ops for. */
+#define DPV_DEV_MAX_TM_SRQS 64u
+
+enum dpv_progress_mode {
+	DPV_PROGRESS_INLINE = 0,
+	DPV_PROGRESS_LCORE,
+	DPV_PROGRESS_SERVICE,
+};
+
+/** Engine counters of one device (owner writes; a stale snapshot elsewhere). */
+struct dpv_dev_stats {
+	uint64_t polls;       /**< poll iterations */
+	uint64_t busy_polls;  /**< iterations that found work */
+};
+
+struct dpv_dev {
+	char name[16];               /**< dpv0, dpv1, ... */
+	struct dpv_port port;
+	struct dpv_xport *xport;
+	struct dpv_mr_table *mrs;
+	uint32_t owner;              /**< 0 free, 1 owned (atomic) */
+	uint32_t control_waiting;    /**< a control thread wants the flag (atomic) */
+	uint8_t mode;                /**< enum dpv_progress_mode */
+	uint32_t lcore;              /**< DPV_PROGRESS_LCORE: the lcore */
+	uint32_t service_id;         /**< DPV_PROGRESS_SERVICE: the service */
+	volatile bool stop;          /**< asks the lcore loop to return */
+	uint32_t n_tm_srqs;
+	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
+	struct dpv_dev_stats stats;
+};
+
+/**
+ * Open a device on an ethdev port (control thread, after rte_eal_init()).
+ * @param name   "dpvN"
+ * @param ethdev_port DPDK port id
+ * @param ipv4   the port's address, host order
+ * @return 0; ENODEV no such port; ENOMEM; or the port's or transport's errno.
+ */
+int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct dpv_dev **out);
+
+/** Close a device: stops its lcore or service, closes transport and port. */
+void dpv_dev_close(struct dpv_dev *dev);
+
+/** Try to become the owner; never waits. */
+static inline bool dpv_dev_try_own(struct dpv_dev *dev)
+{
+	uint32_t free_flag = 0;
+
+	return __atomic_compare_exchange_n(&dev->owner, &free_flag, 1, false,
+					   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/** Give up ownership. */
+static inline void dpv_dev_release(struct dpv_dev *dev)
+{
+	__atomic_store_n(&dev->owner, 0, __ATOMIC_RELEASE);
+}
+
+/** Become the owner, waiting for the current one (control path only). */
+void dpv_dev_own(struct dpv_dev *dev);
+
+/** Give up ownership taken with dpv_dev_own(). */
+void dpv_dev_disown(struct dpv_dev *dev);
+
+/**
+ * One poll iteration (owner only): receive a burst and hand it to the transport, run
+ * the TM SRQs' ops, send what the QPs may send, run timers and ARP.
+ * @return units of work done (0: idle)
+ */
+uint32_t dpv_dev_poll(struct dpv_dev *dev);
+
+/** Register a TM SRQ whose ops this device runs (control path). @return 0 or ENOSPC */
+int dpv_dev_add_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq);
+
+/** Forget a TM SRQ (control path). */
+void dpv_dev_del_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq);
+
+/**
+ * Drive every inline-mode device of the process once (any thread): try-lock each,
+ * poll the ones it gets. Cheap when there is nothing to do.
+ * @return units of work done
+ */
+uint32_t dpv_engine_progress(void);
+
+/**
+ * Hand a device to a dedicated lcore (control thread): the lcore loops dpv_dev_poll()
+ * until dpv_dev_close().
+ * @return 0; EINVAL not a free worker lcore; EBUSY already not inline.
+ */
+int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore);
+
+/**
+ * Hand a device to an rte_service (control thread); the application maps the service
+ * to a service core (rte_service_map_lcore_set) or EAL's -s option does.
+ * @return 0; ENOTSUP; EBUSY already not inline.
+ */
+int dpv_dev_start_service(struct dpv_dev *dev);
+
+/**
+ * Ask for the helper thread that drives inline devices while completion channels
+ * wait (control path). Counted: each call needs a dpv_engine_helper_put().
+ * @return 0 or an errno from pthread_create.
+ */
+int dpv_engine_helper_get(void);
+
+/** Release a dpv_engine_helper_get(); the thread stops with the last one. */
+void dpv_engine_helper_put(void);
+
+/** The devices of the process, in the order they were opened. */
+unsigned int dpv_engine_devices(struct dpv_dev **devs, unsigned int max);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPV_ENGINE_H */

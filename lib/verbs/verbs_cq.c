@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Completion queues (ibv_create_cq(3), ibv_create_cq_ex(3), ibv_poll_cq(3)) and
+ * completion channels (ibv_create_comp_channel(3), ibv_get_cq_event(3)).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_byteorder.h>
+
+#include "verbs_priv.h"
+
+static const enum ibv_wc_status wc_status[] = {
+	[DPV_WC_SUCCESS] = IBV_WC_SUCCESS,
+	[DPV_WC_LOC_LEN_ERR] = IBV_WC_LOC_LEN_ERR,
+	[DPV_WC_LOC_QP_OP_ERR] = IBV_WC_LOC_QP_OP_ERR,
+	[DPV_WC_LOC_PROT_ERR] = IBV_WC_LOC_PROT_ERR,
+	[DPV_WC_WR_FLUSH_ERR] = IBV_WC_WR_FLUSH_ERR,
+	[DPV_WC_BAD_RESP_ERR] = IBV_WC_BAD_RESP_ERR,
+	[DPV_WC_LOC_ACCESS_ERR] = IBV_WC_LOC_ACCESS_ERR,
+	[DPV_WC_REM_INV_REQ_ERR] = IBV_WC_REM_INV_REQ_ERR,
+	[DPV_WC_REM_ACCESS_ERR] = IBV_WC_REM_ACCESS_ERR,
+	[DPV_WC_REM_OP_ERR] = IBV_WC_REM_OP_ERR,
+	[DPV_WC_RETRY_EXC_ERR] = IBV_WC_RETRY_EXC_ERR,
+	[DPV_WC_RNR_RETRY_EXC_ERR] = IBV_WC_RNR_RETRY_EXC_ERR,
+	[DPV_WC_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
+	[DPV_WC_TM_ERR] = IBV_WC_TM_ERR,
+	[DPV_WC_TM_RNDV_INCOMPLETE] = IBV_WC_TM_RNDV_INCOMPLETE,
+};
+
+static const enum ibv_wc_opcode wc_opcode[] = {
+	[DPV_WC_SEND] = IBV_WC_SEND,
+	[DPV_WC_RDMA_WRITE] = IBV_WC_RDMA_WRITE,
+	[DPV_WC_RDMA_READ] = IBV_WC_RDMA_READ,
+	[DPV_WC_RECV] = IBV_WC_RECV,
+	[DPV_WC_RECV_RDMA_WITH_IMM] = IBV_WC_RECV_RDMA_WITH_IMM,
+	[DPV_WC_TM_ADD] = IBV_WC_TM_ADD,
+	[DPV_WC_TM_DEL] = IBV_WC_TM_DEL,
+	[DPV_WC_TM_SYNC] = IBV_WC_TM_SYNC,
+	[DPV_WC_TM_RECV] = IBV_WC_TM_RECV,
+	[DPV_WC_TM_NO_TAG] = IBV_WC_TM_NO_TAG,
+};
+
+static unsigned int wc_flags_of(uint8_t f)
+{
+	return (f & DPV_WC_F_GRH ? IBV_WC_GRH : 0) | (f & DPV_WC_F_IMM ? IBV_WC_WITH_IMM : 0) |
+	       (f & DPV_WC_F_TM_SYNC_REQ ? IBV_WC_TM_SYNC_REQ : 0) |
+	       (f & DPV_WC_F_TM_MATCH ? IBV_WC_TM_MATCH : 0) |
+	       (f & DPV_WC_F_TM_DATA_VALID ? IBV_WC_TM_DATA_VALID : 0);
+}
+
+/* Give a TM handle back when the application has seen its entry's end. */
+static void tm_release(struct dpv_cq_v *cq, const struct dpv_cqe *e)
+{
+	for (uint32_t i = 0; i < cq->n_tm_srqs; i++) {
+		if (cq->tm_srqs[i]->id == e->srq_id) {
+			dpv_tm_release(cq->tm_srqs[i]->tm, e->tm_handle);
+			return;
+		}
+	}
+}
+
+/*
+ * The next completion the application may see, or NULL: hidden ones (lib/tm's
+ * handle releases) are acted on and skipped. The slot stays in the ring until
+ * cq_consume().
+ */
+static const struct dpv_cqe *cq_peek(struct dpv_cq_v *cq)
+{
+	struct dpv_ring *r = cq->cq->ring;
+	const struct dpv_cqe *e;
+	uint32_t first;
+
+	while (dpv_ring_peek(r, 1, &first) == 1) {
+		e = dpv_ring_slot(r, first);
+		if (!(e->flags & DPV_WC_F_HIDDEN))
+			return e;
+		tm_release(cq, e);
+		dpv_ring_release(r, 1);
+	}
+	return NULL;
+}
+
+static void cq_consume(struct dpv_cq_v *cq, const struct dpv_cqe *e)
+{
+	if (e->flags & DPV_WC_F_TM_RELEASE)
+		tm_release(cq, e);
+	dpv_ring_release(cq->cq->ring, 1);
+}
+
+static void wc_of(const struct dpv_cqe *e, struct ibv_wc *wc)
+{
+	wc->wr_id = e->wr_id;
+	wc->status = wc_status[e->status];
+	wc->opcode = wc_opcode[e->opcode];
+	wc->vendor_err = e->vendor_err;
+	wc->byte_len = e->byte_len;
+	wc->imm_data = rte_cpu_to_be_32(e->imm);
+	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
+	wc->wc_flags = wc_flags_of(e->flags);
+	wc->pkey_index = 0;
+	wc->slid = 0;
+	wc->sl = 0;
+	wc->dlid_path_bits = 0;
+}
+
+int dpv_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct dpv_cq_v *cq = to_cq(ibcq);
+	const struct dpv_cqe *e;
+	int got = 0;
+
+	if (n < 0)
+		return -EINVAL;
+	dpv_engine_progress();
+	pthread_spin_lock(&cq->poll_lock);
+	while (got < n && (e = cq_peek(cq)) != NULL) {
+		wc_of(e, &wc[got++]);
+		cq_consume(cq, e);
+	}
+	pthread_spin_unlock(&cq->poll_lock);
+	return got;
+}
+
+/* ---- the extended CQ's iterator: start_poll / next_poll / end_poll ---- */
+
+static int cq_ex_load(struct dpv_cq_v *cq)
+{
+	const struct dpv_cqe *e = cq_peek(cq);
+
+	if (e == NULL)
+		return ENOENT;
+	cq->cur = *e;
+	cq_consume(cq, e);
+	cq->ibcq.status = wc_status[cq->cur.status];
+	cq->ibcq.wr_id = cq->cur.wr_id;
+	return 0;
+}
+
+static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct dpv_cq_v *cq = to_cq_ex(ibcq);
+	int ret;
+
+	if (attr != NULL && attr->comp_mask != 0)
+		return EINVAL;
+	dpv_engine_progress();
+	pthread_spin_lock(&cq->poll_lock);
+	ret = cq_ex_load(cq);
+	if (ret != 0)
+		pthread_spin_unlock(&cq->poll_lock); /* ENOENT: no end_poll follows */
+	return ret;
+}
+
+static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
+{
+	return cq_ex_load(to_cq_ex(ibcq));
+}
+
+static void cq_ex_end_poll(struct ibv_cq_ex *ibcq)
+{
+	pthread_spin_unlock(&to_cq_ex(ibcq)->poll_lock);
+}
+
+static enum ibv_wc_opcode cq_ex_read_opcode(struct ibv_cq_ex *c)
+{
+	return wc_opcode[to_cq_ex(c)->cur.opcode];
+}
+
+static uint32_t cq_ex_read_vendor_err(struct ibv_cq_ex *c)
+{
+	return to_cq_ex(c)->cur.vendor_err;
+}
+
+static uint32_t cq_ex_read_byte_len(struct ibv_cq_ex *c)
+{
+	return to_cq_ex(c)->cur.byte_len;
+}
+
+static __be32 cq_ex_read_imm_data(struct ibv_cq_ex *c)
+{
+	return rte_cpu_to_be_32(to_cq_ex(c)->cur.imm);
+}
+
+static uint32_t cq_ex_read_qp_num(struct ibv_cq_ex *c)
+{
+	return to_cq_ex(c)->cur.qp_num;
+}
+
+static uint32_t cq_ex_read_src_qp(struct ibv_cq_ex *c)
+{
+	return to_cq_ex(c)->cur.src_qp;
+}
+
+static unsigned int cq_ex_read_wc_flags(struct ibv_cq_ex *c)
+{
+	return wc_flags_of(to_cq_ex(c)->cur.flags);
+}
+
+static uint32_t cq_ex_read_zero32(struct ibv_cq_ex *c)
+{
+	(void)c;
+	return 0;
+}
+
+static uint8_t cq_ex_read_zero8(struct ibv_cq_ex *c)
+{
+	(void)c;
+	return 0;
+}
+
+static void cq_ex_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *info)
+{
+	const struct dpv_cqe *e = &to_cq_ex(c)->cur;
+
+	info->tag = e->tm_tag;
+	info->priv = e->tm_priv;
+}
+
+/* ---- creation, notification, channels ---- */
+
+#define SUPPORTED_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
+			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
+			    IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO)
+
+/* Called by the device, when armed, after it wrote a completion. */
+static void cq_notify(struct dpv_cq *dcq, void *arg)
+{
+	struct dpv_cq_v *cq = arg;
+	struct dpv_channel *ch;
+	uint64_t one = 1;
+
+	(void)dcq;
+	if (cq->ibcq.channel == NULL)
+		return;
+	ch = to_channel(cq->ibcq.channel);
+	pthread_mutex_lock(&ch->lock);
+	if (ch->tail - ch->head < DPV_CHANNEL_QUEUE) {
+		ch->pending[ch->tail++ % DPV_CHANNEL_QUEUE] = (struct ibv_cq *)(void *)&cq->ibcq;
+		if (write(ch->ibch.fd, &one, sizeof(one)) != sizeof(one))
+			ch->lost++;
+	} else {
+		ch->lost++;
+	}
+	pthread_mutex_unlock(&ch->lock);
+}
+
+struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
+					 struct ibv_cq_init_attr_ex *attr)
+{
+	struct dpv_context *c = to_ctx(context);
+	struct dpv_cq_v *cq;
+	int ret;
+
+	if (attr->cqe == 0 || attr->cqe > DPV_MAX_CQE || (attr->wc_flags & ~SUPPORTED_WC_FLAGS) ||
+	    (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS)) ||
+	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    attr->comp_vector != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = dpv_cq_create(c->dev->xport, attr->cqe, &cq->cq);
+	if (ret != 0) {
+		free(cq);
+		errno = ret;
+		return NULL;
+	}
+	cq->ctx = c;
+	cq->wc_flags = attr->wc_flags;
+	cq->cq->notify = cq_notify;
+	cq->cq->notify_arg = cq;
+	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibcq.context = context;
+	cq->ibcq.channel = attr->channel;
+	cq->ibcq.cq_context = attr->cq_context;
+	cq->ibcq.handle = cq->cq->id;
+	cq->ibcq.cqe = (int)(dpv_ring_count(cq->cq->ring) - 1);
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	cq->ibcq.start_poll = cq_ex_start_poll;
+	cq->ibcq.next_poll = cq_ex_next_poll;
+	cq->ibcq.end_poll = cq_ex_end_poll;
+	cq->ibcq.read_opcode = cq_ex_read_opcode;
+	cq->ibcq.read_vendor_err = cq_ex_read_vendor_err;
+	cq->ibcq.read_byte_len = cq_ex_read_byte_len;
+	cq->ibcq.read_imm_data = cq_ex_read_imm_data;
+	cq->ibcq.read_qp_num = cq_ex_read_qp_num;
+	cq->ibcq.read_src_qp = cq_ex_read_src_qp;
+	cq->ibcq.read_wc_flags = cq_ex_read_wc_flags;
+	cq->ibcq.read_slid = cq_ex_read_zero32;
+	cq->ibcq.read_sl = cq_ex_read_zero8;
+	cq->ibcq.read_dlid_path_bits = cq_ex_read_zero8;
+	cq->ibcq.read_tm_info = cq_ex_read_tm_info;
+	return &cq->ibcq;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = cqe > 0 ? (uint32_t)cqe : 0,
+		.cq_context = cq_context,
+		.channel = channel,
+		.comp_vector = comp_vector >= 0 ? (uint32_t)comp_vector : UINT32_MAX,
+	};
+	struct ibv_cq_ex *cq = dpv_verbs_create_cq_ex(context, &attr);
+
+	return cq != NULL ? ibv_cq_ex_to_cq(cq) : NULL;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct dpv_cq_v *cq = to_cq(ibcq);
+	struct dpv_dev *dev = cq->ctx->dev;
+
+	if (cq->users != 0)
+		return EBUSY;
+	dpv_dev_own(dev);
+	dpv_cq_destroy(cq->cq);
+	dpv_dev_disown(dev);
+	pthread_spin_destroy(&cq->poll_lock);
+	free(cq);
+	return 0;
+}
+
+int dpv_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct dpv_cq_v *cq = to_cq(ibcq);
+
+	if (ibcq->channel == NULL)
+		return EINVAL;
+	__atomic_store_n(&cq->cq->armed, solicited_only ? 2u : 1u, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq;
+	(void)cqe;
+	return EOPNOTSUPP;
+}
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct dpv_channel *ch = calloc(1, sizeof(*ch));
+	int ret;
+
+	if (ch == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ibch.context = context;
+	ch->ibch.fd = eventfd(0, EFD_CLOEXEC);
+	if (ch->ibch.fd < 0) {
+		free(ch);
+		return NULL;
+	}
+	/* While a channel exists, events must come without anyone polling. */
+	ret = dpv_engine_helper_get();
+	if (ret != 0) {
+		close(ch->ibch.fd);
+		free(ch);
+		errno = ret;
+		return NULL;
+	}
+	pthread_mutex_init(&ch->lock, NULL);
+	return &ch->ibch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct dpv_channel *ch = to_channel(channel);
+
+	dpv_engine_helper_put();
+	close(channel->fd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
+{
+	struct dpv_channel *ch = to_channel(channel);
+	uint64_t n;
+
+	if (read(channel->fd, &n, sizeof(n)) != sizeof(n))
+		return -1;
+	pthread_mutex_lock(&ch->lock);
+	*cq = ch->pending[ch->head++ % DPV_CHANNEL_QUEUE];
+	/* One read may have counted several events: leave the rest readable. */
+	if (ch->tail != ch->head) {
+		uint64_t rest = ch->tail - ch->head;
+
+		if (write(channel->fd, &rest, sizeof(rest)) != sizeof(rest))
+			ch->lost++;
+	}
+	pthread_mutex_unlock(&ch->lock);
+	*cq_context = (*cq)->cq_context;
+	return 0;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}

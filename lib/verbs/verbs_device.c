@@ -1,0 +1,648 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Devices: configuration (environment, then DPV_CONFIG's INI file), EAL start-up for
+ * programs that did not start it, one verbs device per DPDK port, contexts, device and
+ * port queries, async events.
+ */
+#include <ctype.h>
+#include <stddef.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_cfgfile.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "dpv_verbs.h"
+#include "verbs_priv.h"
+
+#define MAX_EAL_ARGS 64
+#define CONFIG_LEN 1024
+
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dpv_device *devices[DPV_MAX_DEVS];
+static unsigned int n_devices;
+static bool devices_listed;
+static int list_errno;
+
+static struct {
+	char eal_args[CONFIG_LEN];
+	char ipv4[CONFIG_LEN];
+	char progress[64];
+	unsigned int ring_pairs;
+} conf;
+
+/* Say what is wrong once, in words a person can act on. */
+static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void complain(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("dpverbs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void copy_setting(char *dst, size_t n, const char *src)
+{
+	if (src != NULL && dst[0] == '\0')
+		snprintf(dst, n, "%s", src);
+}
+
+/* Environment first; the INI file fills what the environment left unset. */
+static int load_config(void)
+{
+	const char *path = getenv("DPV_CONFIG"), *v;
+	struct rte_cfgfile *cf;
+	char ring_pairs[16] = "";
+
+	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
+	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
+	copy_setting(conf.progress, sizeof(conf.progress), getenv("DPV_PROGRESS"));
+	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
+	if (path != NULL && path[0] != '\0') {
+		cf = rte_cfgfile_load(path, 0);
+		if (cf == NULL) {
+			complain("cannot read DPV_CONFIG file %s: %s", path, strerror(errno));
+			return EINVAL;
+		}
+		copy_setting(conf.eal_args, sizeof(conf.eal_args),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "eal_args"));
+		copy_setting(conf.progress, sizeof(conf.progress),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "progress"));
+		copy_setting(ring_pairs, sizeof(ring_pairs),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
+		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
+		if (conf.ipv4[0] == '\0') {
+			for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
+				char sec[16];
+				size_t len = strlen(conf.ipv4);
+
+				snprintf(sec, sizeof(sec), "port%u", i);
+				v = rte_cfgfile_get_entry(cf, sec, "ipv4");
+				if (v == NULL)
+					break;
+				snprintf(conf.ipv4 + len, sizeof(conf.ipv4) - len, "%s%s",
+					 i ? "," : "", v);
+			}
+		}
+		rte_cfgfile_close(cf);
+	}
+	if (ring_pairs[0] != '\0') {
+		char *end;
+		unsigned long n = strtoul(ring_pairs, &end, 10);
+
+		if (*end != '\0' || n > DPV_MAX_DEVS / 2) {
+			complain("DPV_RING_PAIRS=%s: want a number of port pairs, 0..%u",
+				 ring_pairs, DPV_MAX_DEVS / 2);
+			return EINVAL;
+		}
+		conf.ring_pairs = (unsigned int)n;
+	}
+	return 0;
+}
+
+static int start_eal(void)
+{
+	char buf[CONFIG_LEN], *argv[MAX_EAL_ARGS + 1], *save = NULL, *tok;
+	int argc = 0;
+
+	if (conf.eal_args[0] == '\0') {
+		complain("no EAL arguments: set DPV_EAL_ARGS (for example \"-l 0 --no-huge "
+			 "--vdev=net_memif0,role=server\") or eal_args in the [dpverbs] section "
+			 "of the DPV_CONFIG file");
+		return ENODEV;
+	}
+	snprintf(buf, sizeof(buf), "%s", conf.eal_args);
+	argv[argc++] = (char *)"dpverbs";
+	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save)) {
+		if (argc == MAX_EAL_ARGS) {
+			complain("more than %d EAL arguments", MAX_EAL_ARGS);
+			return EINVAL;
+		}
+		argv[argc++] = tok;
+	}
+	argv[argc] = NULL;
+	if (rte_eal_init(argc, argv) < 0) {
+		if (rte_errno == EALREADY)
+			return 0; /* the program started EAL itself: use its ports */
+		complain("EAL did not start with \"%s\": %s (hugepages: mount hugetlbfs and "
+			 "reserve pages, or add --no-huge)", conf.eal_args, rte_strerror(rte_errno));
+		return ENODEV;
+	}
+	return 0;
+}
+
+static int parse_ipv4(const char *s, uint32_t *out)
+{
+	unsigned int a, b, c, d;
+	char tail;
+
+	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
+	    c > 255 || d > 255)
+		return EINVAL;
+	*out = a << 24 | b << 16 | c << 8 | d;
+	return 0;
+}
+
+/* The IPv4 address of the index-th port from the comma-separated list. */
+static int port_ipv4(unsigned int index, uint32_t *ipv4)
+{
+	char buf[CONFIG_LEN], *save = NULL, *tok;
+	unsigned int i = 0;
+
+	snprintf(buf, sizeof(buf), "%s", conf.ipv4);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save), i++) {
+		while (isspace((unsigned char)*tok))
+			tok++;
+		if (i == index) {
+			if (parse_ipv4(tok, ipv4) != 0) {
+				complain("DPV_PORT_IPV4: \"%s\" is not an IPv4 address", tok);
+				return EINVAL;
+			}
+			return 0;
+		}
+	}
+	complain("no IPv4 address for DPDK port %u: list one per port in DPV_PORT_IPV4 "
+		 "(comma-separated, in port-id order)", index);
+	return EINVAL;
+}
+
+static int add_device(uint16_t port, uint32_t ipv4)
+{
+	struct dpv_device *d = calloc(1, sizeof(*d));
+
+	if (d == NULL)
+		return ENOMEM;
+	d->index = n_devices;
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "dpv%u", n_devices);
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "dpv%u", n_devices);
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "dpdk-port-%u", port);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "dpdk-port-%u", port);
+	d->ethdev_port = port;
+	d->ipv4 = ipv4;
+	devices[n_devices++] = d;
+	return 0;
+}
+
+/* Once per process: configuration, EAL, one device per port. */
+static int list_devices(void)
+{
+	uint16_t port, a, b;
+	unsigned int i = 0;
+	uint32_t ipv4;
+	int ret;
+
+	ret = load_config();
+	if (ret == 0)
+		ret = start_eal();
+	for (unsigned int p = 0; ret == 0 && p < conf.ring_pairs; p++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "dpvpair%u", p);
+		ret = dpv_port_ring_pair(name, (int)rte_socket_id(), &a, &b);
+		if (ret != 0)
+			complain("cannot create ring pair %u: %s", p, strerror(ret));
+	}
+	if (ret != 0)
+		return ret;
+	RTE_ETH_FOREACH_DEV(port) {
+		if (i == DPV_MAX_DEVS)
+			break;
+		ret = port_ipv4(i, &ipv4);
+		if (ret == 0)
+			ret = add_device(port, ipv4);
+		if (ret != 0)
+			return ret;
+		i++;
+	}
+	if (i == 0) {
+		complain("EAL started but found no DPDK port: add --vdev=... (memif, af_packet, "
+			 "af_xdp, ring) or bind a NIC to vfio-pci, or set DPV_RING_PAIRS");
+		return ENODEV;
+	}
+	return 0;
+}
+
+struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+	unsigned int i;
+
+	pthread_mutex_lock(&devices_lock);
+	if (!devices_listed) {
+		list_errno = list_devices();
+		devices_listed = true;
+	}
+	list = calloc(n_devices + 1, sizeof(*list));
+	if (list != NULL)
+		for (i = 0; i < n_devices; i++)
+			list[i] = &devices[i]->ibdev;
+	pthread_mutex_unlock(&devices_lock);
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (num_devices != NULL)
+		*num_devices = (int)n_devices;
+	if (n_devices == 0)
+		errno = list_errno ? list_errno : ENODEV;
+	return list;
+}
+
+void ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+int ibv_get_device_index(struct ibv_device *device)
+{
+	return (int)container_of(device, struct dpv_device, ibdev)->index;
+}
+
+/* The node GUID: the port's MAC as an EUI-64 (as RoCE devices do). */
+static __be64 node_guid(const struct dpv_dev *dev)
+{
+	const uint8_t *m = dev->port.mac.addr_bytes;
+	uint8_t g[8] = {m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
+	__be64 v;
+
+	memcpy(&v, g, sizeof(v));
+	return v;
+}
+
+__be64 ibv_get_device_guid(struct ibv_device *device)
+{
+	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
+
+	return d->dev != NULL ? node_guid(d->dev) : 0;
+}
+
+static int open_dev(struct dpv_device *d)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	if (d->dev == NULL) {
+		ret = dpv_dev_open(d->ibdev.name, d->ethdev_port, d->ipv4, &d->dev);
+		if (ret != 0)
+			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
+				 strerror(ret));
+		else
+			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return ret;
+}
+
+int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode)
+{
+	char *end;
+	unsigned long lcore;
+	int ret;
+
+	if (mode == NULL || mode[0] == '\0' || strcmp(mode, "inline") == 0)
+		return 0;
+	if (strncmp(mode, "lcore:", 6) == 0) {
+		lcore = strtoul(mode + 6, &end, 10);
+		ret = *end == '\0' ? dpv_dev_start_lcore(dev, (unsigned int)lcore) : EINVAL;
+		if (ret != 0)
+			complain("DPV_PROGRESS=%s: lcore %s is not a free EAL worker lcore (give "
+				 "EAL one with -l)", mode, mode + 6);
+		return ret;
+	}
+	if (strcmp(mode, "service") == 0) {
+		ret = dpv_dev_start_service(dev);
+		if (ret != 0)
+			complain("DPV_PROGRESS=service: cannot register the service: %s",
+				 strerror(ret));
+		return ret;
+	}
+	complain("DPV_PROGRESS=%s: want inline, lcore:<id> or service", mode);
+	return EINVAL;
+}
+
+static void fill_ops(struct dpv_context *c)
+{
+	struct verbs_context *v = &c->vctx;
+
+	v->context.ops.poll_cq = dpv_verbs_poll_cq;
+	v->context.ops.req_notify_cq = dpv_verbs_req_notify_cq;
+	v->context.ops.post_srq_recv = dpv_verbs_post_srq_recv;
+	v->context.ops.post_send = dpv_verbs_post_send;
+	v->context.ops.post_recv = dpv_verbs_post_recv;
+	v->query_port = dpv_verbs_query_port;
+	v->post_srq_ops = dpv_verbs_post_srq_ops;
+	v->create_cq_ex = dpv_verbs_create_cq_ex;
+	v->query_device_ex = dpv_verbs_query_device_ex;
+	v->create_qp_ex = dpv_verbs_create_qp_ex;
+	v->create_srq_ex = dpv_verbs_create_srq_ex;
+	v->sz = sizeof(*v);
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+}
+
+struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_dev *dev)
+{
+	struct dpv_context *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->device = container_of(device, struct dpv_device, ibdev);
+	c->dev = dev;
+	c->vctx.context.device = device;
+	c->vctx.context.cmd_fd = -1;
+	c->vctx.context.num_comp_vectors = 1;
+	c->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
+	if (c->vctx.context.async_fd < 0) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->vctx.context.mutex, NULL);
+	pthread_mutex_init(&c->async_lock, NULL);
+	fill_ops(c);
+	return &c->vctx.context;
+}
+
+struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
+	int ret = open_dev(d);
+
+	if (ret != 0) {
+		errno = ret;
+		return NULL;
+	}
+	return dpv_verbs_context_new(device, d->dev);
+}
+
+int ibv_close_device(struct ibv_context *context)
+{
+	struct dpv_context *c = to_ctx(context);
+
+	close(context->async_fd);
+	pthread_mutex_destroy(&c->async_lock);
+	free(c);
+	return 0;
+}
+
+/* Largest IB MTU whose RoCEv2 packet fits the Ethernet MTU (headers and ICRC). */
+static enum ibv_mtu ib_mtu_of(uint16_t eth_mtu)
+{
+	const uint32_t overhead = DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN + DPV_WIRE_BTH_LEN +
+				  DPV_WIRE_RETH_LEN + DPV_WIRE_IMM_LEN + DPV_WIRE_ICRC_LEN;
+	enum ibv_mtu m = IBV_MTU_4096;
+
+	while (m > IBV_MTU_256 && (256u << (m - 1)) + overhead > eth_mtu)
+		m--;
+	return m;
+}
+
+static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "dpverbs %s", DPV_VERSION);
+	a->node_guid = node_guid(dev);
+	a->sys_image_guid = a->node_guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 4096;
+	a->vendor_id = 0;
+	a->hw_ver = 1;
+	a->max_qp = DPV_MAX_QP - 2;
+	a->max_qp_wr = DPV_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
+	a->max_sge = DPV_MAX_SGE;
+	a->max_sge_rd = DPV_MAX_SGE;
+	a->max_cq = 65536;
+	a->max_cqe = DPV_MAX_CQE;
+	a->max_mr = DPV_MAX_MR;
+	a->max_pd = 65536;
+	a->max_qp_rd_atom = 16;
+	a->max_qp_init_rd_atom = 16;
+	a->max_res_rd_atom = 16 * (DPV_MAX_QP - 2);
+	a->max_srq = 65536;
+	a->max_srq_wr = DPV_MAX_SRQ_WR;
+	a->max_srq_sge = DPV_MAX_SGE;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+}
+
+int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *attr)
+{
+	fill_device_attr(to_ctx(context)->dev, attr);
+	return 0;
+}
+
+int dpv_verbs_query_device_ex(struct ibv_context *context,
+			      const struct ibv_query_device_ex_input *input,
+			      struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (input != NULL && input->comp_mask != 0)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	fill_device_attr(to_ctx(context)->dev, &a.orig_attr);
+	a.tm_caps.max_rndv_hdr_size = 64;
+	a.tm_caps.max_num_tags = DPV_TM_MAX_TAGS_LIMIT;
+	a.tm_caps.flags = IBV_TM_CAP_RC;
+	a.tm_caps.max_ops = DPV_VERBS_TM_MAX_OPS;
+	a.tm_caps.max_sge = DPV_MAX_SGE < DPV_TM_MAX_SGE_LIMIT ? DPV_MAX_SGE : DPV_TM_MAX_SGE_LIMIT;
+	a.phys_port_cnt_ex = 1;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
+int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
+			 struct ibv_port_attr *attr, size_t attr_len)
+{
+	struct dpv_dev *dev = to_ctx(context)->dev;
+	struct ibv_port_attr a;
+	bool up;
+	uint32_t speed;
+
+	if (port_num != 1)
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	dev->port.ops->link(&dev->port, &up, &speed);
+	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a.max_mtu = ib_mtu_of(dev->port.mtu);
+	a.active_mtu = a.max_mtu;
+	a.gid_tbl_len = 1;
+	a.port_cap_flags = IBV_PORT_CM_SUP;
+	a.max_msg_sz = 1u << 31;
+	a.pkey_tbl_len = 1;
+	a.max_vl_num = 1;
+	a.active_width = 1;      /* 1X */
+	a.active_speed = speed >= 25000 ? 32 : speed >= 10000 ? 8 : 1;
+	a.phys_state = up ? 5 : 3; /* LinkUp / Disabled */
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	memcpy(attr, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+		   struct _compat_ibv_port_attr *port_attr)
+{
+	/* The old ABI's struct ends before the fields rdma-core added later (flags,
+	 * port_cap_flags2): fill no more than that. */
+	return dpv_verbs_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+				    offsetof(struct ibv_port_attr, flags));
+}
+
+void dpv_verbs_gid_of(uint32_t ipv4, union ibv_gid *gid)
+{
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = 0xff;
+	gid->raw[11] = 0xff;
+	gid->raw[12] = (uint8_t)(ipv4 >> 24);
+	gid->raw[13] = (uint8_t)(ipv4 >> 16);
+	gid->raw[14] = (uint8_t)(ipv4 >> 8);
+	gid->raw[15] = (uint8_t)ipv4;
+}
+
+bool dpv_verbs_gid_ipv4(const union ibv_gid *gid, uint32_t *ipv4)
+{
+	static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+	if (memcmp(gid->raw, prefix, sizeof(prefix)) != 0)
+		return false;
+	*ipv4 = (uint32_t)gid->raw[12] << 24 | (uint32_t)gid->raw[13] << 16 |
+		(uint32_t)gid->raw[14] << 8 | gid->raw[15];
+	return true;
+}
+
+int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
+{
+	if (port_num != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, gid);
+	return 0;
+}
+
+int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	if (flags != 0 || port_num != 1 || gid_index != 0 || entry_size < sizeof(*entry))
+		return EINVAL;
+	memset(entry, 0, sizeof(*entry));
+	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, &entry->gid);
+	entry->gid_index = 0;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	return 0;
+}
+
+int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	(void)context;
+	if (port_num != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = 0xffff;
+	return 0;
+}
+
+int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	(void)context;
+	return port_num == 1 && pkey == 0xffff ? 0 : -1;
+}
+
+/* ---- async events ---- */
+
+void dpv_verbs_async_event(struct dpv_context *c, enum ibv_event_type type, void *obj)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&c->async_lock);
+	if (c->async_tail - c->async_head < DPV_ASYNC_QUEUE) {
+		c->async_q[c->async_tail % DPV_ASYNC_QUEUE] = (struct dpv_async_event){type, obj};
+		c->async_tail++;
+		if (write(c->vctx.context.async_fd, &one, sizeof(one)) != sizeof(one))
+			c->async_lost++;
+	} else {
+		c->async_lost++;
+	}
+	pthread_mutex_unlock(&c->async_lock);
+}
+
+int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct dpv_context *c = to_ctx(context);
+	struct dpv_async_event ev;
+	uint64_t n;
+
+	/* Blocks like the kernel's async fd; the engine helper keeps devices moving. */
+	if (read(context->async_fd, &n, sizeof(n)) != sizeof(n))
+		return -1;
+	pthread_mutex_lock(&c->async_lock);
+	ev = c->async_q[c->async_head % DPV_ASYNC_QUEUE];
+	c->async_head++;
+	/* Several events may be counted by one read: re-arm the fd for the rest. */
+	if (c->async_tail != c->async_head) {
+		uint64_t rest = c->async_tail - c->async_head;
+
+		if (write(context->async_fd, &rest, sizeof(rest)) != sizeof(rest))
+			c->async_lost++;
+	}
+	pthread_mutex_unlock(&c->async_lock);
+	memset(event, 0, sizeof(*event));
+	event->event_type = ev.type;
+	switch (ev.type) {
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case IBV_EVENT_SRQ_ERR:
+		event->element.srq = ev.obj;
+		break;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		event->element.qp = ev.obj;
+		break;
+	case IBV_EVENT_CQ_ERR:
+		event->element.cq = ev.obj;
+		break;
+	default:
+		event->element.port_num = 1;
+		break;
+	}
+	return 0;
+}
+
+void ibv_ack_async_event(struct ibv_async_event *event)
+{
+	(void)event;
+}
+
+int ibv_fork_init(void)
+{
+	return 0;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The facade's private objects: each wraps rdma-core's public struct (first, so the
+ * static-inline verbs of <infiniband/verbs.h> see what they expect) around the
+ * device-side object of lib/transport, with to_xxx() converters in rdma-core's style.
+ */
+#ifndef DPV_VERBS_PRIV_H
+#define DPV_VERBS_PRIV_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "dpv_engine.h"
+#include "dpv_verbs.h"
+#include "dpv_xport.h"
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#endif
+
+/* Lanes of an SRQ: posting threads each get one (more share with a lock). */
+#define DPV_VERBS_SRQ_LANES 4u
+
+struct dpv_device {
+	struct ibv_device ibdev;
+	struct dpv_dev *dev;     /* opened at the first ibv_open_device() */
+	uint32_t index;
+	uint16_t ethdev_port;
+	uint32_t ipv4;
+};
+
+struct dpv_async_event {
+	enum ibv_event_type type;
+	void *obj; /* ibv_cq / ibv_qp / ibv_srq, or NULL for port and device events */
+};
+
+#define DPV_ASYNC_QUEUE 256u
+
+struct dpv_context {
+	struct verbs_context vctx;
+	struct dpv_device *device;
+	struct dpv_dev *dev;
+	pthread_mutex_t async_lock;
+	struct dpv_async_event async_q[DPV_ASYNC_QUEUE];
+	uint32_t async_head, async_tail;
+	uint64_t async_lost;
+	uint32_t next_pd;
+};
+
+struct dpv_pd {
+	struct ibv_pd ibpd;
+	uint32_t id;
+};
+
+struct dpv_mr_v {
+	struct ibv_mr ibmr;
+	struct dpv_mr mr;
+	uint32_t slot;
+};
+
+#define DPV_CHANNEL_QUEUE 1024u
+
+struct dpv_channel {
+	struct ibv_comp_channel ibch;
+	pthread_mutex_t lock;
+	/* CQs whose event is pending, in order; a CQ appears at most once per arming. */
+	struct ibv_cq *pending[DPV_CHANNEL_QUEUE];
+	uint32_t head, tail;
+	uint64_t lost;
+};
+
+/* TM SRQs whose completions one CQ carries. */
+#define DPV_CQ_MAX_TM_SRQS 16u
+
+struct dpv_cq_v {
+	struct ibv_cq_ex ibcq;        /* ibv_cq is its prefix: one struct for both APIs */
+	struct dpv_context *ctx;
+	struct dpv_cq *cq;
+	pthread_spinlock_t poll_lock; /* poll_cq callers of one CQ (uncontended normally) */
+	uint64_t wc_flags;            /* IBV_WC_EX_WITH_* asked for */
+	struct dpv_cqe cur;           /* ibv_start_poll's current completion */
+	uint32_t users;               /* QPs and SRQs using it (control path) */
+	uint32_t n_tm_srqs;           /* set on the control path while no one polls */
+	struct dpv_srq *tm_srqs[DPV_CQ_MAX_TM_SRQS];
+};
+
+struct dpv_srq_v {
+	struct ibv_srq ibsrq;
+	struct dpv_context *ctx;
+	struct dpv_srq *srq;
+	bool tm;
+	uint32_t max_sge;
+	uint32_t users;               /* QPs attached (control path) */
+	struct ibv_cq *cq;            /* TM: the CQ of its completions */
+	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
+	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
+};
+
+struct dpv_qp_v {
+	struct ibv_qp ibqp;
+	struct dpv_context *ctx;
+	struct dpv_qp *qp;
+	pthread_spinlock_t sq_lock;   /* posters of one QP (uncontended normally) */
+	pthread_spinlock_t rq_lock;
+	uint32_t max_inline;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+};
+
+struct dpv_ah {
+	struct ibv_ah ibah;
+	uint32_t dst_ip;
+	uint8_t tos;
+	uint8_t ttl;
+};
+
+static inline struct dpv_context *to_ctx(struct ibv_context *c)
+{
+	return container_of(container_of(c, struct verbs_context, context), struct dpv_context,
+			    vctx);
+}
+
+static inline struct dpv_pd *to_pd(struct ibv_pd *p) { return container_of(p, struct dpv_pd, ibpd); }
+static inline struct dpv_mr_v *to_mr(struct ibv_mr *m) { return container_of(m, struct dpv_mr_v, ibmr); }
+static inline struct dpv_cq_v *to_cq(struct ibv_cq *c)
+{
+	return container_of((struct ibv_cq_ex *)(void *)c, struct dpv_cq_v, ibcq);
+}
+static inline struct dpv_cq_v *to_cq_ex(struct ibv_cq_ex *c) { return container_of(c, struct dpv_cq_v, ibcq); }
+static inline struct dpv_srq_v *to_srq(struct ibv_srq *s) { return container_of(s, struct dpv_srq_v, ibsrq); }
+static inline struct dpv_qp_v *to_qp(struct ibv_qp *q) { return container_of(q, struct dpv_qp_v, ibqp); }
+static inline struct dpv_ah *to_ah(struct ibv_ah *a) { return container_of(a, struct dpv_ah, ibah); }
+static inline struct dpv_channel *to_channel(struct ibv_comp_channel *c)
+{
+	return container_of(c, struct dpv_channel, ibch);
+}
+
+/* Apply a DPV_PROGRESS value to a device; says why on stderr when it cannot. */
+int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode);
+
+/* A context on an open device (ibv_open_device, dpv_verbs_open_port). */
+struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_dev *dev);
+
+/* The thread's lane among @p n (assigned at the thread's first post, in turn). */
+uint32_t dpv_verbs_lane(uint32_t n);
+
+/* Queue an async event for ibv_get_async_event() (any thread). */
+void dpv_verbs_async_event(struct dpv_context *ctx, enum ibv_event_type type, void *obj);
+
+/* The ops tables' entries, by file. */
+int dpv_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int dpv_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
+int dpv_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int dpv_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int dpv_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+int dpv_verbs_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad);
+struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr);
+struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+int dpv_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			      struct ibv_device_attr_ex *attr, size_t attr_size);
+int dpv_verbs_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
+			 size_t attr_len);
+
+/* GID index 0: the IPv4-mapped address of the port (::ffff:a.b.c.d). */
+void dpv_verbs_gid_of(uint32_t ipv4, union ibv_gid *gid);
+/* The IPv4 address of an IPv4-mapped GID; false if the GID is not one. */
+bool dpv_verbs_gid_ipv4(const union ibv_gid *gid, uint32_t *ipv4);
+
+#endif /* DPV_VERBS_PRIV_H */

@@ -1,0 +1,430 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Queue pairs (ibv_create_qp(3), ibv_modify_qp(3), ibv_query_qp(3), ibv_post_send(3),
+ * ibv_post_recv(3)) and address handles (ibv_create_ah(3)).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_byteorder.h>
+
+#include "verbs_priv.h"
+
+static void qp_fatal(struct dpv_qp *dqp, void *arg)
+{
+	struct dpv_qp_v *qp = arg;
+
+	(void)dqp;
+	qp->ibqp.state = IBV_QPS_ERR;
+	dpv_verbs_async_event(qp->ctx, IBV_EVENT_QP_FATAL, &qp->ibqp);
+}
+
+static int check_caps(const struct ibv_qp_cap *cap, bool srq)
+{
+	if (cap->max_send_wr > DPV_MAX_QP_WR || cap->max_send_sge > DPV_MAX_SGE ||
+	    cap->max_inline_data > DPV_MAX_INLINE)
+		return EINVAL;
+	if (!srq && (cap->max_recv_wr > DPV_MAX_QP_WR || cap->max_recv_sge > DPV_MAX_SGE))
+		return EINVAL;
+	return 0;
+}
+
+struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
+				      struct ibv_qp_init_attr_ex *attr)
+{
+	struct dpv_context *c = to_ctx(context);
+	struct dpv_qp_init init;
+	struct dpv_qp_v *qp;
+	int ret;
+
+	if ((attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) != 0 ||
+	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
+	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
+	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&init, 0, sizeof(init));
+	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC : DPV_QPT_UD;
+	init.pd = to_pd(attr->pd)->id;
+	init.max_send_wr = attr->cap.max_send_wr;
+	init.max_recv_wr = attr->srq != NULL ? 0 : attr->cap.max_recv_wr;
+	init.max_send_sge = attr->cap.max_send_sge;
+	init.max_recv_sge = attr->cap.max_recv_sge;
+	init.max_inline = attr->cap.max_inline_data;
+	init.sq_sig_all = attr->sq_sig_all != 0;
+	init.send_cq = to_cq(attr->send_cq)->cq;
+	init.recv_cq = to_cq(attr->recv_cq)->cq;
+	init.srq = attr->srq != NULL ? to_srq(attr->srq)->srq : NULL;
+	dpv_dev_own(c->dev);
+	ret = dpv_qp_create(c->dev->xport, &init, &qp->qp);
+	if (ret == 0) {
+		to_cq(attr->send_cq)->users++;
+		to_cq(attr->recv_cq)->users++;
+		if (attr->srq != NULL)
+			to_srq(attr->srq)->users++;
+	}
+	dpv_dev_disown(c->dev);
+	if (ret != 0) {
+		free(qp);
+		errno = ret == ENOSPC ? ENOMEM : ret;
+		return NULL;
+	}
+	qp->ctx = c;
+	qp->max_inline = init.max_inline;
+	qp->max_send_sge = init.max_send_sge;
+	qp->max_recv_sge = init.max_recv_sge;
+	qp->qp->fatal_event = qp_fatal;
+	qp->qp->fatal_arg = qp;
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	qp->ibqp.context = context;
+	qp->ibqp.qp_context = attr->qp_context;
+	qp->ibqp.pd = attr->pd;
+	qp->ibqp.send_cq = attr->send_cq;
+	qp->ibqp.recv_cq = attr->recv_cq;
+	qp->ibqp.srq = attr->srq;
+	qp->ibqp.handle = qp->qp->qpn;
+	qp->ibqp.qp_num = qp->qp->qpn;
+	qp->ibqp.state = IBV_QPS_RESET;
+	qp->ibqp.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
+	/* Report what the QP really has (ibv_create_qp(3): the caps are updated). */
+	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
+	if (attr->srq == NULL)
+		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
+	return &qp->ibqp;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = dpv_verbs_create_qp_ex(pd->context, &ex);
+	if (qp != NULL)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct dpv_qp_v *qp = to_qp(ibqp);
+	struct dpv_dev *dev = qp->ctx->dev;
+
+	dpv_dev_own(dev);
+	dpv_qp_destroy(dev->xport, qp->qp);
+	to_cq(ibqp->send_cq)->users--;
+	to_cq(ibqp->recv_cq)->users--;
+	if (ibqp->srq != NULL)
+		to_srq(ibqp->srq)->users--;
+	dpv_dev_disown(dev);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	free(qp);
+	return 0;
+}
+
+/* The IBV_QP_* bits dpverbs acts on; the rest are refused (ibv_modify_qp(3): EINVAL). */
+#define MODIFY_MASK (IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | \
+		     IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY | IBV_QP_AV | \
+		     IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+		     IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | \
+		     IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN)
+
+/* An address vector's destination: RoCEv2 needs a global route to an IPv4-mapped GID. */
+static int av_of(const struct ibv_ah_attr *ah, uint32_t *dst_ip, uint8_t *tos, uint8_t *ttl)
+{
+	if (!ah->is_global || !dpv_verbs_gid_ipv4(&ah->grh.dgid, dst_ip) ||
+	    (ah->port_num != 0 && ah->port_num != 1) || ah->grh.sgid_index != 0)
+		return EINVAL;
+	*tos = ah->grh.traffic_class;
+	*ttl = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
+	return 0;
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct dpv_qp_v *qp = to_qp(ibqp);
+	struct dpv_dev *dev = qp->ctx->dev;
+	struct dpv_qp_attr a;
+	uint32_t mask = (uint32_t)attr_mask;
+	int ret;
+
+	if ((mask & ~MODIFY_MASK) != 0 || ((mask & IBV_QP_PORT) && attr->port_num != 1) ||
+	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != ibqp->state))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	a.state = (uint8_t)attr->qp_state;
+	a.path_mtu = (uint8_t)attr->path_mtu;
+	a.timeout = attr->timeout;
+	a.retry_cnt = attr->retry_cnt;
+	a.rnr_retry = attr->rnr_retry;
+	a.min_rnr_timer = attr->min_rnr_timer;
+	a.access = attr->qp_access_flags;
+	a.qkey = attr->qkey;
+	a.dest_qpn = attr->dest_qp_num;
+	a.rq_psn = attr->rq_psn;
+	a.sq_psn = attr->sq_psn;
+	a.pkey_index = attr->pkey_index;
+	if ((mask & IBV_QP_AV) && av_of(&attr->ah_attr, &a.dst_ip, &a.tos, &a.ttl) != 0)
+		return EINVAL;
+	mask &= ~(uint32_t)IBV_QP_CUR_STATE;
+	dpv_dev_own(dev);
+	ret = dpv_qp_modify(dev->xport, qp->qp, &a, mask);
+	if (ret == 0)
+		ibqp->state = (enum ibv_qp_state)qp->qp->attr.state;
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct dpv_qp_v *qp = to_qp(ibqp);
+	const struct dpv_qp_attr *a = &qp->qp->attr;
+
+	(void)attr_mask; /* everything is cheap to report */
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = (enum ibv_qp_state)a->state;
+	attr->cur_qp_state = attr->qp_state;
+	attr->path_mtu = (enum ibv_mtu)a->path_mtu;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	attr->qkey = a->qkey;
+	attr->rq_psn = a->rq_psn;
+	attr->sq_psn = a->sq_psn;
+	attr->dest_qp_num = a->dest_qpn;
+	attr->qp_access_flags = a->access;
+	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
+	attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
+	attr->cap.max_send_sge = qp->max_send_sge;
+	attr->cap.max_recv_sge = qp->max_recv_sge;
+	attr->cap.max_inline_data = qp->max_inline;
+	if (a->dst_ip != 0) {
+		attr->ah_attr.is_global = 1;
+		dpv_verbs_gid_of(a->dst_ip, &attr->ah_attr.grh.dgid);
+		attr->ah_attr.grh.traffic_class = a->tos;
+		attr->ah_attr.grh.hop_limit = a->ttl;
+		attr->ah_attr.port_num = 1;
+	}
+	attr->pkey_index = a->pkey_index;
+	attr->sq_draining = 0;
+	attr->max_rd_atomic = DPV_MAX_RD_ATOMIC;
+	attr->max_dest_rd_atomic = DPV_MAX_RD_ATOMIC;
+	attr->min_rnr_timer = a->min_rnr_timer;
+	attr->port_num = 1;
+	attr->timeout = a->timeout;
+	attr->retry_cnt = a->retry_cnt;
+	attr->rnr_retry = a->rnr_retry;
+	if (init_attr != NULL) {
+		memset(init_attr, 0, sizeof(*init_attr));
+		init_attr->qp_context = ibqp->qp_context;
+		init_attr->send_cq = ibqp->send_cq;
+		init_attr->recv_cq = ibqp->recv_cq;
+		init_attr->srq = ibqp->srq;
+		init_attr->cap = attr->cap;
+		init_attr->qp_type = ibqp->qp_type;
+		init_attr->sq_sig_all = qp->qp->init.sq_sig_all;
+	}
+	return 0;
+}
+
+/* ---- posting ---- */
+
+static const uint8_t wr_opcode[] = {
+	[IBV_WR_SEND] = DPV_WR_SEND + 1,
+	[IBV_WR_SEND_WITH_IMM] = DPV_WR_SEND_WITH_IMM + 1,
+	[IBV_WR_RDMA_WRITE] = DPV_WR_RDMA_WRITE + 1,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = DPV_WR_RDMA_WRITE_WITH_IMM + 1,
+	[IBV_WR_RDMA_READ] = DPV_WR_RDMA_READ + 1,
+};
+
+/* Check one send WR and write it into its SQ slot. */
+static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct dpv_swqe *w)
+{
+	bool ud = qp->ibqp.qp_type == IBV_QPT_UD;
+	uint64_t total = 0;
+	uint8_t op;
+	int i;
+
+	if ((unsigned int)wr->opcode >= sizeof(wr_opcode) || wr_opcode[wr->opcode] == 0)
+		return EINVAL;
+	op = wr_opcode[wr->opcode] - 1;
+	if (ud && op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM)
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
+		return EINVAL;
+	if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+			       IBV_SEND_INLINE))
+		return EINVAL;
+	for (i = 0; i < wr->num_sge; i++)
+		total += wr->sg_list[i].length;
+	if (total > UINT32_MAX)
+		return EINVAL;
+	w->wr_id = wr->wr_id;
+	w->opcode = op;
+	w->flags = (wr->send_flags & IBV_SEND_SIGNALED ? DPV_WR_F_SIGNALED : 0) |
+		   (wr->send_flags & IBV_SEND_SOLICITED ? DPV_WR_F_SOLICITED : 0) |
+		   (wr->send_flags & IBV_SEND_FENCE ? DPV_WR_F_FENCE : 0);
+	w->length = (uint32_t)total;
+	w->imm = rte_be_to_cpu_32(wr->imm_data);
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		if (op == DPV_WR_RDMA_READ || total > qp->max_inline)
+			return EINVAL;
+		w->flags |= DPV_WR_F_INLINE;
+		w->num_sge = 0;
+		for (i = 0, total = 0; i < wr->num_sge; i++) {
+			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			total += wr->sg_list[i].length;
+		}
+	} else {
+		w->num_sge = (uint8_t)wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++) {
+			w->sge[i].addr = wr->sg_list[i].addr;
+			w->sge[i].length = wr->sg_list[i].length;
+			w->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+	}
+	if (ud) {
+		struct dpv_ah *ah;
+
+		if (wr->wr.ud.ah == NULL)
+			return EINVAL;
+		ah = to_ah(wr->wr.ud.ah);
+		w->ud_dst_ip = ah->dst_ip;
+		w->ud_tos = ah->tos;
+		w->ud_ttl = ah->ttl;
+		w->ud_remote_qpn = wr->wr.ud.remote_qpn;
+		w->ud_remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+	}
+	return 0;
+}
+
+int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct dpv_qp_v *qp = to_qp(ibqp);
+	struct dpv_ring *sq = qp->qp->sq;
+	uint32_t first, n = 0;
+	int ret = 0;
+
+	/* A QP sends from RTS on (and flushes in ERR); before, posting is an error. */
+	if (ibqp->state < IBV_QPS_RTS || sq == NULL) {
+		*bad = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->sq_lock);
+	for (; wr != NULL; wr = wr->next, n++) {
+		if (dpv_ring_reserve(sq, n + 1, &first) < n + 1) {
+			ret = ENOMEM;
+			break;
+		}
+		ret = write_swqe(qp, wr, dpv_ring_slot(sq, first + n));
+		if (ret != 0)
+			break;
+	}
+	/* WRs before the bad one stay posted. */
+	if (n)
+		dpv_ring_commit(sq, n);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (ret != 0)
+		*bad = wr;
+	dpv_engine_progress();
+	return ret;
+}
+
+static void write_rwqe(const struct ibv_recv_wr *wr, struct dpv_rwqe *w)
+{
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++) {
+		w->sge[i].addr = wr->sg_list[i].addr;
+		w->sge[i].length = wr->sg_list[i].length;
+		w->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+}
+
+int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct dpv_qp_v *qp = to_qp(ibqp);
+	struct dpv_ring *rq = qp->qp->rq;
+	uint32_t first, n = 0;
+	int ret = 0;
+
+	if (ibqp->srq != NULL || rq == NULL || ibqp->state == IBV_QPS_RESET) {
+		*bad = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->rq_lock);
+	for (; wr != NULL; wr = wr->next, n++) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge) {
+			ret = EINVAL;
+			break;
+		}
+		if (dpv_ring_reserve(rq, n + 1, &first) < n + 1) {
+			ret = ENOMEM;
+			break;
+		}
+		write_rwqe(wr, dpv_ring_slot(rq, first + n));
+	}
+	if (n)
+		dpv_ring_commit(rq, n);
+	pthread_spin_unlock(&qp->rq_lock);
+	if (ret != 0)
+		*bad = wr;
+	return ret;
+}
+
+/* ---- address handles ---- */
+
+struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct dpv_ah *ah = calloc(1, sizeof(*ah));
+
+	if (ah == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (av_of(attr, &ah->dst_ip, &ah->tos, &ah->ttl) != 0) {
+		free(ah);
+		errno = EINVAL;
+		return NULL;
+	}
+	ah->ibah.context = pd->context;
+	ah->ibah.pd = pd;
+	return &ah->ibah;
+}
+
+int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	free(to_ah(ah));
+	return 0;
+}
