@@ -63,10 +63,45 @@ void dpv_port_close(struct dpv_port *port)
 		rte_pktmbuf_free_bulk(e->hold, e->held);
 		e->held = 0;
 	}
+	dpv_pcap_close(port->capture);
+	port->capture = NULL;
 	if (port->ops != NULL)
 		port->ops->close(port);
 	rte_mempool_free(port->pool);
 	port->pool = NULL;
+}
+
+int dpv_port_capture(struct dpv_port *port, const char *path)
+{
+	struct dpv_pcap *p = NULL;
+	int ret;
+
+	if (path != NULL) {
+		p = dpv_pcap_open(path);
+		if (p == NULL)
+			return errno;
+	}
+	ret = dpv_pcap_close(port->capture);
+	port->capture = p;
+	return ret;
+}
+
+/* Append frames to the capture, before a PMD (a ring pair hands mbufs over) takes them. */
+static void capture(struct dpv_port *port, struct rte_mbuf *const *pkts, uint16_t n)
+{
+	uint8_t buf[RTE_ETHER_MAX_JUMBO_FRAME_LEN];
+	uint64_t now = (uint64_t)(rte_get_tsc_cycles() * (1e9 / rte_get_tsc_hz()));
+
+	for (uint16_t i = 0; i < n; i++) {
+		uint32_t len = rte_pktmbuf_pkt_len(pkts[i]);
+		const void *d;
+
+		if (len > sizeof(buf))
+			len = sizeof(buf);
+		d = rte_pktmbuf_read(pkts[i], 0, len, buf);
+		if (d != NULL)
+			dpv_pcap_write(port->capture, d, len, now);
+	}
 }
 
 static struct dpv_arp_entry *arp_slot(struct dpv_port *port, uint32_t ip, bool create)
@@ -113,6 +148,8 @@ static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_
 	arp->arp_data.arp_sip = rte_cpu_to_be_32(port->ipv4);
 	rte_ether_addr_copy(target_mac, &arp->arp_data.arp_tha);
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(target_ip);
+	if (port->capture != NULL)
+		capture(port, &m, 1);
 	if (port->ops->tx_burst(port, &m, 1) == 1) {
 		port->stats.tx_frames++;
 		if (op == RTE_ARP_OP_REQUEST)
@@ -136,7 +173,11 @@ static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t
 
 static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t sent = n ? port->ops->tx_burst(port, pkts, n) : 0;
+	uint16_t sent;
+
+	if (port->capture != NULL)
+		capture(port, pkts, n);
+	sent = n ? port->ops->tx_burst(port, pkts, n) : 0;
 
 	port->stats.tx_frames += sent;
 	if (sent < n) {
@@ -191,6 +232,8 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 	uint16_t got = port->ops->rx_burst(port, pkts, n), kept = 0;
 
 	port->stats.rx_frames += got;
+	if (port->capture != NULL)
+		capture(port, pkts, got);
 	for (uint16_t i = 0; i < got; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint16_t type;

@@ -21,6 +21,8 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "dpv_pcap.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -77,6 +79,8 @@ struct dpv_port {
 	uint32_t ipv4;            /**< host order */
 	struct rte_mempool *pool; /**< mbufs on the port's socket */
 	struct dpv_port_stats stats;
+	/** When set, every frame sent or received is appended here (DPV_CAPTURE). */
+	struct dpv_pcap *capture;
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
 };
 
@@ -116,7 +120,16 @@ int dpv_port_make_pool(struct dpv_port *port, unsigned int size);
  */
 int dpv_port_ring_pair(const char *name, int socket, uint16_t *a, uint16_t *b);
 
-/** Close a port: frees held frames and the pool. */
+/**
+ * Capture every frame the port sends or receives from now on into a pcap file (for
+ * tshark or Wireshark; a debugging aid: each frame costs a copy and a write), or with
+ * @p path NULL stop capturing and close the file.
+ * Owner thread, or a control thread while nobody polls the port.
+ * @return 0, or the errno of creating @p path or of closing the previous file.
+ */
+int dpv_port_capture(struct dpv_port *port, const char *path);
+
+/** Close a port: frees held frames and the pool, closes a capture. */
 void dpv_port_close(struct dpv_port *port);
 
 /**

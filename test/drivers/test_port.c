@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -169,6 +171,37 @@ static void non_ipv4_frames_are_dropped_and_counted(void **state)
 	assert_int_equal(b.stats.rx_not_ipv4, before + 1);
 }
 
+static void capture_records_frames_sent_and_received(void **state)
+{
+	char path[] = "/tmp/dpv-capture-XXXXXX";
+	struct rte_mbuf *tx = ipv4_frame(&a, b.ipv4, 42), *rx[4];
+	uint8_t hdr[24], rec[16], frame[128];
+	int fd = mkstemp(path);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(dpv_port_capture(&a, path), 0);
+	assert_int_equal(dpv_port_capture(&b, NULL), 0); /* b captures nothing */
+	assert_int_equal(dpv_port_tx(&a, &tx, 1), 1);
+	assert_int_equal(pump(rx, 4), 1);
+	rte_pktmbuf_free(rx[0]);
+	assert_int_equal(dpv_port_capture(&a, NULL), 0);
+	/* The file holds a pcap header and exactly the one frame a sent. */
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(hdr, 1, sizeof(hdr), f), sizeof(hdr));
+	assert_int_equal(fread(rec, 1, sizeof(rec), f), sizeof(rec));
+	assert_int_equal(rec[8], sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + 8);
+	assert_int_equal(fread(frame, 1, rec[8], f), rec[8]);
+	assert_memory_equal(frame, b.mac.addr_bytes, 6); /* ARP had filled the MAC */
+	assert_int_equal(frame[sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr)], 42);
+	assert_int_equal(fread(rec, 1, 1, f), 0);
+	fclose(f);
+	unlink(path);
+}
+
 static void unknown_driver_and_bad_port_are_refused(void **state)
 {
 	struct dpv_port p;
@@ -189,6 +222,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(resolved_neighbours_go_out_at_once),
 		cmocka_unit_test(arp_for_another_address_is_not_answered),
 		cmocka_unit_test(non_ipv4_frames_are_dropped_and_counted),
+		cmocka_unit_test(capture_records_frames_sent_and_received),
 		cmocka_unit_test(unknown_driver_and_bad_port_are_refused),
 	};
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dpv_pcap.h"
 #include "dpv_wire.h"
 
 static const uint8_t opcodes[] = {
@@ -21,44 +22,22 @@ static const uint8_t opcodes[] = {
 };
 static const uint32_t lens[] = {0, 1, 3, 16, 257, 1024};
 
-static void put_le32(FILE *f, uint32_t v)
-{
-	uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
-
-	fwrite(b, 1, 4, f);
-}
-
-static void put_le16(FILE *f, uint16_t v)
-{
-	uint8_t b[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
-
-	fwrite(b, 1, 2, f);
-}
-
 int main(int argc, char **argv)
 {
 	static uint8_t frame[2048];
 	struct dpv_wire_pkt p;
 	uint32_t n = 0, i, j, k, len, hdr;
-	FILE *f;
+	struct dpv_pcap *f;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: %s OUT.pcap\n", argv[0]);
 		return 2;
 	}
-	f = fopen(argv[1], "wb");
+	f = dpv_pcap_open(argv[1]);
 	if (f == NULL) {
 		perror(argv[1]);
 		return 1;
 	}
-	/* pcap global header: magic, 2.4, GMT, accuracy, snaplen, Ethernet */
-	put_le32(f, 0xa1b2c3d4);
-	put_le16(f, 2);
-	put_le16(f, 4);
-	put_le32(f, 0);
-	put_le32(f, 0);
-	put_le32(f, 65535);
-	put_le32(f, 1);
 	for (i = 0; i < sizeof(opcodes); i++) {
 		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
 			uint32_t plen = lens[j];
@@ -95,15 +74,14 @@ int main(int argc, char **argv)
 				frame[hdr + k] = (uint8_t)(k + n);
 			len = dpv_wire_frame_len(p.opcode, plen);
 			dpv_wire_finish(frame, len);
-			put_le32(f, n);
-			put_le32(f, 0);
-			put_le32(f, len);
-			put_le32(f, len);
-			fwrite(frame, 1, len, f);
+			if (dpv_pcap_write(f, frame, len, (uint64_t)n * 1000000000u) != 0) {
+				perror(argv[1]);
+				return 1;
+			}
 			printf("%u %u %u\n", ++n, opcodes[i], plen);
 		}
 	}
-	if (fclose(f) != 0) {
+	if (dpv_pcap_close(f) != 0) {
 		perror(argv[1]);
 		return 1;
 	}

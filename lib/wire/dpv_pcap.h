@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/**
+ * @file
+ * dpv_pcap: write frames to a pcap file (nanosecond timestamps, Ethernet link type),
+ * for capturing what a port sends and receives (DPV_CAPTURE) and for the wire tests.
+ * Not for hot paths: each frame is one fwrite. One thread at a time per file.
+ */
+#ifndef DPV_PCAP_H
+#define DPV_PCAP_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct dpv_pcap;
+
+/**
+ * Create (truncate) @p path and write the pcap file header.
+ * @return the file, or NULL with errno set.
+ */
+struct dpv_pcap *dpv_pcap_open(const char *path);
+
+/**
+ * Append one frame of @p len bytes, stamped @p ts_ns nanoseconds (any epoch).
+ * @return 0, or an errno value (the file is then left as it is).
+ */
+int dpv_pcap_write(struct dpv_pcap *p, const void *frame, uint32_t len, uint64_t ts_ns);
+
+/** Flush and close (NULL is accepted). @return 0 or an errno value. */
+int dpv_pcap_close(struct dpv_pcap *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPV_PCAP_H */
