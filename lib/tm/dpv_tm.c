@@ -335,13 +335,7 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 	if (op->flags & DPV_TM_OP_F_SYNC)
 		tm->s = op->unexpected_cnt;
 
-	cqe->wr_id = op->wr_id;
-	cqe->opcode = op->opcode;
-	cqe->status = DPV_TM_ST_SUCCESS;
-	cqe->flags = 0;
-	cqe->visible = signaled;
-	cqe->release = false;
-	cqe->handle = 0;
+	*cqe = (struct dpv_tm_cqe){ .wr_id = op->wr_id, .opcode = op->opcode, .visible = signaled };
 
 	switch (op->opcode) {
 	case DPV_TM_OP_ADD:
@@ -437,48 +431,57 @@ static inline __attribute__((always_inline)) uint32_t find_entry(const struct dp
 	return best;
 }
 
-void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_available,
-		  struct dpv_tm_match *m)
+/* The decision for one message; inlined into both the single and the burst call. */
+static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
+							       const struct dpv_tm_tmh *tmh,
+							       bool srq_wr_available,
+							       struct dpv_tm_match *m)
 {
 	bool tagged = tmh->opcode == IBV_TMH_EAGER || tmh->opcode == IBV_TMH_RNDV;
 	struct tm_entry *e;
 	uint32_t h;
 
-	m->flags = 0;
+	/* Each decision is written whole (one struct store): measurably cheaper than
+	 * field by field on this path. */
 	if (tagged) {
 		h = find_entry(tm, tmh->tag);
 		if (h != NIL) {
 			e = &tm->entries[h];
 			entry_unlink(tm, h, ENTRY_CONSUMED);
-			m->kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
-							       : DPV_TM_EXPECTED_RNDV;
-			m->handle = h;
-			m->recv_wr_id = e->recv_wr_id;
-			m->sg_list = &tm->sges[(size_t)h * tm->cfg.max_sge];
-			m->num_sge = e->num_sge;
+			*m = (struct dpv_tm_match){
+				.kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
+								     : DPV_TM_EXPECTED_RNDV,
+				.handle = h,
+				.recv_wr_id = e->recv_wr_id,
+				.sg_list = &tm->sges[(size_t)h * tm->cfg.max_sge],
+				.num_sge = e->num_sge,
+			};
 			tm->n_expected++;
 			return;
 		}
 	}
-	m->handle = 0;
-	m->recv_wr_id = 0;
-	m->sg_list = NULL;
-	m->num_sge = 0;
 	if (!srq_wr_available) {
-		m->kind = DPV_TM_RNR;
+		*m = (struct dpv_tm_match){ .kind = DPV_TM_RNR };
 		tm->n_rnr++;
 		return;
 	}
 	if (!tagged) {
-		m->kind = DPV_TM_NO_TAG;
+		*m = (struct dpv_tm_match){ .kind = DPV_TM_NO_TAG };
 		tm->n_no_tag++;
 		return;
 	}
-	m->kind = DPV_TM_UNEXPECTED;
 	tm->u++;
 	tm->n_unexpected++;
-	if (tm->u - tm->s > tm->cfg.sync_threshold)
-		m->flags = DPV_TM_CQE_F_SYNC_REQ;
+	*m = (struct dpv_tm_match){
+		.kind = DPV_TM_UNEXPECTED,
+		.flags = tm->u - tm->s > tm->cfg.sync_threshold ? DPV_TM_CQE_F_SYNC_REQ : 0,
+	};
+}
+
+void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_available,
+		  struct dpv_tm_match *m)
+{
+	match_one(tm, tmh, srq_wr_available, m);
 }
 
 void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
@@ -500,7 +503,7 @@ void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_
 		}
 	}
 	for (i = 0; i < n; i++) {
-		dpv_tm_match(tm, &tmh[i], srq_wrs > 0, &m[i]);
+		match_one(tm, &tmh[i], srq_wrs > 0, &m[i]);
 		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
 			srq_wrs--;
 	}
