@@ -404,12 +404,14 @@ static inline __attribute__((always_inline)) uint32_t find_in_class(const struct
 	return NIL;
 }
 
-static inline __attribute__((always_inline)) uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
+/* The wildcard classes and the overflow list, for a tag whose exact candidate is best.
+ * Out of line: lists without wildcards never pay for it. */
+static __attribute__((noinline)) uint32_t find_wild(const struct dpv_tm *tm, uint64_t tag,
+						      uint32_t best)
 {
 	const struct tm_entry *e;
-	uint32_t best, h, i, seen;
+	uint32_t h, i, seen;
 
-	best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
 	for (i = 0, seen = 0; seen < tm->nclasses; i++) {
 		if (tm->classes[i].refs == 0)
 			continue;
@@ -429,6 +431,15 @@ static inline __attribute__((always_inline)) uint32_t find_entry(const struct dp
 		}
 	}
 	return best;
+}
+
+static inline __attribute__((always_inline)) uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
+{
+	uint32_t best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
+
+	if (tm->nclasses == 0 && tm->overflow_head == NIL)
+		return best;
+	return find_wild(tm, tag, best);
 }
 
 /* The decision for one message; inlined into both the single and the burst call. */
