@@ -16,7 +16,11 @@
 
 #define MAX_DRIVERS 8
 
-static const struct dpv_port_ops *drivers[MAX_DRIVERS];
+/* The built-in drivers are named here, not registered from constructors, so a static
+ * link pulls them in without whole-archive tricks. */
+static const struct dpv_port_ops *drivers[MAX_DRIVERS] = {
+	&dpv_ethdev_ops,
+};
 
 void dpv_port_register(const struct dpv_port_ops *ops)
 {

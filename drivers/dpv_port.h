@@ -84,7 +84,10 @@ struct dpv_port {
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
 };
 
-/** Register a driver (from a constructor); names are unique. */
+/** The ethdev driver: any rte_ethdev port, by DPDK port id. */
+extern const struct dpv_port_ops dpv_ethdev_ops;
+
+/** Register another driver (before opening its ports); names are unique. */
 void dpv_port_register(const struct dpv_port_ops *ops);
 
 /** The registered driver of that name, or NULL. */

@@ -98,7 +98,7 @@ static void ethdev_close(struct dpv_port *port)
 	rte_eth_dev_stop(port->ethdev_port);
 }
 
-static const struct dpv_port_ops ethdev_ops = {
+const struct dpv_port_ops dpv_ethdev_ops = {
 	.name = "ethdev",
 	.open = ethdev_open,
 	.rx_burst = ethdev_rx,
@@ -106,8 +106,3 @@ static const struct dpv_port_ops ethdev_ops = {
 	.link = ethdev_link,
 	.close = ethdev_close,
 };
-
-RTE_INIT(dpv_ethdev_register)
-{
-	dpv_port_register(&ethdev_ops);
-}

@@ -36,6 +36,7 @@ static struct {
 	char eal_args[CONFIG_LEN];
 	char ipv4[CONFIG_LEN];
 	char progress[64];
+	char capture[CONFIG_LEN];
 	unsigned int ring_pairs;
 } conf;
 
@@ -68,6 +69,7 @@ static int load_config(void)
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
 	copy_setting(conf.progress, sizeof(conf.progress), getenv("DPV_PROGRESS"));
+	copy_setting(conf.capture, sizeof(conf.capture), getenv("DPV_CAPTURE"));
 	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
 	if (path != NULL && path[0] != '\0') {
 		cf = rte_cfgfile_load(path, 0);
@@ -79,6 +81,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "eal_args"));
 		copy_setting(conf.progress, sizeof(conf.progress),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "progress"));
+		copy_setting(conf.capture, sizeof(conf.capture),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "capture"));
 		copy_setting(ring_pairs, sizeof(ring_pairs),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
 		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
@@ -294,6 +298,21 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return d->dev != NULL ? node_guid(d->dev) : 0;
 }
 
+/* DPV_CAPTURE=PREFIX: every frame of device dpvN goes to PREFIXdpvN.pcap. */
+static int start_capture(struct dpv_device *d)
+{
+	char path[CONFIG_LEN + sizeof(d->ibdev.name) + 8];
+	int ret;
+
+	if (conf.capture[0] == '\0')
+		return 0;
+	snprintf(path, sizeof(path), "%s%s.pcap", conf.capture, d->ibdev.name);
+	ret = dpv_port_capture(&d->dev->port, path);
+	if (ret != 0)
+		complain("DPV_CAPTURE: cannot create %s: %s", path, strerror(ret));
+	return ret;
+}
+
 static int open_dev(struct dpv_device *d)
 {
 	int ret = 0;
@@ -305,6 +324,8 @@ static int open_dev(struct dpv_device *d)
 			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
 				 strerror(ret));
 		else
+			ret = start_capture(d);
+		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
 	}
 	pthread_mutex_unlock(&devices_lock);

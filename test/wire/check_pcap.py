@@ -1,13 +1,22 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Decode every frame lib/wire builds with two implementations that are not ours.
+"""Have two implementations that are not ours judge the packets dpverbs makes.
 
-tshark must see each frame as InfiniBand over UDP 4791 (RRoCE) with the opcode, QP and
-PSN we wrote and no malformed or expert error; scapy's RoCE layer must compute the same
-ICRC as the one in the frame (tshark does not check it). Usage: check_pcap.py WIRE_PCAP
-where WIRE_PCAP is the wire_pcap program. Exits 77 (skipped) if tshark or scapy is
-missing; devtools/dpv.sh installs both.
+tshark must decode every RoCE frame as InfiniBand over UDP 4791 (RRoCE) with no
+malformed or expert error; scapy's RoCE layer must compute the same ICRC as the frame
+carries (tshark does not check it).
+
+  check_pcap.py WIRE_PCAP
+      WIRE_PCAP writes a pcap of every opcode lib/wire builds and a manifest; each frame
+      must carry the opcode, QP and PSN the manifest says.
+  check_pcap.py --capture CAPTURE_VERBS DIR
+      CAPTURE_VERBS runs real traffic between two dpverbs devices, capturing both ports
+      into DIR; every frame must be ARP or valid RoCE, and together they must show every
+      opcode that traffic draws.
+
+Exits 77 (skipped) if tshark or scapy is missing; devtools/dpv.sh installs both.
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -15,68 +24,77 @@ import sys
 import tempfile
 
 SKIP = 77
+FIELDS = ["frame.number", "frame.protocols", "infiniband.bth.opcode",
+          "infiniband.bth.destqp", "infiniband.bth.psn", "_ws.malformed",
+          "_ws.expert.severity"]
+# RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
+# READ request, READ response first/middle/last/only, ACK, UD SEND only+imm.
+CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 101}
 
 
-def main(gen):
-    if shutil.which("tshark") is None:
-        print("tshark missing: skipped")
-        return SKIP
-    try:
-        from scapy.all import Ether, rdpcap
-        from scapy.contrib.roce import BTH
-    except ImportError:
-        print("python3-scapy missing: skipped")
-        return SKIP
+def tshark_rows(pcap):
+    cmd = ["tshark", "-n", "-r", pcap, "-T", "fields", "-E", "separator=|"]
+    # Payloads are application bytes: stop tshark guessing upper protocols
+    # (RPC-over-RDMA, EoIB...) in them and calling its own guesses malformed.
+    heur = subprocess.run(["tshark", "-G", "heuristic-decodes"], check=True,
+                          capture_output=True, text=True).stdout
+    for line in heur.split("\n"):
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0] == "infiniband.payload" and parts[1] != "ethertype":
+            cmd += ["--disable-protocol", parts[1]]
+    for f in FIELDS:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [line.split("|") for line in out.split("\n") if line.strip()]
 
+
+def icrc_problem(raw):
+    """None if scapy finds the frame's ICRC right, else what is wrong."""
+    from scapy.all import Ether
+    from scapy.contrib.roce import BTH
+    frame = Ether(raw)
+    if BTH not in frame:
+        return "scapy sees no BTH"
+    want = frame[BTH].compute_icrc(None)
+    if want != raw[-4:]:
+        return f"ICRC {raw[-4:].hex()} != scapy {want.hex()}"
+    return None
+
+
+def roce_problems(row, raw):
+    _, protos, _, _, _, malformed, severity = row
+    why = []
+    if not protos.endswith(("infiniband", "infiniband:data")):
+        why.append(f"protocols {protos}")
+    if malformed or severity:
+        why.append(f"tshark flags malformed={malformed} expert={severity}")
+    problem = icrc_problem(raw)
+    if problem:
+        why.append(problem)
+    return why
+
+
+def check_generated(gen):
+    from scapy.all import rdpcap
     with tempfile.TemporaryDirectory() as tmp:
         pcap = os.path.join(tmp, "wire.pcap")
         manifest = subprocess.run([gen, pcap], check=True, capture_output=True, text=True)
-        expected = [tuple(int(x) for x in line.split()) for line in manifest.stdout.split("\n")
-                    if line.strip()]
-        fields = ["frame.number", "frame.protocols", "infiniband.bth.opcode",
-                  "infiniband.bth.destqp", "infiniband.bth.psn", "_ws.malformed",
-                  "_ws.expert.severity"]
-        cmd = ["tshark", "-n", "-r", pcap, "-T", "fields", "-E", "separator=|"]
-        # Our payloads are application bytes: stop tshark guessing upper protocols
-        # (RPC-over-RDMA, EoIB...) in them and calling its own guesses malformed.
-        heur = subprocess.run(["tshark", "-G", "heuristic-decodes"], check=True,
-                              capture_output=True, text=True).stdout
-        for line in heur.split("\n"):
-            parts = line.split("\t")
-            if (len(parts) == 3 and parts[0] == "infiniband.payload"
-                    and parts[1] != "ethertype"):
-                cmd += ["--disable-protocol", parts[1]]
-        for f in fields:
-            cmd += ["-e", f]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        rows = [line.split("|") for line in out.split("\n") if line.strip()]
+        expected = [tuple(int(x) for x in line.split())
+                    for line in manifest.stdout.split("\n") if line.strip()]
+        rows = tshark_rows(pcap)
         packets = rdpcap(pcap)
-
-    bad = 0
     if len(rows) != len(expected) or len(packets) != len(expected):
         print(f"expected {len(expected)} frames, tshark saw {len(rows)}, scapy {len(packets)}")
         return 1
+    bad = 0
     for (num, opcode, plen), row, pkt in zip(expected, rows, packets):
-        n, protos, t_op, t_qp, t_psn, malformed, severity = row
-        why = []
-        if not protos.endswith(("infiniband", "infiniband:data")):
-            why.append(f"protocols {protos}")
-        if t_op != str(opcode):
-            why.append(f"opcode {t_op} != {opcode}")
-        if int(t_qp or "0", 0) != 0x11 + num - 1:
-            why.append(f"QP {t_qp}")
-        if t_psn != str((0xFFFFF0 + num - 1) & 0xFFFFFF):
-            why.append(f"PSN {t_psn}")
-        if malformed or severity:
-            why.append(f"tshark flags malformed={malformed} expert={severity}")
-        frame = Ether(bytes(pkt))
-        if BTH not in frame:
-            why.append("scapy sees no BTH")
-        else:
-            want = frame[BTH].compute_icrc(None)
-            have = bytes(pkt)[-4:]
-            if want != have:
-                why.append(f"ICRC {have.hex()} != scapy {want.hex()}")
+        why = roce_problems(row, bytes(pkt))
+        if row[2] != str(opcode):
+            why.append(f"opcode {row[2]} != {opcode}")
+        if int(row[3] or "0", 0) != 0x11 + num - 1:
+            why.append(f"QP {row[3]}")
+        if row[4] != str((0xFFFFF0 + num - 1) & 0xFFFFFF):
+            why.append(f"PSN {row[4]}")
         if why:
             bad += 1
             print(f"frame {num} (opcode {opcode}, {plen} bytes): " + "; ".join(why))
@@ -85,5 +103,53 @@ def main(gen):
     return 1 if bad else 0
 
 
+def check_capture(prog, out_dir):
+    from scapy.all import rdpcap
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*.pcap")):
+        os.unlink(old)
+    subprocess.run([prog, os.path.join(out_dir, "")], check=True)
+    files = sorted(glob.glob(os.path.join(out_dir, "*.pcap")))
+    if len(files) != 2:
+        print(f"expected a capture per device in {out_dir}, found {files}")
+        return 1
+    seen, bad, roce, arp = set(), 0, 0, 0
+    for pcap in files:
+        rows = tshark_rows(pcap)
+        packets = rdpcap(pcap)
+        if len(rows) != len(packets):
+            print(f"{pcap}: tshark saw {len(rows)} frames, scapy {len(packets)}")
+            return 1
+        for row, pkt in zip(rows, packets):
+            if row[1].endswith(":arp"):
+                arp += 1
+                continue
+            roce += 1
+            why = roce_problems(row, bytes(pkt))
+            if row[2]:
+                seen.add(int(row[2]))
+            if why:
+                bad += 1
+                print(f"{os.path.basename(pcap)} frame {row[0]}: " + "; ".join(why))
+    missing = sorted(CAPTURE_OPCODES - seen)
+    print(f"{roce} RoCE frames ({bad} wrong) and {arp} ARP frames captured; opcodes seen "
+          f"{sorted(seen)}" + (f"; missing {missing}" if missing else ""))
+    return 1 if bad or missing or roce == 0 else 0
+
+
+def main(argv):
+    if shutil.which("tshark") is None:
+        print("tshark missing: skipped")
+        return SKIP
+    try:
+        import scapy.contrib.roce  # noqa: F401
+    except ImportError:
+        print("python3-scapy missing: skipped")
+        return SKIP
+    if argv[1] == "--capture":
+        return check_capture(argv[2], argv[3])
+    return check_generated(argv[1])
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(sys.argv))
