@@ -15,6 +15,10 @@
 
 static const struct perf_cmd *const perf_cmds[] = {
 	&perf_cmd_tm,
+#ifdef DPV_PERF_VERBS
+	&perf_cmd_srq_post,
+	&perf_cmd_pingpong,
+#endif
 };
 #define PERF_NB_CMDS (sizeof(perf_cmds) / sizeof(perf_cmds[0]))
 
@@ -30,7 +34,7 @@ usage(FILE *f)
 		   "       dpv-perf SUBCOMMAND --help\n\n"
 		   "subcommands (default: %s):\n", perf_cmd_default->name);
 	for (i = 0; i < PERF_NB_CMDS; i++)
-		fprintf(f, "  %-6s %s\n", perf_cmds[i]->name, perf_cmds[i]->summary);
+		fprintf(f, "  %-8s  %s\n", perf_cmds[i]->name, perf_cmds[i]->summary);
 	fprintf(f, "\nexit status: 0 measured (even when a target is missed), 1 a wrong\n"
 		   "result or a resource failure, 2 a bad command line.\n");
 }

@@ -25,6 +25,11 @@ struct perf_cmd {
 };
 
 extern const struct perf_cmd perf_cmd_tm;
+#ifdef DPV_PERF_VERBS
+/* The verbs benchmarks: built when DPDK (and so the verbs facade) is. */
+extern const struct perf_cmd perf_cmd_srq_post;
+extern const struct perf_cmd perf_cmd_pingpong;
+#endif
 
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */
 int perf_usage_error(const char *cmd, const char *fmt, ...)

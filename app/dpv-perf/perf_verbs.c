@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpv-perf: the verbs benchmarks' common setup: environment defaults, the two devices,
+ * RC connection (perf_verbs.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf_verbs.h"
+
+static void
+set_default(const char *name, const char *value)
+{
+	if (getenv(name) == NULL)
+		setenv(name, value, 0);
+}
+
+bool
+pv_env_defaults(void)
+{
+	if (getenv("DPV_EAL_ARGS") != NULL || getenv("DPV_CONFIG") != NULL)
+		return false;
+	set_default("DPV_EAL_ARGS", PV_DEFAULT_EAL_ARGS);
+	set_default("DPV_RING_PAIRS", PV_DEFAULT_RING_PAIRS);
+	set_default("DPV_PORT_IPV4", PV_DEFAULT_PORT_IPV4);
+	return true;
+}
+
+const char *
+pv_env_eal_args(void)
+{
+	const char *v = getenv("DPV_EAL_ARGS");
+
+	return v != NULL ? v : "(from DPV_CONFIG)";
+}
+
+const char *
+pv_env_port_ipv4(void)
+{
+	const char *v = getenv("DPV_PORT_IPV4");
+
+	return v != NULL ? v : "(from DPV_CONFIG)";
+}
+
+const char *
+pv_env_progress(void)
+{
+	const char *v = getenv("DPV_PROGRESS");
+
+	return v != NULL && v[0] != '\0' ? v : "inline";
+}
+
+int
+pv_open_pair(struct pv_dev dev[2])
+{
+	struct ibv_device **list;
+	int n = 0, i;
+
+	memset(dev, 0, 2 * sizeof(*dev));
+	list = ibv_get_device_list(&n);
+	if (list == NULL || n < 2) {
+		/* The facade said why on stderr when it could not start. */
+		perf_error("need two verbs devices, found %d (%s)", list != NULL ? n : 0,
+			   strerror(errno));
+		ibv_free_device_list(list);
+		return -1;
+	}
+	for (i = 0; i < 2; i++) {
+		snprintf(dev[i].name, sizeof(dev[i].name), "%s", ibv_get_device_name(list[i]));
+		dev[i].ctx = ibv_open_device(list[i]);
+		if (dev[i].ctx == NULL) {
+			perf_error("ibv_open_device(%s): %s", dev[i].name, strerror(errno));
+			goto fail;
+		}
+		dev[i].pd = ibv_alloc_pd(dev[i].ctx);
+		if (dev[i].pd == NULL) {
+			perf_error("ibv_alloc_pd(%s): %s", dev[i].name, strerror(errno));
+			goto fail;
+		}
+		if (ibv_query_gid(dev[i].ctx, 1, 0, &dev[i].gid) != 0) {
+			perf_error("ibv_query_gid(%s): %s", dev[i].name, strerror(errno));
+			goto fail;
+		}
+	}
+	ibv_free_device_list(list);
+	return 0;
+fail:
+	ibv_free_device_list(list);
+	(void)pv_close_pair(dev);
+	return -1;
+}
+
+int
+pv_destroyed(const char *what, int ret)
+{
+	if (ret == 0)
+		return 0;
+	perf_error("%s: %s", what, strerror(ret));
+	return -1;
+}
+
+int
+pv_close_pair(struct pv_dev dev[2])
+{
+	int rc = 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (dev[i].pd != NULL)
+			rc |= pv_destroyed("ibv_dealloc_pd", ibv_dealloc_pd(dev[i].pd));
+		if (dev[i].ctx != NULL)
+			rc |= pv_destroyed("ibv_close_device", ibv_close_device(dev[i].ctx));
+		dev[i].pd = NULL;
+		dev[i].ctx = NULL;
+	}
+	return rc;
+}
+
+int
+pv_rc_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS);
+	if (ret != 0) {
+		perf_error("ibv_modify_qp(QP %u to INIT): %s", qp->qp_num, strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+int
+pv_rc_connect(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gid)
+{
+	struct ibv_qp_attr rtr = {
+		.qp_state = IBV_QPS_RTR,
+		.path_mtu = IBV_MTU_1024,
+		.dest_qp_num = peer_qpn,
+		.rq_psn = 0,
+		.max_dest_rd_atomic = 1,
+		.min_rnr_timer = 1,
+	};
+	struct ibv_qp_attr rts = {
+		.qp_state = IBV_QPS_RTS,
+		.timeout = 14,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+		.sq_psn = 0,
+		.max_rd_atomic = 1,
+	};
+	int ret;
+
+	rtr.ah_attr.is_global = 1;
+	rtr.ah_attr.grh.dgid = *peer_gid;
+	rtr.ah_attr.grh.hop_limit = 64;
+	rtr.ah_attr.port_num = 1;
+	ret = ibv_modify_qp(qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER);
+	if (ret == 0)
+		ret = ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (ret != 0) {
+		perf_error("ibv_modify_qp(QP %u to RTR/RTS): %s", qp->qp_num, strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+uint64_t
+pv_deadline(void)
+{
+	return perf_now_ns() + (uint64_t)(PV_STALL_SECONDS * 1e9);
+}
+
+bool
+pv_stalled(uint64_t deadline, uint32_t *calls)
+{
+	return (++*calls & 4095) == 0 && perf_now_ns() > deadline;
+}
