@@ -23,6 +23,17 @@ static struct dpv_dev *devs[DPV_MAX_DEVS];
 static unsigned int n_devs;
 static pthread_mutex_t devs_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* What a dedicated lcore runs: every device handed to it, so one lcore can be the
+ * firmware of all the ports of a process (DPV_PROGRESS=lcore:N opens each on N). */
+struct lcore_loop {
+	struct dpv_dev *devs[DPV_MAX_DEVS];
+	uint32_t n;      /* devices in devs; the loop returns when it reads 0 (atomic) */
+	uint64_t passes; /* passes the loop made over devs (atomic) */
+};
+
+static struct lcore_loop lcore_loops[RTE_MAX_LCORE];
+static pthread_mutex_t lcore_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int helper_refs;
 static pthread_t helper_thread;
@@ -71,11 +82,38 @@ fail:
 	return ret;
 }
 
+/* Take a device off its lcore's loop; when the loop may no longer touch it, return. */
+static void lcore_loop_remove(struct dpv_dev *dev)
+{
+	struct lcore_loop *l = &lcore_loops[dev->lcore];
+	uint32_t i, n;
+	uint64_t pass;
+
+	pthread_mutex_lock(&lcore_lock);
+	n = l->n;
+	for (i = 0; i < n && l->devs[i] != dev; i++)
+		;
+	if (i < n) {
+		/* The loop reads the array while it changes: every slot is read whole. */
+		__atomic_store_n(&l->devs[i], l->devs[n - 1], __ATOMIC_RELAXED);
+		__atomic_store_n(&l->n, n - 1, __ATOMIC_SEQ_CST);
+		if (n == 1) {
+			rte_eal_wait_lcore(dev->lcore);
+		} else {
+			/* The pass under way may still hold the old array; the one after it
+			 * started after the store above. */
+			pass = __atomic_load_n(&l->passes, __ATOMIC_SEQ_CST);
+			while (__atomic_load_n(&l->passes, __ATOMIC_SEQ_CST) < pass + 2)
+				sched_yield();
+		}
+	}
+	pthread_mutex_unlock(&lcore_lock);
+}
+
 static void dev_stop_progress(struct dpv_dev *dev)
 {
 	if (dev->mode == DPV_PROGRESS_LCORE) {
-		dev->stop = true;
-		rte_eal_wait_lcore(dev->lcore);
+		lcore_loop_remove(dev);
 	} else if (dev->mode == DPV_PROGRESS_SERVICE) {
 		rte_service_component_runstate_set(dev->service_id, 0);
 		while (rte_service_may_be_active(dev->service_id) == 1)
@@ -194,31 +232,55 @@ static int dev_loop_once(struct dpv_dev *dev)
 	return 0;
 }
 
-static int dev_lcore_main(void *arg)
+static int lcore_main(void *arg)
 {
-	struct dpv_dev *dev = arg;
+	struct lcore_loop *l = arg;
+	struct dpv_dev *dev;
+	uint32_t i, n;
+	bool polled;
 
-	while (!dev->stop)
-		if (dev_loop_once(dev) != 0)
+	while ((n = __atomic_load_n(&l->n, __ATOMIC_SEQ_CST)) > 0) {
+		polled = false;
+		for (i = 0; i < n; i++) {
+			dev = __atomic_load_n(&l->devs[i], __ATOMIC_RELAXED);
+			polled |= dev_loop_once(dev) == 0;
+		}
+		__atomic_add_fetch(&l->passes, 1, __ATOMIC_SEQ_CST);
+		if (!polled)
 			rte_pause();
+	}
 	return 0;
 }
 
 int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore)
 {
+	struct lcore_loop *l;
+	int ret = 0;
+
 	if (dev->mode != DPV_PROGRESS_INLINE)
 		return EBUSY;
 	if (lcore >= RTE_MAX_LCORE || !rte_lcore_is_enabled(lcore) ||
-	    lcore == rte_get_main_lcore() || rte_eal_get_lcore_state(lcore) != WAIT)
+	    lcore == rte_get_main_lcore())
 		return EINVAL;
-	dev->stop = false;
+	l = &lcore_loops[lcore];
+	pthread_mutex_lock(&lcore_lock);
+	/* A loop already there takes the device; else the lcore must be free for one. */
+	if (l->n == 0 && rte_eal_get_lcore_state(lcore) != WAIT) {
+		ret = EINVAL;
+		goto out;
+	}
 	dev->lcore = lcore;
 	dev->mode = DPV_PROGRESS_LCORE;
-	if (rte_eal_remote_launch(dev_lcore_main, dev, lcore) != 0) {
+	__atomic_store_n(&l->devs[l->n], dev, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->n, l->n + 1, __ATOMIC_SEQ_CST);
+	if (l->n == 1 && rte_eal_remote_launch(lcore_main, l, lcore) != 0) {
+		__atomic_store_n(&l->n, 0, __ATOMIC_SEQ_CST);
 		dev->mode = DPV_PROGRESS_INLINE;
-		return EINVAL;
+		ret = EINVAL;
 	}
-	return 0;
+out:
+	pthread_mutex_unlock(&lcore_lock);
+	return ret;
 }
 
 static int32_t dev_service_run(void *arg)

@@ -57,7 +57,6 @@ struct dpv_dev {
 	uint8_t mode;                /**< enum dpv_progress_mode */
 	uint32_t lcore;              /**< DPV_PROGRESS_LCORE: the lcore */
 	uint32_t service_id;         /**< DPV_PROGRESS_SERVICE: the service */
-	volatile bool stop;          /**< asks the lcore loop to return */
 	uint32_t n_tm_srqs;
 	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
 	struct dpv_dev_stats stats;
@@ -118,8 +117,9 @@ uint32_t dpv_engine_progress(void);
 
 /**
  * Hand a device to a dedicated lcore (control thread): the lcore loops dpv_dev_poll()
- * until dpv_dev_close().
- * @return 0; EINVAL not a free worker lcore; EBUSY already not inline.
+ * over every device handed to it, each until its dpv_dev_close().
+ * @return 0; EINVAL not a worker lcore, or one busy with something else; EBUSY already
+ *         not inline.
  */
 int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore);
 

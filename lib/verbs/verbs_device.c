@@ -509,7 +509,8 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	dev->port.ops->link(&dev->port, &up, &speed);
 	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a.max_mtu = ib_mtu_of(dev->port.mtu);
-	a.active_mtu = a.max_mtu;
+	/* What the transport sends at: the link's MTU and one mbuf of the port's pool. */
+	a.active_mtu = (enum ibv_mtu)dpv_xport_active_mtu(dev->xport);
 	a.gid_tbl_len = 1;
 	a.port_cap_flags = IBV_PORT_CM_SUP;
 	a.max_msg_sz = 1u << 31;

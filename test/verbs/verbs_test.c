@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The helpers of verbs_test.h. */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "verbs_test.h"
+
+/* Each side starts its PSNs just below the 24-bit wrap, so multi-packet messages
+ * cross it. */
+#define PSN_A 0xfffff0u
+#define PSN_B 0xffffe8u
+#define MAX_OBJECTS 512
+
+struct side A, B;
+struct ibv_device **dev_list;
+int dev_count;
+
+const struct conn_opts conn_default = {
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	.rnr_retry = 7,
+	.min_rnr_timer = 1,
+};
+
+enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH };
+
+static struct {
+	enum obj_kind kind;
+	void *p;
+} objects[MAX_OBJECTS];
+static int n_objects;
+
+static void track(enum obj_kind kind, void *p)
+{
+	assert_true(n_objects < MAX_OBJECTS);
+	objects[n_objects].kind = kind;
+	objects[n_objects].p = p;
+	n_objects++;
+}
+
+void track_srq(struct ibv_srq *srq)
+{
+	track(OBJ_SRQ, srq);
+}
+
+static int destroy_one(enum obj_kind kind, void *p)
+{
+	switch (kind) {
+	case OBJ_MEM:
+		free(p);
+		return 0;
+	case OBJ_MR:
+		return ibv_dereg_mr(p);
+	case OBJ_CQ:
+		return ibv_destroy_cq(p);
+	case OBJ_CHANNEL:
+		return ibv_destroy_comp_channel(p);
+	case OBJ_SRQ:
+		return ibv_destroy_srq(p);
+	case OBJ_QP:
+		return ibv_destroy_qp(p);
+	case OBJ_AH:
+		return ibv_destroy_ah(p);
+	}
+	return EINVAL;
+}
+
+int teardown_objects(void **state)
+{
+	int failed = 0;
+
+	(void)state;
+	while (n_objects > 0) {
+		n_objects--;
+		if (destroy_one(objects[n_objects].kind, objects[n_objects].p) != 0)
+			failed++;
+	}
+	/* A destroy that fails means the device kept a reference it should not have. */
+	return failed ? -1 : 0;
+}
+
+void *new_buf(size_t len)
+{
+	size_t n = (len + 63) & ~(size_t)63;
+	void *p = aligned_alloc(64, n ? n : 64);
+
+	assert_non_null(p);
+	memset(p, 0, n ? n : 64);
+	track(OBJ_MEM, p);
+	return p;
+}
+
+struct ibv_mr *new_mr(struct side *s, size_t len, unsigned int access)
+{
+	void *buf = new_buf(len);
+	struct ibv_mr *mr = ibv_reg_mr(s->pd, buf, len, (int)access);
+
+	assert_non_null(mr);
+	track(OBJ_MR, mr);
+	return mr;
+}
+
+struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void *cq_context)
+{
+	struct ibv_cq *cq = ibv_create_cq(s->ctx, cqe, cq_context, ch, 0);
+
+	assert_non_null(cq);
+	track(OBJ_CQ, cq);
+	return cq;
+}
+
+struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags)
+{
+	struct ibv_cq_init_attr_ex attr = {
+		.cqe = cqe,
+		.wc_flags = wc_flags,
+	};
+	struct ibv_cq_ex *cq = ibv_create_cq_ex(s->ctx, &attr);
+
+	assert_non_null(cq);
+	track(OBJ_CQ, ibv_cq_ex_to_cq(cq));
+	return cq;
+}
+
+struct ibv_comp_channel *new_channel(struct side *s)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(s->ctx);
+
+	assert_non_null(ch);
+	track(OBJ_CHANNEL, ch);
+	return ch;
+}
+
+struct ibv_srq *new_srq(struct side *s, uint32_t max_wr, uint32_t max_sge)
+{
+	struct ibv_srq_init_attr attr = {
+		.attr = {.max_wr = max_wr, .max_sge = max_sge},
+	};
+	struct ibv_srq *srq = ibv_create_srq(s->pd, &attr);
+
+	assert_non_null(srq);
+	track(OBJ_SRQ, srq);
+	return srq;
+}
+
+struct ibv_srq *new_tm_srq(struct side *s, struct ibv_cq_ex *cq, uint32_t max_wr,
+			   uint32_t max_num_tags, uint32_t max_ops)
+{
+	struct ibv_srq_init_attr_ex attr = {
+		.attr = {.max_wr = max_wr, .max_sge = 1},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
+		.srq_type = IBV_SRQT_TM,
+		.pd = s->pd,
+		.cq = ibv_cq_ex_to_cq(cq),
+		.tm_cap = {.max_num_tags = max_num_tags, .max_ops = max_ops},
+	};
+	struct ibv_srq *srq = ibv_create_srq_ex(s->ctx, &attr);
+
+	assert_non_null(srq);
+	track(OBJ_SRQ, srq);
+	return srq;
+}
+
+struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type, struct ibv_cq *send_cq,
+		      struct ibv_cq *recv_cq, struct ibv_srq *srq, uint32_t max_send_wr,
+		      uint32_t max_recv_wr)
+{
+	struct ibv_qp_init_attr attr = {
+		.send_cq = send_cq,
+		.recv_cq = recv_cq,
+		.srq = srq,
+		.cap = {
+			.max_send_wr = max_send_wr,
+			.max_recv_wr = srq != NULL ? 0 : max_recv_wr,
+			.max_send_sge = 4,
+			.max_recv_sge = srq != NULL ? 0 : 4,
+			.max_inline_data = 64,
+		},
+		.qp_type = type,
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &attr);
+
+	assert_non_null(qp);
+	track(OBJ_QP, qp);
+	assert_int_equal(qp->state, IBV_QPS_RESET);
+	return qp;
+}
+
+struct ibv_ah *new_ah(struct side *s, const struct side *to)
+{
+	struct ibv_ah_attr attr = {
+		.is_global = 1,
+		.port_num = 1,
+		.grh = {.dgid = to->gid, .sgid_index = 0, .hop_limit = 64},
+	};
+	struct ibv_ah *ah = ibv_create_ah(s->pd, &attr);
+
+	assert_non_null(ah);
+	track(OBJ_AH, ah);
+	return ah;
+}
+
+/* ---- connections ---- */
+
+struct side *side_of(struct ibv_qp *qp)
+{
+	return qp->context == A.ctx ? &A : &B;
+}
+
+static uint32_t psn_of(const struct side *s)
+{
+	return s == &A ? PSN_A : PSN_B;
+}
+
+static void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+{
+	struct side *me = side_of(qp), *other = side_of(peer);
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = o->access;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = TEST_MTU;
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = psn_of(other);
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = other->gid;
+	a.ah_attr.grh.sgid_index = 0;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					       IBV_QP_MAX_DEST_RD_ATOMIC |
+					       IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = psn_of(me);
+	a.max_rd_atomic = 16;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(qp->state, IBV_QPS_RTS);
+	(void)me;
+}
+
+void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
+{
+	rc_to_rts(qa, qb, o);
+	rc_to_rts(qb, qa, o);
+}
+
+void rc_pair(struct rc_pair *p, const struct conn_opts *o)
+{
+	p->acq = new_cq(&A, 256, NULL, NULL);
+	p->bcq = new_cq(&B, 256, NULL, NULL);
+	p->a = new_qp(&A, IBV_QPT_RC, p->acq, p->acq, NULL, 64, 64);
+	p->b = new_qp(&B, IBV_QPT_RC, p->bcq, p->bcq, NULL, 64, 64);
+	connect_rc(p->a, p->b, o);
+}
+
+void ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qkey = qkey;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_QKEY), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = psn_of(side_of(qp));
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+}
+
+void qp_to_err(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
+
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
+	assert_int_equal(qp->state, IBV_QPS_ERR);
+}
+
+/* ---- posting ---- */
+
+int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr, *bad = NULL;
+	int ret;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htobe32(imm_host);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	ret = ibv_post_send(qp, &wr, &bad);
+	if (ret != 0)
+		assert_ptr_equal(bad, &wr);
+	return ret;
+}
+
+int post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+	      uint32_t len, uint32_t lkey, unsigned int flags)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_send_wr wr, *bad = NULL;
+	int ret;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = flags;
+	ret = ibv_post_send(qp, &wr, &bad);
+	if (ret != 0)
+		assert_ptr_equal(bad, &wr);
+	return ret;
+}
+
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+	      uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	return post_send_imm(qp, op, wr_id, addr, len, lkey, 0, raddr, rkey);
+}
+
+int post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+	int ret = ibv_post_recv(qp, &wr, &bad);
+
+	if (ret != 0)
+		assert_ptr_equal(bad, &wr);
+	return ret;
+}
+
+int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_recv_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = 1}, *bad = NULL;
+	int ret = ibv_post_srq_recv(srq, &wr, &bad);
+
+	if (ret != 0)
+		assert_ptr_equal(bad, &wr);
+	return ret;
+}
+
+/* ---- polling ---- */
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void progress(void)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(ibv_poll_cq(A.idle_cq, 1, &wc), 0);
+}
+
+static int poll_for(struct ibv_cq *cq, struct ibv_wc *wc, int n, uint64_t ms)
+{
+	uint64_t end = now_ms() + ms;
+	int got = 0, ret;
+
+	while (got < n) {
+		ret = ibv_poll_cq(cq, n - got, wc + got);
+		assert_true(ret >= 0);
+		got += ret;
+		if (ret == 0 && now_ms() > end)
+			break;
+	}
+	return got;
+}
+
+int poll_wc(struct ibv_cq *cq, struct ibv_wc *wc, int n)
+{
+	return poll_for(cq, wc, n, WAIT_MS);
+}
+
+void expect_wc(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	assert_int_equal(poll_wc(cq, wc, 1), 1);
+}
+
+void expect_quiet(struct ibv_cq *cq)
+{
+	struct ibv_wc wc;
+	int got = poll_for(cq, &wc, 1, QUIET_MS);
+
+	if (got != 0)
+		fail_msg("unexpected completion: wr_id %" PRIu64 " status %s opcode %d",
+			 wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode);
+}
+
+void expect_send_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode opcode)
+{
+	struct ibv_wc wc;
+
+	expect_wc(cq, &wc);
+	if (wc.status != IBV_WC_SUCCESS)
+		fail_msg("send wr_id %" PRIu64 ": %s", wc.wr_id, ibv_wc_status_str(wc.status));
+	assert_int_equal(wc.wr_id, wr_id);
+	assert_int_equal(wc.opcode, opcode);
+}
+
+static void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->wr_id = cq->wr_id;
+	w->status = cq->status;
+	w->opcode = ibv_wc_read_opcode(cq);
+	w->wc_flags = ibv_wc_read_wc_flags(cq);
+	w->byte_len = ibv_wc_read_byte_len(cq);
+	w->qp_num = ibv_wc_read_qp_num(cq);
+	w->src_qp = ibv_wc_read_src_qp(cq);
+	ibv_wc_read_tm_info(cq, &w->tm);
+}
+
+static int poll_ex_for(struct ibv_cq_ex *cq, struct wc_ex *wc, int n, uint64_t ms)
+{
+	struct ibv_poll_cq_attr attr = {.comp_mask = 0};
+	uint64_t end = now_ms() + ms;
+	int got = 0, ret;
+
+	while (got < n) {
+		ret = ibv_start_poll(cq, &attr);
+		if (ret == ENOENT) {
+			if (now_ms() > end)
+				break;
+			continue;
+		}
+		assert_int_equal(ret, 0);
+		read_ex(cq, &wc[got++]);
+		while (got < n && ibv_next_poll(cq) == 0)
+			read_ex(cq, &wc[got++]);
+		ibv_end_poll(cq);
+	}
+	return got;
+}
+
+int poll_ex(struct ibv_cq_ex *cq, struct wc_ex *wc, int n)
+{
+	return poll_ex_for(cq, wc, n, WAIT_MS);
+}
+
+void expect_ex(struct ibv_cq_ex *cq, struct wc_ex *wc)
+{
+	assert_int_equal(poll_ex(cq, wc, 1), 1);
+}
+
+void expect_quiet_ex(struct ibv_cq_ex *cq)
+{
+	struct wc_ex wc;
+
+	if (poll_ex_for(cq, &wc, 1, QUIET_MS) != 0)
+		fail_msg("unexpected completion: wr_id %" PRIu64 " status %s opcode %d flags %#x",
+			 wc.wr_id, ibv_wc_status_str(wc.status), wc.opcode, wc.wc_flags);
+}
+
+bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+	struct pollfd pfd = {.fd = ctx->async_fd, .events = POLLIN};
+
+	for (;;) {
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN))
+			break;
+		if (now_ms() > end)
+			return false;
+		progress();
+	}
+	assert_int_equal(ibv_get_async_event(ctx, ev), 0);
+	return true;
+}
+
+void fill_pattern(void *buf, size_t len, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+bool check_pattern(const void *buf, size_t len, uint32_t seed)
+{
+	const uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		if (p[i] != (uint8_t)(x >> 16))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the verbs tests share: the two devices of one ring pair (dpv0 and dpv1, "A" and
+ * "B"), objects created per test and destroyed by the test's teardown (also when an
+ * assertion ends the test early), RC connection set-up, and polling bounded in time so
+ * a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used.
+ */
+#ifndef VERBS_TEST_H
+#define VERBS_TEST_H
+
+#include <endian.h>
+#include <inttypes.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+/* How long a test waits for something that must happen. */
+#define WAIT_MS 2000u
+/* How long a test watches for something that must not happen. */
+#define QUIET_MS 50u
+
+/* The path MTU tests connect with (the active MTU of a ring-pair port). */
+#define TEST_MTU IBV_MTU_1024
+#define TEST_MTU_BYTES 1024u
+
+/* A device under test and what the tests keep open on it. */
+struct side {
+	const char *name;
+	struct ibv_device *dev;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	union ibv_gid gid;
+	uint32_t ipv4;            /* host order, from DPV_PORT_IPV4 */
+	struct ibv_cq *idle_cq;   /* never has completions: polling it only drives devices */
+};
+
+extern struct side A, B;
+extern struct ibv_device **dev_list;
+extern int dev_count;
+
+/* Connection parameters of connect_rc(). */
+struct conn_opts {
+	unsigned int access;      /* IBV_ACCESS_REMOTE_* the responder allows */
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+};
+
+extern const struct conn_opts conn_default;
+
+/* ---- objects destroyed by teardown_objects(), newest first ---- */
+
+void *new_buf(size_t len);
+struct ibv_mr *new_mr(struct side *s, size_t len, unsigned int access);
+struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void *cq_context);
+struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags);
+struct ibv_comp_channel *new_channel(struct side *s);
+struct ibv_srq *new_srq(struct side *s, uint32_t max_wr, uint32_t max_sge);
+struct ibv_srq *new_tm_srq(struct side *s, struct ibv_cq_ex *cq, uint32_t max_wr,
+			   uint32_t max_num_tags, uint32_t max_ops);
+struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type, struct ibv_cq *send_cq,
+		      struct ibv_cq *recv_cq, struct ibv_srq *srq, uint32_t max_send_wr,
+		      uint32_t max_recv_wr);
+struct ibv_ah *new_ah(struct side *s, const struct side *to);
+/* Track an object a test created itself, so teardown destroys it. */
+void track_srq(struct ibv_srq *srq);
+
+/* cmocka teardown of every test: destroys what the test created. */
+int teardown_objects(void **state);
+
+/* ---- connections ---- */
+
+struct side *side_of(struct ibv_qp *qp);
+/* Take @p qa and @p qb (on either side) to RTS, connected to each other. */
+void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o);
+/* Take a UD QP to RTS with Q_Key @p qkey. */
+void ud_to_rts(struct ibv_qp *qp, uint32_t qkey);
+/* Two connected RC QPs, one on A and one on B, each with its own CQ and RQ. */
+struct rc_pair {
+	struct ibv_cq *acq, *bcq;
+	struct ibv_qp *a, *b;
+};
+
+void rc_pair(struct rc_pair *p, const struct conn_opts *o);
+/* Move a QP to ERR. */
+void qp_to_err(struct ibv_qp *qp);
+
+/* ---- posting ---- */
+
+int post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+	      uint32_t len, uint32_t lkey, unsigned int flags);
+int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+	      uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
+int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
+		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey);
+int post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
+int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
+
+/* ---- polling ---- */
+
+/* Drive the devices once without taking a completion. */
+void progress(void);
+/* Poll until @p n completions or WAIT_MS; returns how many. */
+int poll_wc(struct ibv_cq *cq, struct ibv_wc *wc, int n);
+/* Exactly one completion must come. */
+void expect_wc(struct ibv_cq *cq, struct ibv_wc *wc);
+/* No completion may come within QUIET_MS. */
+void expect_quiet(struct ibv_cq *cq);
+/* The one successful completion of a send-side WR. */
+void expect_send_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode opcode);
+
+/* A completion read through ibv_start_poll / ibv_next_poll / ibv_end_poll. */
+struct wc_ex {
+	uint64_t wr_id;
+	enum ibv_wc_status status;
+	enum ibv_wc_opcode opcode;
+	unsigned int wc_flags;
+	uint32_t byte_len;
+	uint32_t qp_num;
+	uint32_t src_qp;
+	struct ibv_wc_tm_info tm;
+};
+
+/* Poll an extended CQ until @p n completions or WAIT_MS; returns how many. */
+int poll_ex(struct ibv_cq_ex *cq, struct wc_ex *wc, int n);
+void expect_ex(struct ibv_cq_ex *cq, struct wc_ex *wc);
+void expect_quiet_ex(struct ibv_cq_ex *cq);
+
+/* Wait for an async event of @p ctx (driving the devices meanwhile); false on timeout. */
+bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms);
+
+uint64_t now_ms(void);
+void fill_pattern(void *buf, size_t len, uint32_t seed);
+bool check_pattern(const void *buf, size_t len, uint32_t seed);
+
+/* ---- the groups, one per file ---- */
+
+int run_device_tests(void);
+int run_rc_tests(void);
+int run_srq_tests(void);
+int run_tm_tests(void);
+int run_ud_tests(void);
+int run_error_tests(void);
+int run_channel_tests(void);
+
+/* A test that destroys what it created, whatever happens. */
+#define VT(f) cmocka_unit_test_teardown(f, teardown_objects)
+
+#endif /* VERBS_TEST_H */
