@@ -32,8 +32,10 @@ struct dpv_dev;
  * ibv_close_device() (the device stays open for the life of the process).
  *
  * Control thread, after rte_eal_init().
+ * A port opened before keeps its first address. Once a program opens ports this way,
+ * ibv_get_device_list() lists those and starts nothing.
  * @return the context, or NULL with errno: ENODEV no such port, EINVAL ipv4 0,
- *         ENOMEM, or the port's errno.
+ *         ENOSPC too many devices, ENOMEM, or the port's errno.
  */
 struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4);
 

@@ -668,3 +668,47 @@ int ibv_fork_init(void)
 {
 	return 0;
 }
+
+/* ---- DPDK-native programs (dpv_verbs.h) ---- */
+
+struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
+{
+	struct dpv_device *d = NULL;
+	int ret = 0;
+
+	if (!rte_eth_dev_is_valid_port(port_id)) {
+		errno = ENODEV;
+		return NULL;
+	}
+	if (ipv4 == 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	pthread_mutex_lock(&devices_lock);
+	/* The program started EAL itself: ibv_get_device_list() lists what it opened. */
+	devices_listed = true;
+	for (unsigned int i = 0; i < n_devices; i++)
+		if (devices[i]->ethdev_port == port_id)
+			d = devices[i];
+	if (d == NULL) {
+		if (n_devices == DPV_MAX_DEVS)
+			ret = ENOSPC;
+		else
+			ret = add_device(port_id, ipv4);
+		if (ret == 0)
+			d = devices[n_devices - 1];
+	}
+	pthread_mutex_unlock(&devices_lock);
+	if (ret == 0)
+		ret = open_dev(d);
+	if (ret != 0) {
+		errno = ret;
+		return NULL;
+	}
+	return dpv_verbs_context_new(&d->ibdev, d->dev);
+}
+
+int dpv_verbs_set_progress(struct ibv_context *context, const char *mode)
+{
+	return dpv_verbs_apply_progress(to_ctx(context)->dev, mode);
+}

@@ -145,6 +145,18 @@ int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode);
 /* A context on an open device (ibv_open_device, dpv_verbs_open_port). */
 struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_dev *dev);
 
+/* Copy a receive WR into its ring slot (QP receive queue or SRQ lane). */
+static inline void dpv_verbs_write_rwqe(const struct ibv_recv_wr *wr, struct dpv_rwqe *w)
+{
+	w->wr_id = wr->wr_id;
+	w->num_sge = (uint32_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++) {
+		w->sge[i].addr = wr->sg_list[i].addr;
+		w->sge[i].length = wr->sg_list[i].length;
+		w->sge[i].lkey = wr->sg_list[i].lkey;
+	}
+}
+
 /* The thread's lane among @p n (assigned at the thread's first post, in turn). */
 uint32_t dpv_verbs_lane(uint32_t n);
 

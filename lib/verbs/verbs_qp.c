@@ -11,6 +11,17 @@
 
 #include "verbs_priv.h"
 
+/*
+ * The QP's state as the device last set it: the device moves a QP to ERR on its own
+ * (error completions, RNR retries exhausted), so ibv_qp.state, which the facade sets
+ * at ibv_modify_qp(), can be behind. A byte the owner writes; a stale read only
+ * delays by one post what the device already decided.
+ */
+static enum ibv_qp_state qp_state(const struct dpv_qp_v *qp)
+{
+	return (enum ibv_qp_state)__atomic_load_n(&qp->qp->attr.state, __ATOMIC_ACQUIRE);
+}
+
 static void qp_fatal(struct dpv_qp *dqp, void *arg)
 {
 	struct dpv_qp_v *qp = arg;
@@ -177,7 +188,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	int ret;
 
 	if ((mask & ~MODIFY_MASK) != 0 || ((mask & IBV_QP_PORT) && attr->port_num != 1) ||
-	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != ibqp->state))
+	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != qp_state(qp)))
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	a.state = (uint8_t)attr->qp_state;
@@ -337,7 +348,7 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	int ret = 0;
 
 	/* A QP sends from RTS on (and flushes in ERR); before, posting is an error. */
-	if (ibqp->state < IBV_QPS_RTS || sq == NULL) {
+	if (qp_state(qp) < IBV_QPS_RTS || sq == NULL) {
 		*bad = wr;
 		return EINVAL;
 	}
@@ -361,17 +372,6 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	return ret;
 }
 
-static void write_rwqe(const struct ibv_recv_wr *wr, struct dpv_rwqe *w)
-{
-	w->wr_id = wr->wr_id;
-	w->num_sge = (uint32_t)wr->num_sge;
-	for (int i = 0; i < wr->num_sge; i++) {
-		w->sge[i].addr = wr->sg_list[i].addr;
-		w->sge[i].length = wr->sg_list[i].length;
-		w->sge[i].lkey = wr->sg_list[i].lkey;
-	}
-}
-
 int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct dpv_qp_v *qp = to_qp(ibqp);
@@ -379,7 +379,7 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	uint32_t first, n = 0;
 	int ret = 0;
 
-	if (ibqp->srq != NULL || rq == NULL || ibqp->state == IBV_QPS_RESET) {
+	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
@@ -393,7 +393,7 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 			ret = ENOMEM;
 			break;
 		}
-		write_rwqe(wr, dpv_ring_slot(rq, first + n));
+		dpv_verbs_write_rwqe(wr, dpv_ring_slot(rq, first + n));
 	}
 	if (n)
 		dpv_ring_commit(rq, n);

@@ -199,7 +199,6 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct dpv_srq_v *srq = to_srq(ibsrq);
 	uint32_t lane = dpv_verbs_lane(DPV_VERBS_SRQ_LANES), first, n = 0;
 	struct dpv_ring *r = srq->srq->lanes.lane[lane];
-	struct dpv_rwqe *w;
 	int ret = 0;
 
 	pthread_spin_lock(&srq->lane_lock[lane]);
@@ -214,14 +213,7 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 			ret = ENOMEM;
 			break;
 		}
-		w = dpv_ring_slot(r, first + n);
-		w->wr_id = wr->wr_id;
-		w->num_sge = (uint32_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++) {
-			w->sge[i].addr = wr->sg_list[i].addr;
-			w->sge[i].length = wr->sg_list[i].length;
-			w->sge[i].lkey = wr->sg_list[i].lkey;
-		}
+		dpv_verbs_write_rwqe(wr, dpv_ring_slot(r, first + n));
 	}
 	if (n) {
 		/* Counted before they are visible, so the device never sees posted < 0. */
