@@ -290,7 +290,10 @@ static int32_t dev_service_run(void *arg)
 
 int dpv_dev_start_service(struct dpv_dev *dev)
 {
+	static uint32_t next_service_lcore;
+	uint32_t lcores[RTE_MAX_LCORE], lcore;
 	struct rte_service_spec spec;
+	int32_t n;
 	int ret;
 
 	if (dev->mode != DPV_PROGRESS_INLINE)
@@ -305,6 +308,19 @@ int dpv_dev_start_service(struct dpv_dev *dev)
 		return -ret;
 	rte_service_component_runstate_set(dev->service_id, 1);
 	rte_service_runstate_set(dev->service_id, 1);
+	/* Run it on EAL's service lcores (-s / -S), devices spread over them in turn; a
+	 * program without any maps the service itself. */
+	n = rte_service_lcore_list(lcores, RTE_MAX_LCORE);
+	if (n > 0) {
+		lcore = lcores[next_service_lcore++ % (uint32_t)n];
+		rte_service_map_lcore_set(dev->service_id, lcore, 1);
+		ret = rte_service_lcore_start(lcore);
+		if (ret != 0 && ret != -EALREADY) {
+			rte_service_component_runstate_set(dev->service_id, 0);
+			rte_service_component_unregister(dev->service_id);
+			return -ret;
+		}
+	}
 	dev->mode = DPV_PROGRESS_SERVICE;
 	return 0;
 }

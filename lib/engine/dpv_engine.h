@@ -124,9 +124,10 @@ uint32_t dpv_engine_progress(void);
 int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore);
 
 /**
- * Hand a device to an rte_service (control thread); the application maps the service
- * to a service core (rte_service_map_lcore_set) or EAL's -s option does.
- * @return 0; ENOTSUP; EBUSY already not inline.
+ * Hand a device to an rte_service (control thread). When EAL has service lcores (its
+ * -s / -S options), the service is mapped to one of them (devices in turn) and the
+ * lcore started; otherwise the program maps it (rte_service_map_lcore_set).
+ * @return 0; EBUSY not inline any more; or the errno of registering or starting.
  */
 int dpv_dev_start_service(struct dpv_dev *dev);
 

@@ -19,6 +19,7 @@
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
+#include <rte_service.h>
 
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
@@ -349,6 +350,11 @@ int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode)
 		return ret;
 	}
 	if (strcmp(mode, "service") == 0) {
+		if (rte_service_lcore_count() <= 0) {
+			complain("DPV_PROGRESS=service: EAL has no service core to run the device "
+				 "on: give it one with -s <coremask> or -S <corelist>");
+			return EINVAL;
+		}
 		ret = dpv_dev_start_service(dev);
 		if (ret != 0)
 			complain("DPV_PROGRESS=service: cannot register the service: %s",
