@@ -299,9 +299,29 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return d->dev != NULL ? node_guid(d->dev) : 0;
 }
 
+/*
+ * At exit, finish the captures, so their files are whole: devices live as long as the
+ * process and nothing else would close them. The device is owned (an lcore or service
+ * stops touching it) and stays owned: nothing is left to run it.
+ */
+static void finish_captures(void)
+{
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned int i = 0; i < n_devices; i++) {
+		struct dpv_dev *dev = devices[i]->dev;
+
+		if (dev != NULL && dev->port.capture != NULL) {
+			dpv_dev_own(dev);
+			dpv_port_capture(&dev->port, NULL);
+		}
+	}
+	pthread_mutex_unlock(&devices_lock);
+}
+
 /* DPV_CAPTURE=PREFIX: every frame of device dpvN goes to PREFIXdpvN.pcap. */
 static int start_capture(struct dpv_device *d)
 {
+	static bool exit_hook;
 	char path[CONFIG_LEN + sizeof(d->ibdev.name) + 8];
 	int ret;
 
@@ -311,6 +331,8 @@ static int start_capture(struct dpv_device *d)
 	ret = dpv_port_capture(&d->dev->port, path);
 	if (ret != 0)
 		complain("DPV_CAPTURE: cannot create %s: %s", path, strerror(ret));
+	else if (!exit_hook)
+		exit_hook = atexit(finish_captures) == 0;
 	return ret;
 }
 
