@@ -135,15 +135,6 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 	}
 }
 
-static uint8_t read_resp_opcode(uint32_t i, uint32_t n)
-{
-	if (n == 1)
-		return DPV_OP_RC_READ_RESP_ONLY;
-	if (i == 0)
-		return DPV_OP_RC_READ_RESP_FIRST;
-	return i == n - 1 ? DPV_OP_RC_READ_RESP_LAST : DPV_OP_RC_READ_RESP_MIDDLE;
-}
-
 /* IBTA 9.7.5.2: READ responses arrive in order for the oldest READ not yet complete;
  * each is checked against what that READ expects before its data lands. */
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
@@ -184,7 +175,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	plen = m->len - m->rd_pkts * q->mtu;
 	if (plen > q->mtu)
 		plen = q->mtu;
-	if (p->opcode != read_resp_opcode(m->rd_pkts, m->npkts) || p->payload_len != plen) {
+	if (p->opcode != xp_read_resp_opcode(m->rd_pkts, m->npkts) || p->payload_len != plen) {
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR);
 		return;
 	}

@@ -214,4 +214,15 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		const uint8_t *frame);
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q);
 
+/* The opcode of read response packet i of n (IBTA 9.7.5.1.4: ONLY, or FIRST..LAST):
+ * the responder sends them, the completer checks them. */
+static inline uint8_t xp_read_resp_opcode(uint32_t i, uint32_t n)
+{
+	if (n == 1)
+		return DPV_OP_RC_READ_RESP_ONLY;
+	if (i == 0)
+		return DPV_OP_RC_READ_RESP_FIRST;
+	return i == n - 1 ? DPV_OP_RC_READ_RESP_LAST : DPV_OP_RC_READ_RESP_MIDDLE;
+}
+
 #endif /* DPV_XPORT_PRIV_H */

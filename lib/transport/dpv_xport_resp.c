@@ -595,15 +595,6 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 
 /* ---- responses out ---- */
 
-static uint8_t read_resp_opcode(uint32_t i, uint32_t n)
-{
-	if (n == 1)
-		return DPV_OP_RC_READ_RESP_ONLY;
-	if (i == 0)
-		return DPV_OP_RC_READ_RESP_FIRST;
-	return i == n - 1 ? DPV_OP_RC_READ_RESP_LAST : DPV_OP_RC_READ_RESP_MIDDLE;
-}
-
 /* One READ response packet (IBTA 9.4): AETH on the first, last and only ones. The
  * key is checked again per packet: the region may have gone since the request. */
 static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *e)
@@ -617,7 +608,7 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	xp_pkt_init(x, &p, read_resp_opcode(i, n), a->dst_ip, q->qp.qpn, a->dest_qpn, psn, a->tos,
+	xp_pkt_init(x, &p, xp_read_resp_opcode(i, n), a->dst_ip, q->qp.qpn, a->dest_qpn, psn, a->tos,
 		    a->ttl);
 	p.aeth_syndrome = ACK_SYNDROME;
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
