@@ -34,7 +34,7 @@ install_missing() {
 
 # Hugepages for the tests that run EAL on them; the --no-huge runs need none.
 setup_hugepages() {
-	local want=256 have
+	local want=1024 have
 	[ "$(id -u)" -eq 0 ] || { say "not root: hugepages left as they are"; return 0; }
 	[ -w /proc/sys/vm/nr_hugepages ] || { say "no hugepage support: only --no-huge runs"; return 0; }
 	have=$(awk '/HugePages_Total/ {print $2}' /proc/meminfo)
