@@ -74,8 +74,8 @@ run_tests() {
 	meson test -C build --print-errorlogs --num-processes 2 || rc=1
 	logs+=(build/meson-logs/testlog.json)
 
-	say "unit tests under valgrind"
-	meson test -C build --setup valgrind --suite unit --print-errorlogs || rc=1
+	say "unit tests, and one run each of ports, transport and verbs, under valgrind"
+	meson test -C build --setup valgrind --suite unit --suite valgrind --print-errorlogs || rc=1
 	logs+=(build/meson-logs/testlog-valgrind.json)
 
 	say "build: gcc, AddressSanitizer + UndefinedBehaviorSanitizer"

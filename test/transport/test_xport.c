@@ -389,7 +389,7 @@ static void mr_check_covers_key_pd_range_and_access(void **state)
 static void rc_send_single_packet(void **state)
 {
 	struct end a, b;
-	uint8_t src[100], dst[256];
+	uint8_t src[100] = {0}, dst[256] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 11);
@@ -478,7 +478,7 @@ static void on_notify(struct dpv_cq *cq, void *arg)
 
 static void rc_send_with_imm_solicited_notifies(void **state)
 {
-	uint8_t src[3000], dst[3000];
+	uint8_t src[3000] = {0}, dst[3000] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND_WITH_IMM, 1);
@@ -639,7 +639,7 @@ static void rc_read_multi_packet_into_two_sges(void **state)
 
 static void rc_inline_send_needs_no_key(void **state)
 {
-	uint8_t dst[300];
+	uint8_t dst[300] = {0};
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
 	struct dpv_rwqe r = rwqe(2, dst, sizeof(dst), kd);
@@ -720,7 +720,7 @@ static void loopback_send_write_read_on_one_device(void **state)
 
 static void ud_send_places_the_grh_and_checks_the_qkey(void **state)
 {
-	uint8_t src[200], dst[DPV_UD_GRH_LEN + 200];
+	uint8_t src[200] = {0}, dst[DPV_UD_GRH_LEN + 200] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND_WITH_IMM, 4);
@@ -812,7 +812,7 @@ static void srq_shared_by_16_qps_reports_each_qp(void **state)
 {
 	struct dpv_srq_init si = {.pd = PD, .max_wr = 256, .max_sge = 1, .lanes = 2};
 	static uint8_t rbuf[SRQ_QPS * SRQ_MSGS][64];
-	uint8_t sbuf[SRQ_QPS][64];
+	uint8_t sbuf[SRQ_QPS][64] = {0};
 	struct end a[SRQ_QPS], b[SRQ_QPS];
 	struct dpv_cqe c[SRQ_QPS * SRQ_MSGS];
 	int seen[SRQ_QPS] = {0};
@@ -889,7 +889,7 @@ static void on_limit(struct dpv_srq *srq, void *arg)
 static void srq_limit_fires_once_below_the_limit(void **state)
 {
 	struct dpv_srq_init si = {.pd = PD, .max_wr = 16, .max_sge = 1, .lanes = 1, .limit = 4};
-	uint8_t rbuf[8][32], sbuf[8];
+	uint8_t rbuf[8][32] = {0}, sbuf[8] = {0};
 	uint32_t kr = mr_reg(tb, rbuf, sizeof(rbuf), DPV_ACCESS_LOCAL_WRITE);
 	uint32_t ks = mr_reg(ta, sbuf, sizeof(sbuf), 0);
 	struct dpv_cqe c[8];
@@ -928,7 +928,7 @@ static void srq_limit_fires_once_below_the_limit(void **state)
 
 static void rnr_nak_then_success_when_a_receive_comes(void **state)
 {
-	uint8_t src[100], dst[100];
+	uint8_t src[100] = {0}, dst[100] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
@@ -970,7 +970,7 @@ static void rnr_nak_then_success_when_a_receive_comes(void **state)
 
 static void rnr_retry_zero_fails_with_rnr_retry_exc_err(void **state)
 {
-	uint8_t src[100];
+	uint8_t src[100] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
 	struct dpv_cqe c[2];
@@ -999,7 +999,7 @@ static void rnr_retry_zero_fails_with_rnr_retry_exc_err(void **state)
 
 static void bad_rkey_gives_rem_access_err_and_ends_the_responder(void **state)
 {
-	uint8_t src[100], dst[100];
+	uint8_t src[100] = {0}, dst[100] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_RDMA_WRITE, 1);
@@ -1057,7 +1057,7 @@ static void bad_rkey_gives_rem_access_err_and_ends_the_responder(void **state)
 
 static void bad_lkey_on_a_receive_gives_loc_prot_err(void **state)
 {
-	uint8_t src[100], dst[100];
+	uint8_t src[100] = {0}, dst[100] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), 0); /* no LOCAL_WRITE */
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
@@ -1107,7 +1107,7 @@ static void bad_lkey_on_a_receive_gives_loc_prot_err(void **state)
 
 static void too_small_receive_gives_loc_len_err_and_rem_inv_req_err(void **state)
 {
-	uint8_t src[3000], dst[2000];
+	uint8_t src[3000] = {0}, dst[2000] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
@@ -1134,7 +1134,7 @@ static void too_small_receive_gives_loc_len_err_and_rem_inv_req_err(void **state
 
 static void err_state_flushes_posted_and_later_work(void **state)
 {
-	uint8_t buf[64];
+	uint8_t buf[64] = {0};
 	uint32_t k = mr_reg(ta, buf, sizeof(buf), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_qp_attr at = {.state = DPV_QPS_ERR};
 	struct dpv_swqe w = swqe(DPV_WR_SEND, 1);
@@ -1312,7 +1312,7 @@ static void qp_numbers_run_out_with_enospc(void **state)
 
 static void sqd_drains_then_rts_resumes(void **state)
 {
-	uint8_t src[64], dst[64];
+	uint8_t src[64] = {0}, dst[64] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), DPV_ACCESS_LOCAL_WRITE);
 	struct dpv_qp_attr at = {.state = DPV_QPS_SQD};
@@ -1557,7 +1557,7 @@ static void lost_packet_is_resent_after_a_sequence_nak(void **state)
 
 static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 {
-	uint8_t src[3000], dst[3000], back[3000];
+	uint8_t src[3000] = {0}, dst[3000] = {0}, back[3000] = {0};
 	uint32_t ks = mr_reg(ta, src, sizeof(src), DPV_ACCESS_REMOTE_READ);
 	uint32_t kd = mr_reg(tb, dst, sizeof(dst), ACCESS_ALL);
 	uint32_t kb = mr_reg(ta, back, sizeof(back), DPV_ACCESS_LOCAL_WRITE);
@@ -1748,10 +1748,10 @@ static void random_frames_never_touch_memory_outside_a_region(void **state)
 		DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
 		DPV_OP_UD_SEND_ONLY,
 	};
-	uint8_t *mem = malloc(8192), *rbuf = malloc(4096), *lbuf = malloc(8192);
+	uint8_t *mem = calloc(1, 8192), *rbuf = calloc(1, 4096), *lbuf = calloc(1, 8192);
 	struct dpv_xport_stats sa = stats(xa), sb = stats(xb), za, zb;
 	uint32_t kmem, krecv, klocal, seed = 12345;
-	uint8_t payload[1100];
+	uint8_t payload[1100] = {0};
 	struct end a[4], b[4];
 
 	(void)state;
