@@ -82,16 +82,7 @@ uint8_t xp_sgl_gather(const struct dpv_xport *x, const struct dpv_sge *sge, uint
 
 /* ---- completion queues (IBTA 11.4.2) ---- */
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
-static void *ring_alloc(int socket, uint32_t count, uint32_t slot_size, uint32_t nrings)
+void *xp_ring_alloc(int socket, uint32_t count, uint32_t slot_size, uint32_t nrings)
 {
 	size_t each = dpv_ring_memsize(count, slot_size);
 
@@ -108,9 +99,9 @@ int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out)
 
 	if (cqe == 0 || cqe > DPV_MAX_CQE)
 		return EINVAL;
-	count = pow2_at_least(cqe);
+	count = xp_pow2_at_least(cqe);
 	cq = rte_zmalloc_socket("dpv_cq", sizeof(*cq), DPV_CACHE_LINE, x->port->socket);
-	mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
+	mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
 	if (cq == NULL || mem == NULL) {
 		rte_free(cq);
 		rte_free(mem);
@@ -183,8 +174,8 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 	srq->cq = init->cq;
 	/* Every lane holds max_wr, so that only the SRQ-wide count (lib/verbs checks it
 	 * against max_wr) refuses a post, whichever thread posts. */
-	count = pow2_at_least(init->max_wr);
-	mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_rwqe), init->lanes);
+	count = xp_pow2_at_least(init->max_wr);
+	mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_rwqe), init->lanes);
 	if (mem == NULL) {
 		ret = ENOMEM;
 		goto fail;
@@ -198,8 +189,8 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 		ret = dpv_tm_create(init->tm, &srq->tm);
 		if (ret != 0)
 			goto fail;
-		count = pow2_at_least(init->tm->max_ops);
-		mem = ring_alloc(x->port->socket, count, sizeof(struct dpv_tm_op), init->lanes);
+		count = xp_pow2_at_least(init->tm->max_ops);
+		mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_tm_op), init->lanes);
 		if (mem == NULL) {
 			ret = ENOMEM;
 			goto fail;

@@ -225,4 +225,18 @@ static inline uint8_t xp_read_resp_opcode(uint32_t i, uint32_t n)
 	return i == n - 1 ? DPV_OP_RC_READ_RESP_LAST : DPV_OP_RC_READ_RESP_MIDDLE;
 }
 
+/* The smallest power of two >= n: ring sizes. */
+static inline uint32_t xp_pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* Memory for nrings rings of count slots, on the port's NUMA node; NULL if the sizes
+ * are bad or memory ran out. The caller lays the rings out (dpv_ring_init). */
+void *xp_ring_alloc(int socket, uint32_t count, uint32_t slot_size, uint32_t nrings);
+
 #endif /* DPV_XPORT_PRIV_H */

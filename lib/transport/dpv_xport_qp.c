@@ -21,20 +21,10 @@
 #define ACCESS_ALL (DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE | \
 		    DPV_ACCESS_REMOTE_READ | DPV_ACCESS_REMOTE_ATOMIC)
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 static struct dpv_ring *qp_ring(int socket, uint32_t wr, uint32_t slot_size)
 {
-	uint32_t count = pow2_at_least(wr);
-	void *mem = rte_malloc_socket("dpv_wq", dpv_ring_memsize(count, slot_size),
-				      DPV_CACHE_LINE, socket);
+	uint32_t count = xp_pow2_at_least(wr);
+	void *mem = xp_ring_alloc(socket, count, slot_size, 1);
 
 	return mem != NULL ? dpv_ring_init(mem, count, slot_size) : NULL;
 }
@@ -91,7 +81,7 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	if (init->max_send_wr > 0) {
 		q->qp.sq = qp_ring(socket, init->max_send_wr, sizeof(struct dpv_swqe));
 		q->meta = rte_zmalloc_socket("dpv_sq_meta",
-					     sizeof(*q->meta) * pow2_at_least(init->max_send_wr),
+					     sizeof(*q->meta) * xp_pow2_at_least(init->max_send_wr),
 					     DPV_CACHE_LINE, socket);
 		if (q->qp.sq == NULL || q->meta == NULL)
 			goto nomem;

@@ -452,18 +452,6 @@ int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
-/* Largest IB MTU whose RoCEv2 packet fits the Ethernet MTU (headers and ICRC). */
-static enum ibv_mtu ib_mtu_of(uint16_t eth_mtu)
-{
-	const uint32_t overhead = DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN + DPV_WIRE_BTH_LEN +
-				  DPV_WIRE_RETH_LEN + DPV_WIRE_IMM_LEN + DPV_WIRE_ICRC_LEN;
-	enum ibv_mtu m = IBV_MTU_4096;
-
-	while (m > IBV_MTU_256 && (256u << (m - 1)) + overhead > eth_mtu)
-		m--;
-	return m;
-}
-
 static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *a)
 {
 	memset(a, 0, sizeof(*a));
@@ -536,9 +524,9 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	memset(&a, 0, sizeof(a));
 	dev->port.ops->link(&dev->port, &up, &speed);
 	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	a.max_mtu = ib_mtu_of(dev->port.mtu);
-	/* What the transport sends at: the link's MTU and one mbuf of the port's pool. */
+	/* What the transport really sends: the link's IP MTU and one mbuf bound it. */
 	a.active_mtu = (enum ibv_mtu)dpv_xport_active_mtu(dev->xport);
+	a.max_mtu = a.active_mtu;
 	a.gid_tbl_len = 1;
 	a.port_cap_flags = IBV_PORT_CM_SUP;
 	a.max_msg_sz = 1u << 31;
