@@ -21,6 +21,14 @@
 /* Distinct wildcard masks that get a hash class; MPI uses a handful (any source, any
  * tag, both), so more classes would only lengthen every lookup. */
 #define DPV_TM_MASK_CLASSES 8u
+/* While the list holds at most this many entries (and since it was last empty), it is
+ * an array of handles in add order, scanned linearly: at such depths hashing and chain
+ * links cost more than the scan. The ADD that would exceed it moves every entry into
+ * the hash chains, in add order; the list goes back to the array when it empties. */
+#define DPV_TM_SMALL_MAX 8u
+/* Capacity (entries of 64 bytes) above which an ADD prefetches the entry of a later
+ * ADD: 4096 entries are 256 KiB, about what a core's L2 holds beside other data. */
+#define DPV_TM_PREFETCH_ABOVE 4096u
 #define CLASS_EXACT 0xfeu
 #define CLASS_OVERFLOW 0xffu
 #define NIL UINT32_MAX
@@ -39,14 +47,19 @@ struct tm_entry {
 	uint64_t mask;       /* (post) */
 	uint64_t recv_wr_id; /* (post) */
 	uint64_t seq;        /* add order */
+	/* (post) the scatter list when max_sge is 1 (TM-SRQs post one buffer per tag):
+	 * posting and matching then touch this line only. */
+	struct dpv_tm_sge sge;
 	uint32_t next;       /* chain or overflow list */
 	uint32_t prev;
 	uint32_t need;       /* U when the ADD executed */
-	uint32_t bucket;     /* chain index; unused in the overflow list */
-	uint32_t num_sge;    /* (post) */
+	uint8_t num_sge;     /* (post) at most DPV_TM_MAX_SGE_LIMIT */
 	uint8_t state;       /* enum entry_state */
 	uint8_t cls;         /* mask class, CLASS_EXACT or CLASS_OVERFLOW */
 } __attribute__((aligned(64)));
+
+_Static_assert(sizeof(struct tm_entry) == 64, "one entry, one cache line");
+_Static_assert(DPV_TM_MAX_SGE_LIMIT <= UINT8_MAX, "num_sge fits its field");
 
 struct tm_chain {
 	uint32_t head;
@@ -63,8 +76,13 @@ struct dpv_tm {
 	struct dpv_tm_config cfg;
 	uint32_t bucket_shift;  /* 64 - log2(buckets) */
 	uint32_t free_mask;     /* free ring size - 1 */
+	bool prefetch_adds;     /* the entries outgrow the caches closest to the core */
 	struct tm_entry *entries;
-	struct dpv_tm_sge *sges; /* max_sge per entry */
+	struct dpv_tm_sge *sges; /* max_sge per entry; NULL when max_sge is 1 */
+	/* Entry h's scatter list is at sge_base + h * sge_stride bytes: in the entry
+	 * itself when max_sge is 1, in sges otherwise. */
+	char *sge_base;
+	size_t sge_stride;
 	uint32_t *free_ring;     /* handles, FIFO */
 	uint8_t *allocated;      /* per handle: post sets, poll clears */
 
@@ -81,6 +99,8 @@ struct dpv_tm {
 	uint32_t s; /* last reported software count */
 	uint64_t next_seq; /* also the count of ADDs executed */
 	uint32_t listed;
+	bool small;        /* the list is small[0 .. listed), oldest first */
+	uint32_t small_list[DPV_TM_SMALL_MAX];
 	uint32_t nclasses; /* mask classes with refs > 0 */
 	struct mask_class classes[DPV_TM_MASK_CLASSES];
 	uint32_t overflow_head;
@@ -149,25 +169,37 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 	bits = log2_ceil(n < 4 ? 16 : 4 * n);
 	tm->bucket_shift = 64 - bits;
 	tm->free_mask = (1u << log2_ceil(n)) - 1;
+	tm->prefetch_adds = n > DPV_TM_PREFETCH_ABOVE;
 
 	tm->entries = aligned_alloc(64, sizeof(*tm->entries) * n);
-	tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
+	if (cfg->max_sge > 1)
+		tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
 	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
 	tm->allocated = calloc(n, 1);
 	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
-	if (tm->entries == NULL || tm->sges == NULL || tm->free_ring == NULL ||
+	if (tm->entries == NULL || (cfg->max_sge > 1 && tm->sges == NULL) || tm->free_ring == NULL ||
 	    tm->allocated == NULL || tm->buckets == NULL) {
 		dpv_tm_destroy(tm);
 		return ENOMEM;
 	}
 	memset(tm->entries, 0, sizeof(*tm->entries) * n);
 	memset(tm->buckets, 0xff, sizeof(*tm->buckets) << bits);
-	for (i = 0; i < n; i++)
-		tm->free_ring[i] = i;
+	if (cfg->max_sge == 1) {
+		tm->sge_base = (char *)&tm->entries[0].sge;
+		tm->sge_stride = sizeof(*tm->entries);
+	} else {
+		tm->sge_base = (char *)tm->sges;
+		tm->sge_stride = sizeof(*tm->sges) * cfg->max_sge;
+	}
+	/* Slots past n hold handle 0 until the ring wraps: every slot always names a
+	 * valid handle, so post may prefetch the entry of a slot a few ahead. */
+	for (i = 0; i <= tm->free_mask; i++)
+		tm->free_ring[i] = i < n ? i : 0;
 	tm->free_head = 0;
 	tm->free_tail = n;
 	tm->overflow_head = NIL;
 	tm->overflow_tail = NIL;
+	tm->small = true;
 	*out = tm;
 	return 0;
 }
@@ -184,6 +216,11 @@ void dpv_tm_destroy(struct dpv_tm *tm)
 	free(tm);
 }
 
+static inline struct dpv_tm_sge *entry_sges(const struct dpv_tm *tm, uint32_t h)
+{
+	return (struct dpv_tm_sge *)(tm->sge_base + h * tm->sge_stride);
+}
+
 static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 {
 	return h < tm->cfg.max_num_tags && __atomic_load_n(&tm->allocated[h], __ATOMIC_ACQUIRE);
@@ -191,6 +228,7 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
+	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
 	uint32_t h;
 
@@ -217,13 +255,21 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 			return ENOMEM;
 		h = tm->free_ring[tm->free_head & tm->free_mask];
 		store_release(&tm->free_head, tm->free_head + 1);
+		/* Handles are reused oldest first, so with many handles the entry an ADD
+		 * fills has long left the cache: start fetching the one a few ADDs ahead. */
+		if (tm->prefetch_adds)
+			__builtin_prefetch(&tm->entries[tm->free_ring[(tm->free_head + 7) &
+								       tm->free_mask]], 1);
 		e = &tm->entries[h];
 		e->tag = op->tag;
 		e->mask = op->mask;
 		e->recv_wr_id = op->recv_wr_id;
-		e->num_sge = op->num_sge;
-		for (uint32_t i = 0; i < op->num_sge; i++)
-			tm->sges[(size_t)h * tm->cfg.max_sge + i] = op->sg_list[i];
+		e->num_sge = (uint8_t)op->num_sge;
+		sg = entry_sges(tm, h);
+		if (op->num_sge == 1) /* the common case, without a call to memcpy */
+			sg[0] = op->sg_list[0];
+		else if (op->num_sge > 1)
+			memcpy(sg, op->sg_list, sizeof(*sg) * op->num_sge);
 		__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
 		op->handle = h;
 	}
@@ -291,7 +337,7 @@ static inline __attribute__((always_inline)) void list_remove(struct tm_entry *e
 		entries[e->next].prev = e->prev;
 }
 
-static inline __attribute__((always_inline)) void entry_link(struct dpv_tm *tm, uint32_t h)
+static inline __attribute__((always_inline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
@@ -302,29 +348,65 @@ static inline __attribute__((always_inline)) void entry_link(struct dpv_tm *tm, 
 	} else {
 		if (e->cls != CLASS_EXACT)
 			tm->classes[e->cls].refs++;
-		e->bucket = bucket_of(tm, e->tag & e->mask, e->mask);
-		c = &tm->buckets[e->bucket];
+		c = &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)];
 		list_append(tm->entries, &c->head, &c->tail, h);
 	}
-	e->state = ENTRY_LISTED;
+}
+
+/* The list outgrows the array: every entry, oldest first, into the hash chains. */
+static __attribute__((noinline)) void small_to_hash(struct dpv_tm *tm)
+{
+	uint32_t i;
+
+	for (i = 0; i < tm->listed; i++)
+		hash_link(tm, tm->small_list[i]);
+	tm->small = false;
+}
+
+static inline __attribute__((always_inline)) void entry_link(struct dpv_tm *tm, uint32_t h)
+{
+	if (tm->small) {
+		if (tm->listed < DPV_TM_SMALL_MAX) {
+			tm->small_list[tm->listed] = h;
+			goto listed;
+		}
+		small_to_hash(tm);
+	}
+	hash_link(tm, h);
+listed:
+	tm->entries[h].state = ENTRY_LISTED;
 	tm->listed++;
+}
+
+/* Remove position @p pos of the array (the list is small). */
+static inline __attribute__((always_inline)) void small_remove(struct dpv_tm *tm, uint32_t pos)
+{
+	for (; pos + 1 < tm->listed; pos++)
+		tm->small_list[pos] = tm->small_list[pos + 1];
 }
 
 static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm, uint32_t h, uint8_t new_state)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
+	uint32_t pos;
 
-	if (e->cls == CLASS_OVERFLOW) {
+	if (tm->small) {
+		for (pos = 0; tm->small_list[pos] != h; pos++)
+			;
+		small_remove(tm, pos);
+	} else if (e->cls == CLASS_OVERFLOW) {
 		list_remove(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
 	} else {
-		c = &tm->buckets[e->bucket];
+		c = &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)];
 		list_remove(tm->entries, &c->head, &c->tail, h);
 		if (e->cls != CLASS_EXACT && --tm->classes[e->cls].refs == 0)
 			tm->nclasses--;
 	}
 	e->state = new_state;
-	tm->listed--;
+	/* Emptied: every chain is empty and no class is in use, so the array takes over. */
+	if (--tm->listed == 0)
+		tm->small = true;
 }
 
 void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cqe *cqe)
@@ -433,9 +515,27 @@ static __attribute__((noinline)) uint32_t find_wild(const struct dpv_tm *tm, uin
 	return best;
 }
 
+/* The small list: the first eligible entry in add order. */
+static inline __attribute__((always_inline)) uint32_t find_small(const struct dpv_tm *tm, uint64_t tag)
+{
+	const struct tm_entry *e;
+	uint32_t i;
+
+	for (i = 0; i < tm->listed; i++) {
+		e = &tm->entries[tm->small_list[i]];
+		if (((tag ^ e->tag) & e->mask) == 0 && eligible(tm, e))
+			return tm->small_list[i];
+	}
+	return NIL;
+}
+
 static inline __attribute__((always_inline)) uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
 {
-	uint32_t best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
+	uint32_t best;
+
+	if (tm->small)
+		return find_small(tm, tag);
+	best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
 
 	if (tm->nclasses == 0 && tm->overflow_head == NIL)
 		return best;
@@ -464,7 +564,7 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 								     : DPV_TM_EXPECTED_RNDV,
 				.handle = h,
 				.recv_wr_id = e->recv_wr_id,
-				.sg_list = &tm->sges[(size_t)h * tm->cfg.max_sge],
+				.sg_list = entry_sges(tm, h),
 				.num_sge = e->num_sge,
 			};
 			tm->n_expected++;
@@ -503,7 +603,7 @@ void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_
 	/* Bring in every message's exact-class chain head, then the entries they name,
 	 * so the misses of a burst overlap instead of adding up. Matching itself stays in
 	 * arrival order: a message sees the list as the messages before it left it. */
-	if (n >= 4) {
+	if (n >= 4 && !tm->small) {
 		for (i = 0; i < n; i++)
 			__builtin_prefetch(&tm->buckets[bucket_of(tm, tmh[i].tag, DPV_TM_MASK_EXACT)]);
 		for (i = 0; i < n; i++) {

@@ -965,6 +965,39 @@ earliest_added_wins_wildcard_then_exact(void **state)
 	dpv_tm_destroy(tm);
 }
 
+/*
+ * MPI order holds whatever the list's depth: short lists are kept differently from long
+ * ones (lib/tm switches when a list grows past a few entries and back when it empties),
+ * so the earliest-added rule is checked while the list grows through the switch, while
+ * it drains, and again after it has emptied.
+ */
+static void
+earliest_added_wins_as_the_list_grows_and_empties(void **state)
+{
+	struct dpv_tm *tm = tm_new(64, 64, 1, 0);
+	uint32_t h[40];
+	unsigned int round, i;
+
+	(void)state;
+	for (round = 0; round < 2; round++) {
+		/* Even entries are wildcards (any low byte), odd ones exact: every message
+		 * 0x5500 | i matches all the wildcards still listed and its own exact entry. */
+		for (i = 0; i < 40; i++)
+			h[i] = add_entry(tm, 0x5500 | i, i % 2 ? DPV_TM_MASK_EXACT : ~0xffull,
+					 100 * round + i);
+		/* Odd messages, in order: the oldest wildcard always precedes the exact one. */
+		for (i = 1; i < 40; i += 2)
+			match_entry(tm, 0x5500 | i, h[i - 1], 100 * round + i - 1);
+		/* Only the exact entries are left: each message finds its own. */
+		for (i = 39; i < 40; i -= 2)
+			match_entry(tm, 0x5500 | i, h[i], 100 * round + i);
+		for (i = 0; i < 40; i++)
+			assert_int_equal(dpv_tm_release(tm, h[i]), 0);
+	}
+	match_none(tm, 0x5501, 0);
+	dpv_tm_destroy(tm);
+}
+
 static void
 each_entry_matches_once(void **state)
 {
@@ -2083,6 +2116,7 @@ main(void)
 		cmocka_unit_test(wildcard_mask_matches),
 		cmocka_unit_test(earliest_added_wins_exact_then_wildcard),
 		cmocka_unit_test(earliest_added_wins_wildcard_then_exact),
+		cmocka_unit_test(earliest_added_wins_as_the_list_grows_and_empties),
 		cmocka_unit_test(each_entry_matches_once),
 		cmocka_unit_test(eager_and_rndv_kinds),
 		cmocka_unit_test(matched_entry_returns_buffers_and_wr_id),
