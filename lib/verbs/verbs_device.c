@@ -116,6 +116,46 @@ static int load_config(void)
 	return 0;
 }
 
+/* Whether the EAL arguments carry option @p opt (alone or as "opt=value"). */
+static bool eal_has(const char *opt)
+{
+	size_t n = strlen(opt);
+	const char *p = conf.eal_args;
+
+	while ((p = strstr(p, opt)) != NULL) {
+		if ((p == conf.eal_args || isspace((unsigned char)p[-1])) &&
+		    (p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
+			return true;
+		p += n;
+	}
+	return false;
+}
+
+/* Whether this machine lacks the hugepage memory EAL needs without --no-huge. */
+static bool hugepages_missing(void)
+{
+	unsigned long free_pages = 0;
+	bool mounted = false;
+	char line[256];
+	FILE *f;
+
+	f = fopen("/proc/meminfo", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "HugePages_Free: %lu", &free_pages) == 1)
+				break;
+		fclose(f);
+	}
+	f = fopen("/proc/mounts", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, " hugetlbfs ") != NULL)
+				mounted = true;
+		fclose(f);
+	}
+	return free_pages == 0 || !mounted;
+}
+
 static int start_eal(void)
 {
 	char buf[CONFIG_LEN], *argv[MAX_EAL_ARGS + 1], *save = NULL, *tok;
@@ -129,6 +169,9 @@ static int start_eal(void)
 	}
 	snprintf(buf, sizeof(buf), "%s", conf.eal_args);
 	argv[argc++] = (char *)"dpverbs";
+	/* EAL's start-up chatter would bury dpverbs' own message; a --log-level among
+	 * the arguments comes later and wins. */
+	argv[argc++] = (char *)"--log-level=warning";
 	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save)) {
 		if (argc == MAX_EAL_ARGS) {
 			complain("more than %d EAL arguments", MAX_EAL_ARGS);
@@ -140,8 +183,14 @@ static int start_eal(void)
 	if (rte_eal_init(argc, argv) < 0) {
 		if (rte_errno == EALREADY)
 			return 0; /* the program started EAL itself: use its ports */
-		complain("EAL did not start with \"%s\": %s (hugepages: mount hugetlbfs and "
-			 "reserve pages, or add --no-huge)", conf.eal_args, rte_strerror(rte_errno));
+		if (!eal_has("--no-huge") && !eal_has("--in-memory") && hugepages_missing())
+			complain("EAL did not start with \"%s\": %s: this machine has no free "
+				 "hugepages or no hugetlbfs mount; reserve and mount them (see "
+				 "doc/guides/configuration.md) or add --no-huge", conf.eal_args,
+				 rte_strerror(rte_errno));
+		else
+			complain("EAL did not start with \"%s\": %s (the EAL messages above say "
+				 "which argument)", conf.eal_args, rte_strerror(rte_errno));
 		return ENODEV;
 	}
 	return 0;
@@ -231,6 +280,13 @@ static int list_devices(void)
 		if (ret != 0)
 			return ret;
 		i++;
+	}
+	if (i == 0 && (eal_has("--vdev") || eal_has("-a") || eal_has("--allow"))) {
+		complain("EAL started but none of the ports its arguments name came up (the "
+			 "messages above say why: a memif socket already in use, an interface "
+			 "that does not exist, a PCI device not bound to vfio-pci): \"%s\"",
+			 conf.eal_args);
+		return ENODEV;
 	}
 	if (i == 0) {
 		complain("EAL started but found no DPDK port: add --vdev=... (memif, af_packet, "

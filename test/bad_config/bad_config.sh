@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# bad_config.sh PROGRAM: every way the configuration can be wrong gives no devices with
+# errno set on both calls of ibv_get_device_list, and exactly one "dpverbs:" line on
+# stderr that names the problem.
+set -u
+prog=$1
+tmp=$(mktemp -d)
+holder=
+cleanup() {
+	[ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+fails=0 n=0
+base="-l 0 --no-huge -m 256 --no-pci --no-telemetry --file-prefix=dpvbad$$"
+
+# case NAME ERRNO PHRASE [env assignments...]
+check() {
+	local name=$1 want_errno=$2 phrase=$3
+	shift 3
+	n=$((n + 1))
+	env -u DPV_EAL_ARGS -u DPV_CONFIG -u DPV_PORT_IPV4 -u DPV_RING_PAIRS "$@" \
+		timeout 60 "$prog" >"$tmp/out" 2>"$tmp/err"
+	local rc=$? ok=1
+	[ $rc -eq 0 ] || ok=0
+	for c in 1 2; do
+		grep -q "^call $c: list set, devices 0, errno $want_errno\$" "$tmp/out" || ok=0
+	done
+	[ "$(grep -c '^dpverbs:' "$tmp/err")" -eq 1 ] || ok=0
+	grep '^dpverbs:' "$tmp/err" | grep -qF -- "$phrase" || ok=0
+	if [ $ok -eq 1 ]; then
+		echo "ok $n - $name"
+	else
+		echo "not ok $n - $name (exit $rc)"
+		sed 's/^/  stdout: /' "$tmp/out"
+		sed 's/^/  stderr: /' "$tmp/err"
+		fails=$((fails + 1))
+	fi
+}
+
+check "no EAL arguments" ENODEV "no EAL arguments"
+check "config file missing" EINVAL "cannot read DPV_CONFIG file" \
+	DPV_CONFIG="$tmp/nonexistent.ini"
+check "port driver that does not exist" ENODEV "EAL did not start" \
+	DPV_EAL_ARGS="$base --vdev=net_nosuch0" DPV_PORT_IPV4=127.0.0.1
+check "PCI device that is not there" ENODEV "none of the ports" \
+	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-telemetry --file-prefix=dpvbad$$ -a 0000:ff:1f.7" \
+	DPV_PORT_IPV4=127.0.0.1
+check "no port at all" ENODEV "found no DPDK port" DPV_EAL_ARGS="$base" DPV_PORT_IPV4=127.0.0.1
+check "no IPv4 address for the port" EINVAL "no IPv4 address for DPDK port 0" \
+	DPV_EAL_ARGS="$base --vdev=net_null0"
+check "IPv4 address that is not one" EINVAL "is not an IPv4 address" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.300
+
+# A memif socket already in use: something else listens on it (memif sockets are in
+# the abstract namespace by default).
+sock="/dpv-bad-config-$$"
+python3 -c "
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.bind('\0' + sys.argv[1]); s.listen(1)
+print('ready', flush=True); time.sleep(120)" "$sock" >"$tmp/holder" &
+holder=$!
+for _ in $(seq 100); do grep -q ready "$tmp/holder" && break; sleep 0.05; done
+check "memif socket already in use" ENODEV "none of the ports" \
+	DPV_EAL_ARGS="$base --vdev=net_memif0,role=server,socket=$sock" DPV_PORT_IPV4=127.0.0.1
+kill "$holder"; wait "$holder" 2>/dev/null; holder=
+
+# No hugepages and no --no-huge: in a mount namespace without hugetlbfs (or on a machine
+# without hugepages, as it is).
+nohuge_args="-l 0 -m 64 --no-pci --no-telemetry --file-prefix=dpvbad$$ --vdev=net_null0"
+if ! grep -q hugetlbfs /proc/mounts || [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" = 0 ]; then
+	check "no hugepages, no --no-huge" ENODEV "no free hugepages or no hugetlbfs mount" \
+		DPV_EAL_ARGS="$nohuge_args" DPV_PORT_IPV4=127.0.0.1
+elif [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+	n=$((n + 1))
+	unshare -m bash -c '
+		for m in $(awk "\$3 == \"hugetlbfs\" {print \$2}" /proc/mounts); do umount "$m"; done
+		env -u DPV_CONFIG DPV_EAL_ARGS="$1" DPV_PORT_IPV4=127.0.0.1 timeout 60 "$2"' \
+		_ "$nohuge_args" "$prog" >"$tmp/out" 2>"$tmp/err"
+	if grep -q "^call 2: list set, devices 0, errno ENODEV$" "$tmp/out" &&
+	   [ "$(grep -c '^dpverbs:' "$tmp/err")" -eq 1 ] &&
+	   grep -q "no free hugepages or no hugetlbfs mount" "$tmp/err"; then
+		echo "ok $n - no hugepages, no --no-huge (mount namespace without hugetlbfs)"
+	else
+		echo "not ok $n - no hugepages, no --no-huge"
+		sed 's/^/  stdout: /' "$tmp/out"; sed 's/^/  stderr: /' "$tmp/err"
+		fails=$((fails + 1))
+	fi
+else
+	echo "# skipped: no hugepages, no --no-huge (needs root and unshare -m)"
+fi
+echo "$((n - fails)) of $n configurations refused cleanly"
+[ $fails -eq 0 ]
