@@ -183,4 +183,32 @@ void dpv_verbs_gid_of(uint32_t ipv4, union ibv_gid *gid);
 /* The IPv4 address of an IPv4-mapped GID; false if the GID is not one. */
 bool dpv_verbs_gid_ipv4(const union ibv_gid *gid, uint32_t *ipv4);
 
+/*
+ * libibverbs.so.1 exports these (libibverbs.map) but rdma-core installs no header that
+ * declares them (they live in its driver.h and marshall.h): their prototypes and the
+ * GID type enum below are facts of that ABI. verbs_abi.c defines them; test_abi.c
+ * calls them.
+ */
+struct ibv_sa_path_rec;
+struct ib_user_path_rec;
+struct ib_uverbs_ah_attr;
+struct ib_uverbs_qp_attr;
+
+/* The GID type as ibv_query_gid_type() reports it: values fixed by the ABI. */
+enum ibv_gid_type_sysfs {
+	IBV_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
+	IBV_GID_TYPE_SYSFS_ROCE_V2 = 1,
+};
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum ibv_gid_type_sysfs *type);
+const char *ibv_get_sysfs_path(void);
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+void ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst, struct ib_uverbs_qp_attr *src);
+void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_attr *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
+
 #endif /* DPV_VERBS_PRIV_H */
