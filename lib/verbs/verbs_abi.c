@@ -527,18 +527,6 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 
 /* ---- memory regions (ibv_rereg_mr(3), ibv_reg_mr(3)) ---- */
 
-/* ibv_reg_mr(3)'s rules for access flags: what ibv_reg_mr accepts. */
-static bool access_ok(unsigned int access)
-{
-	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
-
-	return (access & ~known) == 0 &&
-	       (!(access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
-		(access & IBV_ACCESS_LOCAL_WRITE));
-}
-
 /*
  * Change a registered region in place: its range (IBV_REREG_MR_CHANGE_TRANSLATION,
  * @p addr and @p length), its PD (_CHANGE_PD) and its access (_CHANGE_ACCESS, @p access
@@ -559,7 +547,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 
 	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
 	    (acc != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !access_ok(acc)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !dpv_verbs_access_ok(acc)) ||
 	    ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL || pd->context != ibmr->context)) ||
 	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == NULL || length == 0))) {
 		errno = EINVAL;
@@ -573,8 +561,7 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		m->mr.pd = to_pd(pd)->id;
 	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		m->mr.access = acc & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		m->mr.access = dpv_verbs_access_kept(acc);
 	dpv_dev_disown(dev);
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		ibmr->addr = addr;

@@ -6,10 +6,6 @@
 
 #include "verbs_priv.h"
 
-#define KNOWN_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
-		      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
-		      IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
-
 static pthread_mutex_t mr_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
@@ -56,10 +52,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	uint32_t slot;
 	int ret;
 
-	/* Remote write or atomic needs local write (ibv_reg_mr(3): EINVAL). */
-	if ((access & ~KNOWN_ACCESS) != 0 || iova != (uintptr_t)addr ||
-	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	     !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+	if (!dpv_verbs_access_ok(access) || iova != (uintptr_t)addr ||
 	    (addr == NULL && length > 0)) {
 		errno = EINVAL;
 		return NULL;
@@ -82,8 +75,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	m->mr.length = length;
 	m->mr.lkey = slot << 8 | t->gen[slot];
 	m->mr.rkey = m->mr.lkey;
-	m->mr.access = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	m->mr.access = dpv_verbs_access_kept(access);
 	m->mr.pd = to_pd(pd)->id;
 	/* The region is whole before the device can find it. */
 	__atomic_store_n(&t->slot[slot], &m->mr, __ATOMIC_RELEASE);

@@ -211,4 +211,24 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
+/* ibv_reg_mr(3)'s rules for access flags: only known bits, and remote write or atomic
+ * only with local write (otherwise EINVAL). Shared by ibv_reg_mr and ibv_rereg_mr. */
+static inline bool dpv_verbs_access_ok(unsigned int access)
+{
+	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+
+	return (access & ~known) == 0 &&
+	       (!(access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
+		(access & IBV_ACCESS_LOCAL_WRITE));
+}
+
+/* The access bits the device checks, of what the application asked for. */
+static inline uint32_t dpv_verbs_access_kept(unsigned int access)
+{
+	return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+}
+
 #endif /* DPV_VERBS_PRIV_H */
