@@ -264,6 +264,7 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac)
 {
 	struct dpv_arp_entry *e;
+	uint64_t now;
 
 	if (ip == port->ipv4) {
 		rte_ether_addr_copy(&port->mac, mac);
@@ -276,8 +277,12 @@ bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr 
 		rte_ether_addr_copy(&e->mac, mac);
 		return true;
 	}
-	if (e->last_request_tsc == 0)
-		arp_request(port, e, rte_get_tsc_cycles());
+	/* Ask again every DPV_ARP_RETRY_MS while someone keeps asking: a lost request or
+	 * reply must not leave the neighbour unknown for good. */
+	now = rte_get_tsc_cycles();
+	if (e->last_request_tsc == 0 ||
+	    now - e->last_request_tsc >= rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
+		arp_request(port, e, now);
 	return false;
 }
 

@@ -157,7 +157,8 @@ void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc);
 
 /**
  * MAC of a neighbour if known.
- * @return true and @p mac set, or false (an ARP request is sent if none is pending)
+ * @return true and @p mac set, or false (an ARP request goes out when none went out in
+ *         the last DPV_ARP_RETRY_MS, so a caller that keeps asking recovers from loss)
  */
 bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac);
 
