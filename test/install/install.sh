@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# install.sh BUILDDIR PREFIX LIBDIR BINDIR INCLUDEDIR MANDIR DATADIR PROGRAM.c
+#
+# What a user gets from `meson install`: the build is installed into a temporary
+# DESTDIR, the files a user needs are checked there (the drop-in libibverbs.so.1 and its
+# links, dpv-perf, the man pages, the headers, dpverbs.pc), then PROGRAM.c, an ordinary
+# verbs program, is built with `pkg-config --cflags --libs dpverbs` alone and run on the
+# installed drop-in with a ring pair: it must list dpv0 and dpv1 and query them.
+# LIBDIR and the other directories are meson's options: relative to PREFIX, or absolute.
+# Environment: MESON, PKG_CONFIG and CC name the tools (default: from PATH).
+set -u
+if [ $# -ne 8 ]; then
+	echo "usage: $0 BUILDDIR PREFIX LIBDIR BINDIR INCLUDEDIR MANDIR DATADIR PROGRAM.c" >&2
+	exit 2
+fi
+build=$1 prefix=$2 src=$8
+meson=${MESON:-meson} pkg_config=${PKG_CONFIG:-pkg-config} cc=${CC:-cc}
+under_prefix() { case $1 in /*) echo "$1" ;; *) echo "$prefix/$1" ;; esac; }
+libdir=$(under_prefix "$3") bindir=$(under_prefix "$4") includedir=$(under_prefix "$5")
+mandir=$(under_prefix "$6") datadir=$(under_prefix "$7")
+
+tmp=$(mktemp -d)
+eal_prefix=dpvinstall$$
+# EAL's run-time directory of the run below: /var/run/dpdk/<prefix> as root, else under
+# XDG_RUNTIME_DIR.
+trap 'rm -rf "$tmp" "/var/run/dpdk/$eal_prefix" "${XDG_RUNTIME_DIR:-/tmp}/dpdk/$eal_prefix"' EXIT
+root=$tmp/root
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; }
+check() { # description, command...
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+if ! "$meson" install -C "$build" --no-rebuild --quiet --destdir "$root" >"$tmp/install.log" 2>&1; then
+	not_ok "meson install --destdir"
+	sed 's/^/  /' "$tmp/install.log"
+	echo "$((n - fails)) of $n install checks passed"
+	exit 1
+fi
+ok "meson install --destdir"
+
+# The drop-in, in a directory of its own, with the links a linker and a loader follow.
+dropin=$root$libdir/dpverbs
+real=
+for f in "$dropin"/libibverbs.so.1.*; do
+	[ -e "$f" ] && real=${f##*/} && break
+done
+check "drop-in library $libdir/dpverbs/${real:-libibverbs.so.1.*}" \
+	test -n "$real" -a -f "$dropin/$real" -a ! -L "$dropin/$real"
+check "libibverbs.so.1 links to $real" \
+	test -L "$dropin/libibverbs.so.1" -a "$(readlink -f "$dropin/libibverbs.so.1")" = "$(readlink -f "$dropin/$real")"
+check "libibverbs.so links to $real" \
+	test -L "$dropin/libibverbs.so" -a "$(readlink -f "$dropin/libibverbs.so")" = "$(readlink -f "$dropin/$real")"
+check "its SONAME is libibverbs.so.1" \
+	grep -q 'SONAME.*\[libibverbs\.so\.1\]' <(readelf -d "$dropin/$real" 2>&1)
+
+check "dpv-perf in $bindir runs" grep -q '^usage: dpv-perf' <("$root$bindir/dpv-perf" --help 2>&1)
+for page in man1/dpv-perf.1 man7/dpverbs.7; do
+	check "man page $mandir/$page" test -f "$root$mandir/$page" -o -f "$root$mandir/$page.gz"
+done
+check "header $includedir/dpverbs/dpv_verbs.h" test -f "$root$includedir/dpverbs/dpv_verbs.h"
+check "pkg-config file $libdir/pkgconfig/dpverbs.pc" test -f "$root$libdir/pkgconfig/dpverbs.pc"
+check "profile $datadir/dpverbs/ring-pair.ini" test -f "$root$datadir/dpverbs/ring-pair.ini"
+
+# A program built as the user would, from the installed tree only.
+flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root$libdir/pkgconfig \
+	"$pkg_config" --cflags --libs dpverbs 2>"$tmp/pc.err")
+check "pkg-config --cflags --libs dpverbs: $flags" test -n "$flags" -a ! -s "$tmp/pc.err"
+prog=$tmp/list_devices
+# shellcheck disable=SC2086 # the flags are words
+if $cc -Wall -Wextra -Werror -o "$prog" "$src" $flags >"$tmp/cc.log" 2>&1; then
+	ok "cc $(basename "$src") \$(pkg-config --cflags --libs dpverbs)"
+else
+	not_ok "cc $(basename "$src") \$(pkg-config --cflags --libs dpverbs)"
+	sed 's/^/  /' "$tmp/cc.log"
+fi
+readelf -d "$prog" >"$tmp/dynamic" 2>&1
+check "the program NEEDs libibverbs.so.1" grep -q 'NEEDED.*\[libibverbs\.so\.1\]' "$tmp/dynamic"
+# pkg-config puts the sysroot in front of libdir or not, depending on its make: either
+# way the RUNPATH is the drop-in's directory.
+runpath=$(sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p' "$tmp/dynamic")
+check "its RUNPATH is the drop-in's directory ($runpath)" \
+	test "$runpath" = "$libdir/dpverbs" -o "$runpath" = "$dropin"
+
+export LD_LIBRARY_PATH=$dropin
+check "the loader takes libibverbs.so.1 from $libdir/dpverbs" \
+	grep -q "libibverbs\.so\.1 => $dropin/libibverbs\.so\.1 " <(ldd "$prog" 2>&1)
+env -u DPV_CONFIG -u DPV_PROGRESS -u DPV_CAPTURE DPV_RING_PAIRS=1 \
+	DPV_PORT_IPV4=127.0.0.1,127.0.0.2 \
+	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-pci --no-telemetry --file-prefix=$eal_prefix" \
+	timeout 60 "$prog" >"$tmp/run.out" 2>"$tmp/run.err"
+rc=$?
+check "the program exits 0 (exit $rc)" test $rc -eq 0
+check "it lists two devices" grep -qx 'devices: 2' "$tmp/run.out"
+check "named dpv0 and dpv1" \
+	test "$(grep '^device [0-9]*:' "$tmp/run.out" | tr '\n' ' ')" = "device 0: dpv0 device 1: dpv1 "
+check "port 1 of dpv0 is active" grep -q '^port 1: PORT_ACTIVE,' "$tmp/run.out"
+check "GID 0 of dpv0 is ::ffff:127.0.0.1" grep -qx 'gid 0: ::ffff:127.0.0.1' "$tmp/run.out"
+if [ $fails -ne 0 ]; then
+	sed 's/^/  stdout: /' "$tmp/run.out"
+	sed 's/^/  stderr: /' "$tmp/run.err"
+fi
+echo "$((n - fails)) of $n install checks passed"
+[ $fails -eq 0 ]
