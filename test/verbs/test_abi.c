@@ -899,46 +899,6 @@ static int run_device_abi_tests(void)
 	return cmocka_run_group_tests_name("abi_device", tests, NULL, NULL);
 }
 
-static bool parse_ipv4(const char *s, uint32_t *out)
-{
-	unsigned int a, b, c, d;
-
-	if (sscanf(s, "%u.%u.%u.%u", &a, &b, &c, &d) != 4 || a > 255 || b > 255 || c > 255 ||
-	    d > 255)
-		return false;
-	*out = a << 24 | b << 16 | c << 8 | d;
-	return true;
-}
-
-static bool open_side(struct side *s, const char *name, struct ibv_device *dev)
-{
-	s->name = name;
-	s->dev = dev;
-	s->ctx = ibv_open_device(dev);
-	if (s->ctx == NULL) {
-		perror("ibv_open_device");
-		return false;
-	}
-	s->pd = ibv_alloc_pd(s->ctx);
-	s->idle_cq = ibv_create_cq(s->ctx, 1, NULL, NULL, 0);
-	if (s->pd == NULL || s->idle_cq == NULL || ibv_query_gid(s->ctx, 1, 0, &s->gid) != 0) {
-		fprintf(stderr, "%s: cannot set up PD, CQ or GID\n", name);
-		return false;
-	}
-	return true;
-}
-
-static void close_side(struct side *s)
-{
-	if (s->ctx == NULL)
-		return;
-	if (s->idle_cq != NULL)
-		ibv_destroy_cq(s->idle_cq);
-	if (s->pd != NULL)
-		ibv_dealloc_pd(s->pd);
-	ibv_close_device(s->ctx);
-}
-
 int main(void)
 {
 	const char *ipv4;
@@ -951,23 +911,10 @@ int main(void)
 	setenv("DPV_RING_PAIRS", "1", 0);
 	setenv("DPV_PORT_IPV4", default_ipv4, 0);
 	ipv4 = getenv("DPV_PORT_IPV4");
-	if (!parse_ipv4(ipv4, &A.ipv4) || strchr(ipv4, ',') == NULL ||
-	    !parse_ipv4(strchr(ipv4, ',') + 1, &B.ipv4)) {
-		fprintf(stderr, "DPV_PORT_IPV4=%s: want two addresses\n", ipv4);
-		return 1;
-	}
-	dev_list = ibv_get_device_list(&dev_count);
-	if (dev_list == NULL || dev_count != 2) {
-		fprintf(stderr, "want 2 devices (DPV_RING_PAIRS=1), got %d\n",
-			dev_list != NULL ? dev_count : -1);
-		return 1;
-	}
-	if (!open_side(&A, "dpv0", dev_list[0]) || !open_side(&B, "dpv1", dev_list[1]))
+	if (!sides_open(ipv4))
 		failed++;
 	else
 		failed += run_device_abi_tests();
-	close_side(&B);
-	close_side(&A);
-	ibv_free_device_list(dev_list);
+	sides_close();
 	return failed ? 1 : 0;
 }

@@ -52,6 +52,17 @@ struct conn_opts {
 
 extern const struct conn_opts conn_default;
 
+/* ---- the two devices ---- */
+
+/*
+ * Take the addresses of A and B from @p ipv4 ("a.b.c.d,e.f.g.h", DPV_PORT_IPV4), list
+ * the devices (two: one ring pair) and open dpv0 as A and dpv1 as B, each with a PD,
+ * an idle CQ and its GID 0. False, with the reason on stderr, when any step fails;
+ * sides_close() undoes whatever was done either way.
+ */
+bool sides_open(const char *ipv4);
+void sides_close(void);
+
 /* ---- objects destroyed by teardown_objects(), newest first ---- */
 
 void *new_buf(size_t len);
