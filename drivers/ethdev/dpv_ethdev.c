@@ -7,12 +7,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 
 #include "dpv_port.h"
 
 #define RX_DESC 1024
 #define TX_DESC 1024
+/* How long opening a port waits for its link (a memif client's takes about 1 ms). */
+#define LINK_WAIT_MS 100
+
+/*
+ * Let a link that is coming up come up before the device is used, as NIC drivers'
+ * users wait after starting a port. A memif client is up once its handshake with the
+ * server is done, and until then the server can send it nothing: with no wait, the
+ * first ARP reply could be lost (a 200 ms retry), ibv_devinfo said PORT_DOWN, and a
+ * program that ends at once (ibv_devinfo) left mid-handshake, which makes a DPDK 22.11
+ * memif server panic ("Error adding fd ... epoll_ctl"). A port that stays down (a
+ * memif server without its client) costs the open LINK_WAIT_MS.
+ */
+static void wait_link(uint16_t ethdev_port)
+{
+	struct rte_eth_link link;
+
+	for (unsigned int ms = 0; ms < LINK_WAIT_MS; ms++) {
+		if (rte_eth_link_get_nowait(ethdev_port, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			return;
+		rte_delay_us_sleep(1000);
+	}
+}
 
 static int ethdev_open(struct dpv_port *port, const char *args, unsigned int pool_size)
 {
@@ -67,6 +91,7 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_eth_random_addr(port->mac.addr_bytes);
 	}
 	rte_eth_promiscuous_enable(port->ethdev_port);
+	wait_link(port->ethdev_port);
 	return 0;
 }
 

@@ -431,7 +431,7 @@ struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
 	return m;
 }
 
-static void tx_flush(struct dpv_xport *x)
+void xp_tx_flush(struct dpv_xport *x)
 {
 	if (x->ntx == 0)
 		return;
@@ -455,7 +455,7 @@ void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip)
 	}
 	x->txb[x->ntx++] = m;
 	if (x->ntx == XP_TXB)
-		tx_flush(x);
+		xp_tx_flush(x);
 }
 
 /* ---- the device ---- */
@@ -481,7 +481,7 @@ void dpv_xport_destroy(struct dpv_xport *x)
 		return;
 	while (x->nlive > 0)
 		dpv_qp_destroy(x, &x->live[x->nlive - 1]->qp);
-	tx_flush(x);
+	xp_tx_flush(x);
 	while (x->loop_head != x->loop_tail)
 		rte_pktmbuf_free(x->loopq[x->loop_head++ & (XP_LOOPQ - 1)]);
 	rte_free(x);
@@ -560,7 +560,7 @@ static void rx_burst(struct dpv_xport *x, struct rte_mbuf **pkts, uint32_t n)
 		rte_pktmbuf_free(pkts[i]);
 	}
 	xp_resp_flush_acks(x);
-	tx_flush(x);
+	xp_tx_flush(x);
 }
 
 /* Receive what the device sent itself, until nothing more comes back. */
@@ -626,14 +626,14 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget)
 			sent += n;
 			progress += n;
 			if (x->loop_tail - x->loop_head >= XP_LOOPQ / 2) {
-				tx_flush(x);
+				xp_tx_flush(x);
 				loop_drain(x);
 			}
 		}
 	} while (progress > 0 && sent < budget);
 	if (x->nlive > 0)
 		x->cursor = (x->cursor + 1) % x->nlive;
-	tx_flush(x);
+	xp_tx_flush(x);
 	loop_drain(x);
 	return sent;
 }

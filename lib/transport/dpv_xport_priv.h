@@ -177,6 +177,8 @@ static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
 struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
 				uint32_t payload_len, uint8_t **payload);
 void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip);
+/* Hand the frames batched for the port to it. */
+void xp_tx_flush(struct dpv_xport *x);
 void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
 		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl);
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,

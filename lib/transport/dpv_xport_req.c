@@ -96,6 +96,10 @@ static uint32_t dst_room(struct dpv_xport *x, uint32_t dst)
 
 	if (dst == x->port->ipv4 || dpv_port_resolve(x->port, dst, &mac))
 		return UINT32_MAX;
+	/* Frames still batched here are not held by the port yet: hand them over first,
+	 * or every QP (and every pass) to this neighbour gets its one frame, and all but
+	 * DPV_ARP_HOLD of them are dropped. */
+	xp_tx_flush(x);
 	return port_holds_for(x->port, dst) ? 0 : 1;
 }
 

@@ -12,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cfgfile.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -338,9 +340,9 @@ int ibv_get_device_index(struct ibv_device *device)
 }
 
 /* The node GUID: the port's MAC as an EUI-64 (as RoCE devices do). */
-static __be64 node_guid(const struct dpv_dev *dev)
+static __be64 guid_of_mac(const struct rte_ether_addr *mac)
 {
-	const uint8_t *m = dev->port.mac.addr_bytes;
+	const uint8_t *m = mac->addr_bytes;
 	uint8_t g[8] = {m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
 	__be64 v;
 
@@ -348,11 +350,24 @@ static __be64 node_guid(const struct dpv_dev *dev)
 	return v;
 }
 
+static __be64 node_guid(const struct dpv_dev *dev)
+{
+	return guid_of_mac(&dev->port.mac);
+}
+
 __be64 ibv_get_device_guid(struct ibv_device *device)
 {
 	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
+	struct rte_ether_addr mac;
 
-	return d->dev != NULL ? node_guid(d->dev) : 0;
+	if (d->dev != NULL)
+		return node_guid(d->dev);
+	/* Not opened (ibv_devices lists without opening): the ethdev has its MAC from
+	 * probe on, the one the open keeps. A port without a MAC of its own (ring) gets
+	 * one only when opened. */
+	if (rte_eth_macaddr_get(d->ethdev_port, &mac) != 0 || rte_is_zero_ether_addr(&mac))
+		return 0;
+	return guid_of_mac(&mac);
 }
 
 /*
@@ -369,6 +384,63 @@ static void finish_captures(void)
 		if (dev != NULL && dev->port.capture != NULL) {
 			dpv_dev_own(dev);
 			dpv_port_capture(&dev->port, NULL);
+		}
+	}
+	pthread_mutex_unlock(&devices_lock);
+}
+
+/* How long devices keep running at exit once nothing comes or goes, and at most. */
+#define LINGER_QUIET_MS 20
+#define LINGER_MAX_MS 500
+
+/* Frames in and out of every open device; -1 when none has sent anything. */
+static int64_t frames_moved(void)
+{
+	int64_t n = 0;
+	bool sent = false;
+
+	for (unsigned int i = 0; i < n_devices; i++) {
+		const struct dpv_dev *dev = devices[i]->dev;
+
+		if (dev != NULL) {
+			uint64_t tx = __atomic_load_n(&dev->port.stats.tx_frames, __ATOMIC_RELAXED);
+
+			n += (int64_t)(tx + __atomic_load_n(&dev->port.stats.rx_frames,
+							      __ATOMIC_RELAXED));
+			sent |= tx != 0;
+		}
+	}
+	return sent ? n : -1;
+}
+
+/*
+ * At exit, let what the devices sent reach their peers: a NIC has put a program's
+ * last ACKs on the wire before the program sees the completions they answer, but a
+ * port's TX ring lives in this process, and a memif peer reads from this process's
+ * memory and drops what it had not read when the process goes. A program that exits
+ * right after its last completion (ibv_srq_pingpong) took the ACKs of its last
+ * receives with it, and its peer waited for them for ever. The devices run on (their
+ * lcore or service, or here) until nothing has come or gone for LINGER_QUIET_MS.
+ */
+static void linger(void)
+{
+	const uint64_t ms = rte_get_timer_hz() / 1000;
+	const uint64_t quiet_for = LINGER_QUIET_MS * ms, at_most = LINGER_MAX_MS * ms;
+	uint64_t start = rte_get_timer_cycles(), quiet = start, now = start;
+	int64_t moved, last;
+
+	pthread_mutex_lock(&devices_lock);
+	last = frames_moved();
+	while (last >= 0 && now - quiet < quiet_for && now - start < at_most) {
+		struct timespec ts = {0, 100000};
+
+		dpv_engine_progress();
+		nanosleep(&ts, NULL);
+		now = rte_get_timer_cycles();
+		moved = frames_moved();
+		if (moved != last) {
+			last = moved;
+			quiet = now;
 		}
 	}
 	pthread_mutex_unlock(&devices_lock);
@@ -394,6 +466,7 @@ static int start_capture(struct dpv_device *d)
 
 static int open_dev(struct dpv_device *d)
 {
+	static bool linger_hook;
 	int ret = 0;
 
 	pthread_mutex_lock(&devices_lock);
@@ -406,6 +479,9 @@ static int open_dev(struct dpv_device *d)
 			ret = start_capture(d);
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
+		/* After the capture's hook: atexit runs it first, the capture sees it all. */
+		if (ret == 0 && !linger_hook)
+			linger_hook = atexit(linger) == 0;
 	}
 	pthread_mutex_unlock(&devices_lock);
 	return ret;

@@ -1,0 +1,349 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# One unmodified ibverbs-utils program (rdma-core's binaries, as Debian ships them) run
+# on the drop-in libibverbs.so.1, on two dpverbs devices in two processes joined by a
+# link. Usage:
+#
+#   dropin.sh LINK MEMORY TCP_PORT PROGRAM [ARGS...]
+#
+#   LINK      memif     net_memif, server and client on one socket file
+#             afpacket  net_af_packet on the two ends of a veth pair, each end in a
+#                       network namespace of its own (needs root; exit 77 without it)
+#             afxdp     net_af_xdp on the same veth pair, the TCP exchange on a second
+#                       pair (needs root; not registered in meson.build, which says why)
+#   MEMORY    nohuge    --no-huge --no-shconf
+#             huge      --in-memory (hugepages, nothing shared between the processes)
+#   TCP_PORT  where a pingpong's server listens for the QP exchange (ibv_devices and
+#             ibv_devinfo need one too: an ibv_rc_pingpong holds their link)
+#   PROGRAM   ibv_devices, ibv_devinfo, ibv_rc_pingpong, ibv_srq_pingpong, ibv_ud_pingpong
+#
+# DPV_DROPIN_LIBDIR names the directory of the drop-in (meson sets it). The pingpongs run
+# as a server (no host name) on side A and a client on side B; ibv_devices and
+# ibv_devinfo run on side B while an ibv_rc_pingpong server on side A holds the link,
+# released afterwards by a short exchange. Every process must exit 0 and print what the program prints when it really did
+# its work (device lines, port attributes, "N bytes in", "N iters in", the peer's GID),
+# and nothing that says it did not ("invalid data in page", "Failed status"). On a
+# failure both sides' output is printed. Only the processes started here are ended, by
+# pid; the temporary directory, EAL's runtime directories, and for the veth links the
+# namespaces and the veth pair, are removed on every exit.
+
+set -u
+
+if [ $# -lt 4 ]; then
+	echo "usage: $0 memif|afpacket|afxdp nohuge|huge TCP_PORT PROGRAM [ARGS...]" >&2
+	exit 2
+fi
+link=$1 memory=$2 tcp_port=$3 prog=$4
+shift 4
+args=("$@")
+
+libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
+# Only the programs under test get the drop-in (meson puts the build's library
+# directories in LD_LIBRARY_PATH for every test): ip, ss and grep keep the system's.
+unset LD_LIBRARY_PATH
+if [ ! -e "$libdir/libibverbs.so.1" ]; then
+	echo "no $libdir/libibverbs.so.1" >&2
+	exit 1
+fi
+prog_path=$(command -v "$prog") || {
+	echo "skipped: $prog is not installed (Debian package ibverbs-utils)"
+	exit 77
+}
+
+tmp=$(mktemp -d /tmp/dpv-dropin.XXXXXX) || exit 1
+id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+prefix_a=dpvdropin-$id-a
+prefix_b=dpvdropin-$id-b
+ns_a= ns_b= veth_a= veth_b=
+pids=()
+
+cleanup() {
+	local pid
+	# Nothing started here outlives the test: its processes not yet waited for (a pid
+	# waited for may be someone else's by now), by pid.
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
+	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
+	# Deleting a namespace deletes the veth end inside it, and with it its peer; this
+	# is for a pair made before its ends moved.
+	if [ -n "$veth_a" ]; then
+		ip link del "$veth_a" 2>/dev/null
+		ip link del "dpv${id}c" 2>/dev/null
+	fi
+	rm -rf "$tmp" "/var/run/dpdk/$prefix_a" "/var/run/dpdk/$prefix_b"
+	if [ -n "${XDG_RUNTIME_DIR:-}" ]; then
+		rm -rf "$XDG_RUNTIME_DIR/dpdk/$prefix_a" "$XDG_RUNTIME_DIR/dpdk/$prefix_b"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+# EAL of each side: one core each, no PCI, no telemetry socket, its own file prefix.
+case $memory in
+nohuge) mem="--no-huge --no-shconf -m 512" ;;
+huge) mem="--in-memory -m 256" ;;
+*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
+esac
+eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+
+# Side A (the pingpong server) and side B (the client): the command prefix that runs a
+# program there, the dpverbs address (GID 0 is its IPv4-mapped form), and for the client
+# the host name of the server's TCP listener.
+case $link in
+memif)
+	# Both sides in this network namespace; the control exchange on localhost.
+	sock=$tmp/memif.sock
+	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
+	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
+	run_a=() run_b=()
+	ip_a=10.77.0.1 ip_b=10.77.0.2
+	server_host=localhost
+	;;
+afpacket | afxdp)
+	if [ "$(id -u)" != 0 ]; then
+		echo "skipped: the $link link needs root (network namespaces, a veth pair)"
+		exit 77
+	fi
+	ns_a=dpvA$id ns_b=dpvB$id veth_a=dpv${id}a veth_b=dpv${id}b
+	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
+		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
+		ns_a=
+		exit 77
+	fi
+	ip netns add "$ns_b" || exit 1
+	veth() { # name-a name-b: a veth pair, one end in each namespace, up
+		ip link add "$1" type veth peer name "$2" &&
+			ip link set "$1" netns "$ns_a" && ip link set "$2" netns "$ns_b" &&
+			ip -n "$ns_a" link set "$1" up && ip -n "$ns_b" link set "$2" up
+	}
+	veth "$veth_a" "$veth_b" || exit 1
+	ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || exit 1
+	ip_a=10.201.0.11 ip_b=10.201.0.12
+	if [ "$link" = afpacket ]; then
+		# Two addresses on each end of the link, one subnet: the kernel's, for the
+		# pingpongs' TCP exchange of QP numbers and GIDs, and a different one for
+		# dpverbs (DPV_PORT_IPV4), which answers ARP for it itself. The kernel would
+		# answer ARP for its own address and take UDP 4791 sent to it; for dpverbs'
+		# address it does neither (no address of its own, and a namespace does not
+		# forward), so RoCEv2 frames reach only dpverbs, which gets a copy of every
+		# frame of the port, while TCP reaches only the kernel (dpverbs drops what is
+		# not RoCEv2 to its address). Both share one real kernel path.
+		ip -n "$ns_a" addr add 10.201.0.1/24 dev "$veth_a" || exit 1
+		ip -n "$ns_b" addr add 10.201.0.2/24 dev "$veth_b" || exit 1
+		server_host=10.201.0.1
+		# The kernel drops what overflows a packet socket's RX ring (512 frames by
+		# default), and dpverbs has no retransmit timer yet: a lost last frame of a
+		# burst (an ACK, a message's tail) is waited for for ever. 4096 frames hold the
+		# largest burst here, ibv_srq_pingpong's 16 QPs x 64 KiB (1024 frames), twice.
+		vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
+		vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
+	else
+		# af_xdp's XDP program sends every frame of the queue to its socket, so the
+		# kernel sees nothing of that link: the TCP exchange takes a second veth pair
+		# with kernel addresses only.
+		veth "dpv${id}c" "dpv${id}d" || exit 1
+		ip -n "$ns_a" addr add 10.202.0.1/24 dev "dpv${id}c" || exit 1
+		ip -n "$ns_b" addr add 10.202.0.2/24 dev "dpv${id}d" || exit 1
+		server_host=10.202.0.1
+		vdev_a="--vdev=net_af_xdp0,iface=$veth_a,start_queue=0,queue_count=1"
+		vdev_b="--vdev=net_af_xdp0,iface=$veth_b,start_queue=0,queue_count=1"
+	fi
+	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
+	;;
+*)
+	echo "link $link: want memif, afpacket or afxdp" >&2
+	exit 2
+	;;
+esac
+
+# A program on one side, in the background, bounded by a timeout.
+start_side() { # side seconds outfile program args...
+	local side=$1 secs=$2 out=$3 eal ip run
+	shift 3
+	if [ "$side" = a ]; then
+		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
+	else
+		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
+	fi
+	# Line-buffered, so a side that is ended still shows how far it got.
+	timeout --kill-after=5 "$secs" "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
+		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
+		stdbuf -oL -eL "$@" >"$out" 2>&1 &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+
+failed=0
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# The exit status of a side; a timeout's 124/137 say it hung.
+finish_side() { # pid name
+	local rc p rest=()
+	wait "$1"
+	rc=$?
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+	case $rc in
+	0) ;;
+	124 | 137) fail "$2 did not finish in time (hung)" ;;
+	*) fail "$2 exited with status $rc" ;;
+	esac
+}
+
+expect() { # file name regex
+	grep -Eq -- "$3" "$1" || fail "$2: no line matching '$3'"
+}
+
+refuse() { # file name regex
+	! grep -Eq -- "$3" "$1" || fail "$2: printed '$(grep -Em1 -- "$3" "$1")'"
+}
+
+listening() { # the server's TCP port listens (in its namespace)
+	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+}
+
+ipre() { echo "${1//./\\.}"; }
+
+out_a=$tmp/a.out out_b=$tmp/b.out
+if [ "$tcp_port" = 0 ]; then
+	echo "every program needs a TCP port (the pingpongs' exchange, the peer's hold)" >&2
+	exit 2
+fi
+
+# A pingpong server on side A and, once it listens, its client on side B; both waited
+# for. The server holds the link: it opens its device, then waits in accept().
+pingpong_server() { # outfile args...
+	local out=$1
+	shift
+	# Someone else's listener would take our client's connection.
+	if listening; then
+		fail "TCP port $tcp_port is already in use"
+		return 1
+	fi
+	start_side a 90 "$out" "$@" -p "$tcp_port"
+	server_pid=$last_pid
+	for ((i = 0; i < 300; i++)); do
+		listening && return 0
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "the server never listened on TCP port $tcp_port"
+	finish_side "$server_pid" "server ($*)"
+	return 1
+}
+
+pingpong_client() { # outfile args...
+	local out=$1
+	shift
+	start_side b 60 "$out" "$@" -p "$tcp_port" "$server_host"
+	finish_side "$last_pid" "client ($* $server_host)"
+	# The server finishes with its client; one that does not in 30 s has hung (or
+	# waits for a client that never connected) and is ended.
+	for ((i = 0; i < 300; i++)); do
+		kill -0 "$server_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$server_pid" 2>/dev/null && fail "server still running 30 s after its client ended: ended it"
+	finish_side "$server_pid" "server ($*)"
+}
+
+# What a pingpong side must have printed: the peer's GID 0 (-g 0), the transfer lines
+# of the size and count asked for (the programs' defaults otherwise).
+check_pingpong() { # outfile name peer-ip program args...
+	local out=$1 name=$2 peer=$3 prog=$4 size=4096 iters=1000 i
+	shift 4
+	[ "$prog" = ibv_ud_pingpong ] && size=2048
+	set -- "$@" ""
+	for ((i = 1; i < $#; i++)); do
+		case ${!i} in
+		-s) size=${@:i+1:1} ;;
+		-n) iters=${@:i+1:1} ;;
+		esac
+	done
+	expect "$out" "$name" "^  remote address: .*GID ::ffff:$(ipre "$peer")\$"
+	# (ibv_srq_pingpong counts its -n exchanges over all its QPs together.)
+	expect "$out" "$name" "^$((size * iters * 2)) bytes in [0-9.]+ seconds"
+	expect "$out" "$name" "^$iters iters in [0-9.]+ seconds"
+	refuse "$out" "$name" 'invalid data in page|Failed status|Couldn'"'"'t|failed'
+}
+
+case $prog in
+ibv_devices | ibv_devinfo)
+	# The program runs on side B while side A's device is up and holds the link (a
+	# memif client cannot even start without its server); the holder is an
+	# ibv_rc_pingpong server, released afterwards by a short exchange.
+	hold=(ibv_rc_pingpong -g 0 -n 4 -s 1024)
+	if pingpong_server "$tmp/hold-a.out" "${hold[@]}"; then
+		start_side b 60 "$out_b" "$prog_path" "${args[@]}"
+		finish_side "$last_pid" "side B ($prog ${args[*]})"
+		pingpong_client "$tmp/hold-b.out" "${hold[@]}"
+		check_pingpong "$tmp/hold-a.out" "holder (server)" "$ip_b" "${hold[@]}"
+		check_pingpong "$tmp/hold-b.out" "holder release (client)" "$ip_a" "${hold[@]}"
+	fi
+	name="side B ($prog ${args[*]})"
+	if [ "$prog" = ibv_devices ]; then
+		# One device, dpv0, with the node GUID dpverbs derives from the MAC (known
+		# before the device is opened, as from rdma-core's sysfs).
+		expect "$out_b" "$name" '^[[:space:]]+device[[:space:]]+node GUID$'
+		expect "$out_b" "$name" '^[[:space:]]+dpv0[[:space:]]+[0-9a-f]{16}$'
+		refuse "$out_b" "$name" '^[[:space:]]+dpv0[[:space:]]+0{16}$'
+		refuse "$out_b" "$name" '^[[:space:]]+dpv1[[:space:]]'
+	else
+		expect "$out_b" "$name" $'^hca_id:\tdpv0$'
+		expect "$out_b" "$name" $'^\ttransport:\t+InfiniBand \\(0\\)$'
+		expect "$out_b" "$name" $'^\tfw_ver:\t+dpverbs '
+		expect "$out_b" "$name" $'^\tphys_port_cnt:\t+1$'
+		expect "$out_b" "$name" $'^\t+state:\t+PORT_ACTIVE \\(4\\)$'
+		expect "$out_b" "$name" $'^\t+active_mtu:\t+(256|512|1024|2048|4096) '
+		expect "$out_b" "$name" $'^\t+link_layer:\t+Ethernet$'
+		refuse "$out_b" "$name" '^hca_id:.dpv1'
+		if [[ " ${args[*]} " == *" -v "* ]]; then
+			expect "$out_b" "$name" $'^\tmax_qp:\t+[1-9]'
+			expect "$out_b" "$name" $'^\tmax_srq:\t+[1-9]'
+			expect "$out_b" "$name" $'^\tmax_num_tags:\t+[1-9]'
+			expect "$out_b" "$name" $'^\t+GID\\[  0\\]:\t+::ffff:'"$(ipre "$ip_b")"', RoCE v2$'
+		fi
+	fi
+	;;
+ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
+	if pingpong_server "$out_a" "$prog_path" "${args[@]}"; then
+		pingpong_client "$out_b" "$prog_path" "${args[@]}"
+	fi
+	check_pingpong "$out_a" server "$ip_b" "$prog" "${args[@]}"
+	check_pingpong "$out_b" client "$ip_a" "$prog" "${args[@]}"
+	;;
+*)
+	echo "program $prog: not one of the five ibverbs-utils programs" >&2
+	exit 2
+	;;
+esac
+
+if [ "$failed" != 0 ] && [ "$link" = afxdp ] &&
+	grep -qs 'failed to initialize net_af_xdp' "$tmp"/*.out; then
+	# Not every kernel or container lets a process attach XDP programs.
+	echo "skipped: net_af_xdp does not start here:"
+	grep -hs -B3 'failed to initialize net_af_xdp' "$tmp"/*.out | head -20
+	exit 77
+fi
+if [ "$failed" != 0 ]; then
+	for f in hold-a a hold-b b; do
+		[ -e "$tmp/$f.out" ] || continue
+		case $f in
+		*a) echo "==== $f: side A, $ip_a, $link ${run_a[*]}" ;;
+		*b) echo "==== $f: side B, $ip_b, $link ${run_b[*]}" ;;
+		esac
+		cat "$tmp/$f.out"
+	done
+	exit 1
+fi
+echo "ok: $prog ${args[*]} over $link ($memory)"
+grep -E '^[0-9]+ (bytes|iters) in|state:|^[[:space:]]+dpv0[[:space:]]' "$tmp"/*.out | sed "s|^$tmp/||"
+exit 0
