@@ -161,6 +161,7 @@ static bool hugepages_missing(void)
 static int start_eal(void)
 {
 	char buf[CONFIG_LEN], *argv[MAX_EAL_ARGS + 1], *save = NULL, *tok;
+	const char *why;
 	int argc = 0;
 
 	if (conf.eal_args[0] == '\0') {
@@ -182,17 +183,20 @@ static int start_eal(void)
 		argv[argc++] = tok;
 	}
 	argv[argc] = NULL;
+	rte_errno = 0;
 	if (rte_eal_init(argc, argv) < 0) {
 		if (rte_errno == EALREADY)
 			return 0; /* the program started EAL itself: use its ports */
+		/* Some EAL failures (a --file-prefix another process holds) set no code. */
+		why = rte_errno != 0 ? rte_strerror(rte_errno) : "failed";
 		if (!eal_has("--no-huge") && !eal_has("--in-memory") && hugepages_missing())
 			complain("EAL did not start with \"%s\": %s: this machine has no free "
 				 "hugepages or no hugetlbfs mount; reserve and mount them (see "
 				 "doc/guides/configuration.md) or add --no-huge", conf.eal_args,
-				 rte_strerror(rte_errno));
+				 why);
 		else
 			complain("EAL did not start with \"%s\": %s (the EAL messages above say "
-				 "which argument)", conf.eal_args, rte_strerror(rte_errno));
+				 "which argument)", conf.eal_args, why);
 		return ENODEV;
 	}
 	return 0;

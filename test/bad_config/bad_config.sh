@@ -9,11 +9,11 @@ tmp=$(mktemp -d)
 holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null && wait "$holder" 2>/dev/null
-	rm -rf "$tmp"
+	rm -rf "$tmp" /var/run/dpdk/dpvbad$$ "${XDG_RUNTIME_DIR:-/nonexistent}/dpdk/dpvbad$$"
 }
 trap cleanup EXIT
 fails=0 n=0
-base="-l 0 --no-huge -m 256 --no-pci --no-telemetry --file-prefix=dpvbad$$"
+base="-l 0 --no-huge -m 256 --no-pci --no-telemetry --no-shconf --file-prefix=dpvbad$$"
 
 # case NAME ERRNO PHRASE [env assignments...]
 check() {
@@ -45,7 +45,7 @@ check "config file missing" EINVAL "cannot read DPV_CONFIG file" \
 check "port driver that does not exist" ENODEV "EAL did not start" \
 	DPV_EAL_ARGS="$base --vdev=net_nosuch0" DPV_PORT_IPV4=127.0.0.1
 check "PCI device that is not there" ENODEV "none of the ports" \
-	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-telemetry --file-prefix=dpvbad$$ -a 0000:ff:1f.7" \
+	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-telemetry --file-prefix=dpvbad$$ -a 0000:ff:1f.7 --no-shconf" \
 	DPV_PORT_IPV4=127.0.0.1
 check "no port at all" ENODEV "found no DPDK port" DPV_EAL_ARGS="$base" DPV_PORT_IPV4=127.0.0.1
 check "no IPv4 address for the port" EINVAL "no IPv4 address for DPDK port 0" \
@@ -69,7 +69,7 @@ kill "$holder"; wait "$holder" 2>/dev/null; holder=
 
 # No hugepages and no --no-huge: in a mount namespace without hugetlbfs (or on a machine
 # without hugepages, as it is).
-nohuge_args="-l 0 -m 64 --no-pci --no-telemetry --file-prefix=dpvbad$$ --vdev=net_null0"
+nohuge_args="-l 0 -m 64 --no-pci --no-telemetry --no-shconf --file-prefix=dpvbad$$ --vdev=net_null0"
 if ! grep -q hugetlbfs /proc/mounts || [ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" = 0 ]; then
 	check "no hugepages, no --no-huge" ENODEV "no free hugepages or no hugetlbfs mount" \
 		DPV_EAL_ARGS="$nohuge_args" DPV_PORT_IPV4=127.0.0.1

@@ -91,7 +91,7 @@ check "the loader takes libibverbs.so.1 from $libdir/dpverbs" \
 	grep -q "libibverbs\.so\.1 => $dropin/libibverbs\.so\.1 " <(ldd "$prog" 2>&1)
 env -u DPV_CONFIG -u DPV_PROGRESS -u DPV_CAPTURE DPV_RING_PAIRS=1 \
 	DPV_PORT_IPV4=127.0.0.1,127.0.0.2 \
-	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-pci --no-telemetry --file-prefix=$eal_prefix" \
+	DPV_EAL_ARGS="-l 0 --no-huge -m 256 --no-pci --no-telemetry --no-shconf --file-prefix=$eal_prefix" \
 	timeout 60 "$prog" >"$tmp/run.out" 2>"$tmp/run.err"
 rc=$?
 check "the program exits 0 (exit $rc)" test $rc -eq 0
