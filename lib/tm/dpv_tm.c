@@ -79,10 +79,6 @@ struct dpv_tm {
 	bool prefetch_adds;     /* the entries outgrow the caches closest to the core */
 	struct tm_entry *entries;
 	struct dpv_tm_sge *sges; /* max_sge per entry; NULL when max_sge is 1 */
-	/* Entry h's scatter list is at sge_base + h * sge_stride bytes: in the entry
-	 * itself when max_sge is 1, in sges otherwise. */
-	char *sge_base;
-	size_t sge_stride;
 	uint32_t *free_ring;     /* handles, FIFO */
 	uint8_t *allocated;      /* per handle: post sets, poll clears */
 
@@ -184,13 +180,6 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 	}
 	memset(tm->entries, 0, sizeof(*tm->entries) * n);
 	memset(tm->buckets, 0xff, sizeof(*tm->buckets) << bits);
-	if (cfg->max_sge == 1) {
-		tm->sge_base = (char *)&tm->entries[0].sge;
-		tm->sge_stride = sizeof(*tm->entries);
-	} else {
-		tm->sge_base = (char *)tm->sges;
-		tm->sge_stride = sizeof(*tm->sges) * cfg->max_sge;
-	}
 	/* Slots past n hold handle 0 until the ring wraps: every slot always names a
 	 * valid handle, so post may prefetch the entry of a slot a few ahead. */
 	for (i = 0; i <= tm->free_mask; i++)
@@ -218,7 +207,10 @@ void dpv_tm_destroy(struct dpv_tm *tm)
 
 static inline struct dpv_tm_sge *entry_sges(const struct dpv_tm *tm, uint32_t h)
 {
-	return (struct dpv_tm_sge *)(tm->sge_base + h * tm->sge_stride);
+	/* A predictable branch instead of a multiply on the way of every ADD and match. */
+	if (tm->sges == NULL)
+		return &tm->entries[h].sge;
+	return &tm->sges[(size_t)h * tm->cfg.max_sge];
 }
 
 static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
@@ -228,52 +220,47 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
+	uint32_t posted = tm->ops_posted, head, h;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
-	uint32_t h;
 
 	if ((op->flags & ~(DPV_TM_OP_F_SIGNALED | DPV_TM_OP_F_SYNC)) != 0)
 		return EINVAL;
-	switch (op->opcode) {
-	case DPV_TM_OP_ADD:
-		if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
+	if (op->opcode != DPV_TM_OP_ADD) {
+		if ((op->opcode != DPV_TM_OP_DEL && op->opcode != DPV_TM_OP_SYNC) ||
+		    (op->opcode == DPV_TM_OP_DEL && !handle_allocated(tm, op->handle)))
 			return EINVAL;
-		break;
-	case DPV_TM_OP_DEL:
-		if (!handle_allocated(tm, op->handle))
-			return EINVAL;
-		break;
-	case DPV_TM_OP_SYNC:
-		break;
-	default:
-		return EINVAL;
-	}
-	if (tm->ops_posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops)
-		return ENOMEM;
-	if (op->opcode == DPV_TM_OP_ADD) {
-		if (tm->free_head == load_acquire(&tm->free_tail))
+		if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops)
 			return ENOMEM;
-		h = tm->free_ring[tm->free_head & tm->free_mask];
-		store_release(&tm->free_head, tm->free_head + 1);
-		/* Handles are reused oldest first, so with many handles the entry an ADD
-		 * fills has long left the cache: start fetching the one a few ADDs ahead. */
-		if (tm->prefetch_adds)
-			__builtin_prefetch(&tm->entries[tm->free_ring[(tm->free_head + 7) &
-								       tm->free_mask]], 1);
-		e = &tm->entries[h];
-		e->tag = op->tag;
-		e->mask = op->mask;
-		e->recv_wr_id = op->recv_wr_id;
-		e->num_sge = (uint8_t)op->num_sge;
-		sg = entry_sges(tm, h);
-		if (op->num_sge == 1) /* the common case, without a call to memcpy */
-			sg[0] = op->sg_list[0];
-		else if (op->num_sge > 1)
-			memcpy(sg, op->sg_list, sizeof(*sg) * op->num_sge);
-		__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
-		op->handle = h;
+		store_release(&tm->ops_posted, posted + 1);
+		return 0;
 	}
-	store_release(&tm->ops_posted, tm->ops_posted + 1);
+	/* ADD, the op of every receive: checked, then one entry filled. */
+	if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
+		return EINVAL;
+	head = tm->free_head;
+	if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops ||
+	    head == load_acquire(&tm->free_tail))
+		return ENOMEM;
+	h = tm->free_ring[head & tm->free_mask];
+	store_release(&tm->free_head, head + 1);
+	/* Handles are reused oldest first, so with many handles the entry an ADD fills
+	 * has long left the cache: start fetching the one a few ADDs ahead. */
+	if (tm->prefetch_adds)
+		__builtin_prefetch(&tm->entries[tm->free_ring[(head + 8) & tm->free_mask]], 1);
+	e = &tm->entries[h];
+	e->tag = op->tag;
+	e->mask = op->mask;
+	e->recv_wr_id = op->recv_wr_id;
+	e->num_sge = (uint8_t)op->num_sge;
+	sg = entry_sges(tm, h);
+	if (op->num_sge == 1) /* the common case, without a call to memcpy */
+		sg[0] = op->sg_list[0];
+	else if (op->num_sge > 1)
+		memcpy(sg, op->sg_list, sizeof(*sg) * op->num_sge);
+	__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
+	op->handle = h;
+	store_release(&tm->ops_posted, posted + 1);
 	return 0;
 }
 
@@ -289,12 +276,11 @@ int dpv_tm_release(struct dpv_tm *tm, uint32_t handle)
 
 /* Device side from here on. */
 
-static inline __attribute__((always_inline)) uint8_t class_for(struct dpv_tm *tm, uint64_t mask)
+/* The class of a wildcard mask; out of line, so exact ADDs do not pay for its loop. */
+static __attribute__((noinline)) uint8_t class_for_wild(struct dpv_tm *tm, uint64_t mask)
 {
 	uint32_t i, spare = DPV_TM_MASK_CLASSES;
 
-	if (mask == DPV_TM_MASK_EXACT)
-		return CLASS_EXACT;
 	for (i = 0; i < DPV_TM_MASK_CLASSES; i++) {
 		if (tm->classes[i].refs == 0) {
 			if (spare == DPV_TM_MASK_CLASSES)
@@ -337,12 +323,13 @@ static inline __attribute__((always_inline)) void list_remove(struct tm_entry *e
 		entries[e->next].prev = e->prev;
 }
 
-static inline __attribute__((always_inline)) void hash_link(struct dpv_tm *tm, uint32_t h)
+/* Out of line: the ADD path of a short list then saves no registers for it. */
+static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
 
-	e->cls = class_for(tm, e->mask);
+	e->cls = e->mask == DPV_TM_MASK_EXACT ? CLASS_EXACT : class_for_wild(tm, e->mask);
 	if (e->cls == CLASS_OVERFLOW) {
 		list_append(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
 	} else {
@@ -385,17 +372,13 @@ static inline __attribute__((always_inline)) void small_remove(struct dpv_tm *tm
 		tm->small_list[pos] = tm->small_list[pos + 1];
 }
 
-static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm, uint32_t h, uint8_t new_state)
+/* Take entry @p h out of the hash chains (or the overflow list). */
+static inline __attribute__((always_inline)) void hash_unlink(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
-	uint32_t pos;
 
-	if (tm->small) {
-		for (pos = 0; tm->small_list[pos] != h; pos++)
-			;
-		small_remove(tm, pos);
-	} else if (e->cls == CLASS_OVERFLOW) {
+	if (e->cls == CLASS_OVERFLOW) {
 		list_remove(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
 	} else {
 		c = &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)];
@@ -403,10 +386,50 @@ static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm
 		if (e->cls != CLASS_EXACT && --tm->classes[e->cls].refs == 0)
 			tm->nclasses--;
 	}
-	e->state = new_state;
+}
+
+/* End entry @p h's listing (a DEL or a match; @p pos is its place in the small list,
+ * or NIL to look it up there). */
+static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm, uint32_t h,
+								  uint32_t pos, uint8_t new_state)
+{
+	if (tm->small) {
+		if (pos == NIL)
+			for (pos = 0; tm->small_list[pos] != h; pos++)
+				;
+		small_remove(tm, pos);
+	} else {
+		hash_unlink(tm, h);
+	}
+	tm->entries[h].state = new_state;
 	/* Emptied: every chain is empty and no class is in use, so the array takes over. */
 	if (--tm->listed == 0)
 		tm->small = true;
+}
+
+/* DEL and SYNC: out of line, so that the ADD path saves no registers it does not use. */
+static __attribute__((noinline)) void exec_del_sync(struct dpv_tm *tm, const struct dpv_tm_op *op,
+						   struct dpv_tm_cqe *cqe, bool signaled)
+{
+	*cqe = (struct dpv_tm_cqe){ .wr_id = op->wr_id, .opcode = op->opcode, .visible = signaled };
+	if (op->opcode == DPV_TM_OP_DEL) {
+		cqe->handle = op->handle;
+		if (tm->entries[op->handle].state == ENTRY_LISTED) {
+			entry_unlink(tm, op->handle, NIL, ENTRY_DELETED);
+			cqe->release = true;
+			tm->n_dels++;
+		} else {
+			/* Consumed by a message first, or already deleted (SPEC §3). */
+			cqe->status = DPV_TM_ST_TM_ERR;
+			cqe->visible = true;
+			tm->n_del_errors++;
+		}
+		if (tm->s != tm->u)
+			cqe->flags |= DPV_TM_CQE_F_SYNC_REQ;
+	} else {
+		tm->n_syncs++;
+	}
+	store_release(&tm->ops_done, tm->ops_done + 1);
 }
 
 void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cqe *cqe)
@@ -416,36 +439,21 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 
 	if (op->flags & DPV_TM_OP_F_SYNC)
 		tm->s = op->unexpected_cnt;
-
-	*cqe = (struct dpv_tm_cqe){ .wr_id = op->wr_id, .opcode = op->opcode, .visible = signaled };
-
-	switch (op->opcode) {
-	case DPV_TM_OP_ADD:
-		cqe->handle = op->handle;
-		e = &tm->entries[op->handle];
-		e->need = tm->u;
-		e->seq = tm->next_seq++;
-		entry_link(tm, op->handle);
-		break;
-	case DPV_TM_OP_DEL:
-		cqe->handle = op->handle;
-		if (tm->entries[op->handle].state == ENTRY_LISTED) {
-			entry_unlink(tm, op->handle, ENTRY_DELETED);
-			cqe->release = true;
-			tm->n_dels++;
-		} else {
-			/* Consumed by a message first, or already deleted (SPEC §3). */
-			cqe->status = DPV_TM_ST_TM_ERR;
-			cqe->visible = true;
-			tm->n_del_errors++;
-		}
-		break;
-	default:
-		tm->n_syncs++;
-		break;
+	if (op->opcode != DPV_TM_OP_ADD) {
+		exec_del_sync(tm, op, cqe, signaled);
+		return;
 	}
-	if (op->opcode != DPV_TM_OP_SYNC && tm->s != tm->u)
-		cqe->flags |= DPV_TM_CQE_F_SYNC_REQ;
+	e = &tm->entries[op->handle];
+	e->need = tm->u;
+	e->seq = tm->next_seq++;
+	entry_link(tm, op->handle);
+	*cqe = (struct dpv_tm_cqe){
+		.wr_id = op->wr_id,
+		.handle = op->handle,
+		.opcode = DPV_TM_OP_ADD,
+		.flags = tm->s != tm->u ? DPV_TM_CQE_F_SYNC_REQ : 0,
+		.visible = signaled,
+	};
 	store_release(&tm->ops_done, tm->ops_done + 1);
 }
 
@@ -515,7 +523,7 @@ static __attribute__((noinline)) uint32_t find_wild(const struct dpv_tm *tm, uin
 	return best;
 }
 
-/* The small list: the first eligible entry in add order. */
+/* The small list: the position of the first eligible entry in add order, or NIL. */
 static inline __attribute__((always_inline)) uint32_t find_small(const struct dpv_tm *tm, uint64_t tag)
 {
 	const struct tm_entry *e;
@@ -524,18 +532,15 @@ static inline __attribute__((always_inline)) uint32_t find_small(const struct dp
 	for (i = 0; i < tm->listed; i++) {
 		e = &tm->entries[tm->small_list[i]];
 		if (((tag ^ e->tag) & e->mask) == 0 && eligible(tm, e))
-			return tm->small_list[i];
+			return i;
 	}
 	return NIL;
 }
 
-static inline __attribute__((always_inline)) uint32_t find_entry(const struct dpv_tm *tm, uint64_t tag)
+/* The hashed list: the winning entry, or NIL. */
+static inline __attribute__((always_inline)) uint32_t find_hashed(const struct dpv_tm *tm, uint64_t tag)
 {
-	uint32_t best;
-
-	if (tm->small)
-		return find_small(tm, tag);
-	best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
+	uint32_t best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
 
 	if (tm->nclasses == 0 && tm->overflow_head == NIL)
 		return best;
@@ -550,15 +555,20 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 {
 	bool tagged = tmh->opcode == IBV_TMH_EAGER || tmh->opcode == IBV_TMH_RNDV;
 	struct tm_entry *e;
-	uint32_t h;
+	uint32_t h, pos = NIL;
 
 	/* Each decision is written whole (one struct store): measurably cheaper than
 	 * field by field on this path. */
 	if (tagged) {
-		h = find_entry(tm, tmh->tag);
+		if (tm->small) {
+			pos = find_small(tm, tmh->tag);
+			h = pos != NIL ? tm->small_list[pos] : NIL;
+		} else {
+			h = find_hashed(tm, tmh->tag);
+		}
 		if (h != NIL) {
 			e = &tm->entries[h];
-			entry_unlink(tm, h, ENTRY_CONSUMED);
+			entry_unlink(tm, h, pos, ENTRY_CONSUMED);
 			*m = (struct dpv_tm_match){
 				.kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
 								     : DPV_TM_EXPECTED_RNDV,
