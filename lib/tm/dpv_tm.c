@@ -557,8 +557,9 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 	struct tm_entry *e;
 	uint32_t h, pos = NIL;
 
-	/* Each decision is written whole (one struct store): measurably cheaper than
-	 * field by field on this path. */
+	/* An expected match is written field by field: a whole-struct store zeroes the
+	 * struct first and then overwrites it, measurably slower at depth 1 (0.97x the
+	 * reference against 1.02-1.08x). */
 	if (tagged) {
 		if (tm->small) {
 			pos = find_small(tm, tmh->tag);
@@ -569,14 +570,13 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 		if (h != NIL) {
 			e = &tm->entries[h];
 			entry_unlink(tm, h, pos, ENTRY_CONSUMED);
-			*m = (struct dpv_tm_match){
-				.kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
-								     : DPV_TM_EXPECTED_RNDV,
-				.handle = h,
-				.recv_wr_id = e->recv_wr_id,
-				.sg_list = entry_sges(tm, h),
-				.num_sge = e->num_sge,
-			};
+			m->kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
+							       : DPV_TM_EXPECTED_RNDV;
+			m->flags = 0;
+			m->handle = h;
+			m->recv_wr_id = e->recv_wr_id;
+			m->sg_list = entry_sges(tm, h);
+			m->num_sge = e->num_sge;
 			tm->n_expected++;
 			return;
 		}
