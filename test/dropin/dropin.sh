@@ -11,7 +11,7 @@
 #             afpacket  net_af_packet on the two ends of a veth pair, each end in a
 #                       network namespace of its own (needs root; exit 77 without it)
 #             afxdp     net_af_xdp on the same veth pair, the TCP exchange on a second
-#                       pair (needs root; not registered in meson.build, which says why)
+#                       pair (needs root; exit 77 without it)
 #   MEMORY    nohuge    --no-huge --no-shconf
 #             huge      --in-memory (hugepages, nothing shared between the processes)
 #   TCP_PORT  where a pingpong's server listens for the QP exchange (ibv_devices and
