@@ -4,6 +4,7 @@
  * lives in its own file and uses the parsing and output helpers defined here.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -72,6 +73,22 @@ perf_usage_error(const char *cmd, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\nTry 'dpv-perf %s --help'.\n", cmd);
 	return PERF_EXIT_USAGE;
+}
+
+int
+perf_getopt_error(const char *cmd, int c, char **argv)
+{
+	if (c == ':')
+		return perf_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+	return perf_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+}
+
+int
+perf_no_operands(const char *cmd, int argc, char **argv)
+{
+	if (optind < argc)
+		return perf_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return 0;
 }
 
 void

@@ -34,6 +34,14 @@ extern const struct perf_cmd perf_cmd_pingpong;
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */
 int perf_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/*
+ * What every subcommand's getopt_long(":h") loop says of what it does not take: @p c is
+ * getopt's ':' (an option without its value) or '?' (an unknown option). Returns
+ * PERF_EXIT_USAGE.
+ */
+int perf_getopt_error(const char *cmd, int c, char **argv);
+/* After the loop: PERF_EXIT_USAGE for a word that is not an option, else 0. */
+int perf_no_operands(const char *cmd, int argc, char **argv);
 /* Report a failure on stderr. */
 void perf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -1085,15 +1085,12 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 		case 'h':
 			pp_help();
 			return -1;
-		case ':':
-			return perf_usage_error(PP_CMD, "option '%s' needs a value",
-						argv[optind - 1]);
-		default:
-			return perf_usage_error(PP_CMD, "unknown option '%s'", argv[optind - 1]);
+		default: /* ':' or '?' */
+			return perf_getopt_error(PP_CMD, c, argv);
 		}
 	}
-	if (optind < argc)
-		return perf_usage_error(PP_CMD, "unexpected argument '%s'", argv[optind]);
+	if (perf_no_operands(PP_CMD, argc, argv) != 0)
+		return PERF_EXIT_USAGE;
 	return 0;
 }
 

@@ -572,15 +572,12 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 		case 'h':
 			srq_help();
 			return -1;
-		case ':':
-			return perf_usage_error(SRQ_CMD, "option '%s' needs a value",
-						argv[optind - 1]);
-		default:
-			return perf_usage_error(SRQ_CMD, "unknown option '%s'", argv[optind - 1]);
+		default: /* ':' or '?' */
+			return perf_getopt_error(SRQ_CMD, c, argv);
 		}
 	}
-	if (optind < argc)
-		return perf_usage_error(SRQ_CMD, "unexpected argument '%s'", argv[optind]);
+	if (perf_no_operands(SRQ_CMD, argc, argv) != 0)
+		return PERF_EXIT_USAGE;
 	/* After the loop: the lengths are bounded by --max-wr, wherever it was given. */
 	if (list_arg != NULL) {
 		n = perf_parse_u32_list(list_arg, 1, o->max_wr, o->lists, SRQ_MAX_LISTS);

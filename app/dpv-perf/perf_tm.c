@@ -1111,15 +1111,12 @@ parse_opts(int argc, char **argv, struct tm_opts *o)
 		case 'h':
 			tm_help();
 			return -1;
-		case ':':
-			return perf_usage_error(TM_CMD, "option '%s' needs a value",
-						argv[optind - 1]);
-		default:
-			return perf_usage_error(TM_CMD, "unknown option '%s'", argv[optind - 1]);
+		default: /* ':' or '?' */
+			return perf_getopt_error(TM_CMD, c, argv);
 		}
 	}
-	if (optind < argc)
-		return perf_usage_error(TM_CMD, "unexpected argument '%s'", argv[optind]);
+	if (perf_no_operands(TM_CMD, argc, argv) != 0)
+		return PERF_EXIT_USAGE;
 	if (o->quick && !reps_set)
 		o->reps = TM_QUICK_REPS;
 	if (o->quick && !min_time_set)
