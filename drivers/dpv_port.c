@@ -11,6 +11,7 @@
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_ip.h>
+#include <rte_mbuf_pool_ops.h>
 
 #include "dpv_port.h"
 
@@ -40,14 +41,43 @@ const struct dpv_port_ops *dpv_port_driver(const char *name)
 	return NULL;
 }
 
-int dpv_port_make_pool(struct dpv_port *port, unsigned int size)
+int dpv_port_make_pool(struct dpv_port *port, unsigned int size, bool packed)
 {
+	struct rte_pktmbuf_pool_private priv = {
+		.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE,
+		.mbuf_priv_size = 0,
+	};
 	char name[RTE_MEMPOOL_NAMESIZE];
+	struct rte_mempool *mp;
 
 	snprintf(name, sizeof(name), "dpv_%.20s", port->name);
-	port->pool = rte_pktmbuf_pool_create(name, size, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
-					     port->socket);
-	return port->pool != NULL ? 0 : ENOMEM;
+	if (!packed) {
+		port->pool = rte_pktmbuf_pool_create(name, size, 256, 0,
+						     RTE_MBUF_DEFAULT_BUF_SIZE, port->socket);
+		return port->pool != NULL ? 0 : ENOMEM;
+	}
+	/* Objects side by side (RTE_MEMPOOL_F_NO_IOVA_CONTIG: no gaps at page
+	 * boundaries, for a port that does not DMA by physical address), in one chunk:
+	 * exactly populated_size x object size from the first object on. */
+	mp = rte_mempool_create_empty(name, size,
+				      sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, 256,
+				      sizeof(priv), port->socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
+	if (mp == NULL)
+		return ENOMEM;
+	if (rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL) != 0)
+		goto fail;
+	rte_pktmbuf_pool_init(mp, &priv);
+	if (rte_mempool_populate_default(mp) < 0 || mp->nb_mem_chunks != 1 ||
+	    mp->populated_size != size)
+		goto fail;
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	port->pool = mp;
+	return 0;
+fail:
+	RTE_LOG(ERR, USER1, "dpverbs: %s: no single-chunk pool of %u mbufs for af_xdp "
+		"(EAL memory too fragmented or too small: raise -m)\n", port->name, size);
+	rte_mempool_free(mp);
+	return ENOMEM;
 }
 
 int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,

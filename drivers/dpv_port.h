@@ -106,10 +106,13 @@ int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,
 		  unsigned int pool_size);
 
 /**
- * For drivers: create port->pool with @p size mbufs on port->socket.
- * @return 0 or ENOMEM
+ * For drivers: create port->pool with @p size mbufs on port->socket. @p packed: the
+ * objects side by side in a single memory chunk, for a port that registers the pool's
+ * span with the kernel (af_xdp) and does not DMA by physical address.
+ * @return 0 or ENOMEM (for a packed pool, with a message when EAL's memory holds no
+ *         single chunk that large)
  */
-int dpv_port_make_pool(struct dpv_port *port, unsigned int size);
+int dpv_port_make_pool(struct dpv_port *port, unsigned int size, bool packed);
 
 /**
  * Create two ethdev ports joined back to back by two rte_rings, so what one sends the

@@ -9,9 +9,6 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
-#include <rte_mbuf.h>
-#include <rte_mbuf_pool_ops.h>
-#include <rte_mempool.h>
 
 #include "dpv_port.h"
 
@@ -41,46 +38,6 @@ static void wait_link(uint16_t ethdev_port)
 	}
 }
 
-/*
- * The mbuf pool of an af_xdp port. DPDK 22.11's af_xdp PMD registers as its UMEM the
- * memory from the pool's first chunk on, populated_size x object size long, and hands
- * the kernel the mbufs' offsets in it: an mbuf outside that span is a descriptor the
- * kernel refuses (XDP_STATISTICS tx_invalid_descs), a frame lost. A default pool is
- * not that span: it keeps objects off page boundaries (gaps) and may take several
- * chunks. So here: objects packed (RTE_MEMPOOL_F_NO_IOVA_CONTIG, as af_xdp does not
- * DMA from them by physical address), in one chunk, or no port.
- */
-static int make_packed_pool(struct dpv_port *port, unsigned int size)
-{
-	struct rte_pktmbuf_pool_private priv = {
-		.mbuf_data_room_size = RTE_MBUF_DEFAULT_BUF_SIZE,
-		.mbuf_priv_size = 0,
-	};
-	char name[RTE_MEMPOOL_NAMESIZE];
-	struct rte_mempool *mp;
-
-	snprintf(name, sizeof(name), "dpv_%.20s", port->name);
-	mp = rte_mempool_create_empty(name, size,
-				      sizeof(struct rte_mbuf) + RTE_MBUF_DEFAULT_BUF_SIZE, 256,
-				      sizeof(priv), port->socket, RTE_MEMPOOL_F_NO_IOVA_CONTIG);
-	if (mp == NULL)
-		return ENOMEM;
-	if (rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL) != 0)
-		goto fail;
-	rte_pktmbuf_pool_init(mp, &priv);
-	if (rte_mempool_populate_default(mp) < 0 || mp->nb_mem_chunks != 1 ||
-	    mp->populated_size != size)
-		goto fail;
-	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
-	port->pool = mp;
-	return 0;
-fail:
-	RTE_LOG(ERR, USER1, "dpverbs: %s: no single-chunk pool of %u mbufs for af_xdp "
-		"(EAL memory too fragmented or too small: raise -m)\n", port->name, size);
-	rte_mempool_free(mp);
-	return ENOMEM;
-}
-
 static int ethdev_open(struct dpv_port *port, const char *args, unsigned int pool_size)
 {
 	struct rte_eth_conf conf;
@@ -103,10 +60,10 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	ret = rte_eth_dev_info_get(port->ethdev_port, &info);
 	if (ret != 0)
 		return -ret;
-	if (strcmp(info.driver_name, "net_af_xdp") == 0)
-		ret = make_packed_pool(port, pool_size);
-	else
-		ret = dpv_port_make_pool(port, pool_size);
+	/* DPDK 22.11's af_xdp PMD registers as its UMEM the span from the pool's first
+	 * chunk, populated_size x object size long: an mbuf outside it is a descriptor
+	 * the kernel refuses (tx_invalid_descs), a frame lost. Its pool is packed. */
+	ret = dpv_port_make_pool(port, pool_size, strcmp(info.driver_name, "net_af_xdp") == 0);
 	if (ret != 0)
 		return ret;
 
