@@ -56,6 +56,10 @@ static const struct side sides[3] = {
 	  ref_match_burst, (void *)tm_ref_release },
 };
 
+/* The mask each re-ADD carries; not a constant, so the compiler stores it with the
+ * tag as dpv-perf's cycle does. */
+uint64_t cycle_mask[1] = { DPV_TM_MASK_EXACT };
+
 #define SEQ_LEN (1u << 20)
 static const struct dpv_tm_sge sge = { .addr = 0x10000, .length = 4096, .lkey = 1 };
 
@@ -174,7 +178,9 @@ again:
 							sides[k].name, cursor[k]);
 						return 1;
 					}
-					op.tag = tmh[j].tag;
+					/* As dpv-perf fills it: tag and mask together. */
+					op.tag = tmh[j].tag & cycle_mask[0];
+					op.mask = cycle_mask[0];
 					op.recv_wr_id = s;
 					if (sides[k].post(obj[k], &op) != 0)
 						return 1;
