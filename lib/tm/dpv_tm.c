@@ -221,6 +221,7 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
 	uint32_t posted = tm->ops_posted, head, h;
+	uint64_t tag, mask;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
 
@@ -249,8 +250,14 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	if (tm->prefetch_adds)
 		__builtin_prefetch(&tm->entries[tm->free_ring[(head + 8) & tm->free_mask]], 1);
 	e = &tm->entries[h];
-	e->tag = op->tag;
-	e->mask = op->mask;
+	tag = op->tag;
+	mask = op->mask;
+	/* Keep these two loads 8 bytes each: a caller fills op->tag just before posting,
+	 * and one 16-byte load of tag and mask would find the tag still in the store
+	 * buffer, in a narrower store it cannot be forwarded from, and wait. */
+	__asm__("" : "+r"(tag), "+r"(mask));
+	e->tag = tag;
+	e->mask = mask;
 	e->recv_wr_id = op->recv_wr_id;
 	e->num_sge = (uint8_t)op->num_sge;
 	sg = entry_sges(tm, h);
