@@ -29,6 +29,8 @@
 /* Capacity (entries of 64 bytes) above which an ADD prefetches the entry of a later
  * ADD: 4096 entries are 256 KiB, about what a core's L2 holds beside other data. */
 #define DPV_TM_PREFETCH_ABOVE 4096u
+/* Messages of a burst whose memory is fetched together (and whose chains are kept). */
+#define DPV_TM_BURST_CHUNK 32u
 #define CLASS_EXACT 0xfeu
 #define CLASS_OVERFLOW 0xffu
 #define NIL UINT32_MAX
@@ -336,12 +338,17 @@ static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 	struct tm_entry *e = &tm->entries[h];
 	struct tm_chain *c;
 
-	e->cls = e->mask == DPV_TM_MASK_EXACT ? CLASS_EXACT : class_for_wild(tm, e->mask);
+	if (e->mask == DPV_TM_MASK_EXACT) {
+		e->cls = CLASS_EXACT;
+		c = &tm->buckets[bucket_of(tm, e->tag, DPV_TM_MASK_EXACT)];
+		list_append(tm->entries, &c->head, &c->tail, h);
+		return;
+	}
+	e->cls = class_for_wild(tm, e->mask);
 	if (e->cls == CLASS_OVERFLOW) {
 		list_append(tm->entries, &tm->overflow_head, &tm->overflow_tail, h);
 	} else {
-		if (e->cls != CLASS_EXACT)
-			tm->classes[e->cls].refs++;
+		tm->classes[e->cls].refs++;
 		c = &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)];
 		list_append(tm->entries, &c->head, &c->tail, h);
 	}
@@ -395,6 +402,16 @@ static inline __attribute__((always_inline)) void hash_unlink(struct dpv_tm *tm,
 	}
 }
 
+/* Entry @p h has left the list; its state becomes @p new_state. */
+static inline __attribute__((always_inline)) void entry_unlisted(struct dpv_tm *tm, uint32_t h,
+								    uint8_t new_state)
+{
+	tm->entries[h].state = new_state;
+	/* Emptied: every chain is empty and no class is in use, so the array takes over. */
+	if (--tm->listed == 0)
+		tm->small = true;
+}
+
 /* End entry @p h's listing (a DEL or a match; @p pos is its place in the small list,
  * or NIL to look it up there). */
 static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm, uint32_t h,
@@ -408,10 +425,7 @@ static inline __attribute__((always_inline)) void entry_unlink(struct dpv_tm *tm
 	} else {
 		hash_unlink(tm, h);
 	}
-	tm->entries[h].state = new_state;
-	/* Emptied: every chain is empty and no class is in use, so the array takes over. */
-	if (--tm->listed == 0)
-		tm->small = true;
+	entry_unlisted(tm, h, new_state);
 }
 
 /* DEL and SYNC: out of line, so that the ADD path saves no registers it does not use. */
@@ -454,13 +468,14 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 	e->need = tm->u;
 	e->seq = tm->next_seq++;
 	entry_link(tm, op->handle);
-	*cqe = (struct dpv_tm_cqe){
-		.wr_id = op->wr_id,
-		.handle = op->handle,
-		.opcode = DPV_TM_OP_ADD,
-		.flags = tm->s != tm->u ? DPV_TM_CQE_F_SYNC_REQ : 0,
-		.visible = signaled,
-	};
+	/* Field by field, as a match result: a struct literal zeroes it all first. */
+	cqe->wr_id = op->wr_id;
+	cqe->handle = op->handle;
+	cqe->opcode = DPV_TM_OP_ADD;
+	cqe->status = DPV_TM_ST_SUCCESS;
+	cqe->flags = tm->s != tm->u ? DPV_TM_CQE_F_SYNC_REQ : 0;
+	cqe->visible = signaled;
+	cqe->release = false;
 	store_release(&tm->ops_done, tm->ops_done + 1);
 }
 
@@ -544,25 +559,30 @@ static inline __attribute__((always_inline)) uint32_t find_small(const struct dp
 	return NIL;
 }
 
-/* The hashed list: the winning entry, or NIL. */
-static inline __attribute__((always_inline)) uint32_t find_hashed(const struct dpv_tm *tm, uint64_t tag)
+/* The earliest eligible entry of the exact class, whose chain for @p tag is @p b. */
+static inline __attribute__((always_inline)) uint32_t find_exact(const struct dpv_tm *tm, uint64_t tag,
+								  uint32_t b)
 {
-	uint32_t best = find_in_class(tm, tag, DPV_TM_MASK_EXACT);
+	const struct tm_entry *e;
+	uint32_t h;
 
-	if (tm->nclasses == 0 && tm->overflow_head == NIL)
-		return best;
-	return find_wild(tm, tag, best);
+	for (h = tm->buckets[b].head; h != NIL; h = e->next) {
+		e = &tm->entries[h];
+		if (e->tag == tag && e->mask == DPV_TM_MASK_EXACT && eligible(tm, e))
+			return h;
+	}
+	return NIL;
 }
 
 /* The decision for one message; inlined into both the single and the burst call. */
 static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 							       const struct dpv_tm_tmh *tmh,
 							       bool srq_wr_available,
-							       struct dpv_tm_match *m)
+							       struct dpv_tm_match *m, uint32_t b)
 {
 	bool tagged = tmh->opcode == IBV_TMH_EAGER || tmh->opcode == IBV_TMH_RNDV;
 	struct tm_entry *e;
-	uint32_t h, pos = NIL;
+	uint32_t h, pos = NIL, x;
 
 	/* An expected match is written field by field: a whole-struct store zeroes the
 	 * struct first and then overwrites it, measurably slower at depth 1 (0.97x the
@@ -572,11 +592,25 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 			pos = find_small(tm, tmh->tag);
 			h = pos != NIL ? tm->small_list[pos] : NIL;
 		} else {
-			h = find_hashed(tm, tmh->tag);
+			/* @p b: the exact chain of the tag (NIL: not computed yet). */
+			if (b == NIL)
+				b = bucket_of(tm, tmh->tag, DPV_TM_MASK_EXACT);
+			x = find_exact(tm, tmh->tag, b);
+			h = x;
+			if (__builtin_expect(tm->nclasses != 0 || tm->overflow_head != NIL, 0))
+				h = find_wild(tm, tmh->tag, x);
+			if (h != NIL && h == x) {
+				/* An exact entry, whose chain is known. */
+				e = &tm->entries[h];
+				list_remove(tm->entries, &tm->buckets[b].head, &tm->buckets[b].tail, h);
+				entry_unlisted(tm, h, ENTRY_CONSUMED);
+				goto expected;
+			}
 		}
 		if (h != NIL) {
 			e = &tm->entries[h];
 			entry_unlink(tm, h, pos, ENTRY_CONSUMED);
+expected:
 			m->kind = tmh->opcode == IBV_TMH_EAGER ? DPV_TM_EXPECTED_EAGER
 							       : DPV_TM_EXPECTED_RNDV;
 			m->flags = 0;
@@ -609,31 +643,57 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_available,
 		  struct dpv_tm_match *m)
 {
-	match_one(tm, tmh, srq_wr_available, m);
+	match_one(tm, tmh, srq_wr_available, m, NIL);
 }
+
+static void match_burst_hashed(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
+			       uint32_t srq_wrs, struct dpv_tm_match *m);
 
 void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
 			uint32_t srq_wrs, struct dpv_tm_match *m)
 {
 	uint32_t i;
 
-	/* Bring in every message's exact-class chain head, then the entries they name,
-	 * so the misses of a burst overlap instead of adding up. Matching itself stays in
-	 * arrival order: a message sees the list as the messages before it left it. */
 	if (n >= 4 && !tm->small) {
-		for (i = 0; i < n; i++)
-			__builtin_prefetch(&tm->buckets[bucket_of(tm, tmh[i].tag, DPV_TM_MASK_EXACT)]);
-		for (i = 0; i < n; i++) {
-			uint32_t h = tm->buckets[bucket_of(tm, tmh[i].tag, DPV_TM_MASK_EXACT)].head;
+		match_burst_hashed(tm, tmh, n, srq_wrs, m);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		match_one(tm, &tmh[i], srq_wrs > 0, &m[i], NIL);
+		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
+			srq_wrs--;
+	}
+}
 
+/* A burst of a hashed list. Out of line: short bursts and lists do not set up its
+ * frame. */
+static __attribute__((noinline)) void match_burst_hashed(struct dpv_tm *tm,
+							 const struct dpv_tm_tmh *tmh, uint32_t n,
+							 uint32_t srq_wrs, struct dpv_tm_match *m)
+{
+	uint32_t b[DPV_TM_BURST_CHUNK], i, j, k, h;
+
+	/* A chunk at a time: bring in every message's exact-class chain head, then the
+	 * entries they name, so the misses of a chunk overlap instead of adding up; the
+	 * chains found are kept for the matching. Matching itself stays in arrival
+	 * order: a message sees the list as the messages before it left it. */
+	for (i = 0; i < n; i += k) {
+		k = n - i < DPV_TM_BURST_CHUNK ? n - i : DPV_TM_BURST_CHUNK;
+		for (j = 0; j < k; j++) {
+			b[j] = bucket_of(tm, tmh[i + j].tag, DPV_TM_MASK_EXACT);
+			__builtin_prefetch(&tm->buckets[b[j]]);
+		}
+		for (j = 0; j < k; j++) {
+			h = tm->buckets[b[j]].head;
 			if (h != NIL)
 				__builtin_prefetch(&tm->entries[h]);
 		}
-	}
-	for (i = 0; i < n; i++) {
-		match_one(tm, &tmh[i], srq_wrs > 0, &m[i]);
-		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
-			srq_wrs--;
+		for (j = 0; j < k; j++) {
+			/* A match of an earlier message can empty the list (small again). */
+			match_one(tm, &tmh[i + j], srq_wrs > 0, &m[i + j], tm->small ? NIL : b[j]);
+			if (m[i + j].kind == DPV_TM_NO_TAG || m[i + j].kind == DPV_TM_UNEXPECTED)
+				srq_wrs--;
+		}
 	}
 }
 
