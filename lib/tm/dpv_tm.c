@@ -220,9 +220,27 @@ static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 	return h < tm->cfg.max_num_tags && __atomic_load_n(&tm->allocated[h], __ATOMIC_ACQUIRE);
 }
 
+/*
+ * One scatter entry, a field at a time: callers (the verbs facade) fill an SGE field by
+ * field just before posting, and a 16-byte load of it could not be forwarded from
+ * those narrower stores still in the store buffer. No call to memcpy either, so that
+ * post makes no call and saves no registers.
+ */
+static inline __attribute__((always_inline)) void sge_copy(struct dpv_tm_sge *d,
+							    const struct dpv_tm_sge *s)
+{
+	uint64_t addr = s->addr;
+	uint32_t length = s->length, lkey = s->lkey;
+
+	__asm__("" : "+r"(addr), "+r"(length), "+r"(lkey));
+	d->addr = addr;
+	d->length = length;
+	d->lkey = lkey;
+}
+
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
-	uint32_t posted = tm->ops_posted, head, h;
+	uint32_t posted = tm->ops_posted, head, h, i;
 	uint64_t tag, mask;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
@@ -263,10 +281,8 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	e->recv_wr_id = op->recv_wr_id;
 	e->num_sge = (uint8_t)op->num_sge;
 	sg = entry_sges(tm, h);
-	if (op->num_sge == 1) /* the common case, without a call to memcpy */
-		sg[0] = op->sg_list[0];
-	else if (op->num_sge > 1)
-		memcpy(sg, op->sg_list, sizeof(*sg) * op->num_sge);
+	for (i = 0; i < op->num_sge; i++)
+		sge_copy(&sg[i], &op->sg_list[i]);
 	__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
 	op->handle = h;
 	store_release(&tm->ops_posted, posted + 1);
@@ -354,29 +370,34 @@ static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 	}
 }
 
-/* The list outgrows the array: every entry, oldest first, into the hash chains. */
-static __attribute__((noinline)) void small_to_hash(struct dpv_tm *tm)
+/* The list outgrows the array with the ADD of @p h: every entry, oldest first, into
+ * the hash chains, then @p h. */
+static __attribute__((noinline)) void small_to_hash(struct dpv_tm *tm, uint32_t h)
 {
 	uint32_t i;
 
-	for (i = 0; i < tm->listed; i++)
+	for (i = 0; i < DPV_TM_SMALL_MAX; i++)
 		hash_link(tm, tm->small_list[i]);
 	tm->small = false;
+	hash_link(tm, h);
 }
 
+/* List entry @p h (its need and seq set). Last in dpv_tm_exec(), so that the calls
+ * here are tail calls and the ADD path saves no registers. */
 static inline __attribute__((always_inline)) void entry_link(struct dpv_tm *tm, uint32_t h)
 {
+	uint32_t listed = tm->listed;
+
+	tm->entries[h].state = ENTRY_LISTED;
+	tm->listed = listed + 1;
 	if (tm->small) {
-		if (tm->listed < DPV_TM_SMALL_MAX) {
-			tm->small_list[tm->listed] = h;
-			goto listed;
-		}
-		small_to_hash(tm);
+		if (listed < DPV_TM_SMALL_MAX)
+			tm->small_list[listed] = h;
+		else
+			small_to_hash(tm, h);
+		return;
 	}
 	hash_link(tm, h);
-listed:
-	tm->entries[h].state = ENTRY_LISTED;
-	tm->listed++;
 }
 
 /* Remove position @p pos of the array (the list is small). */
@@ -457,6 +478,7 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 {
 	bool signaled = (op->flags & DPV_TM_OP_F_SIGNALED) != 0;
 	struct tm_entry *e;
+	uint32_t h;
 
 	if (op->flags & DPV_TM_OP_F_SYNC)
 		tm->s = op->unexpected_cnt;
@@ -464,19 +486,21 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 		exec_del_sync(tm, op, cqe, signaled);
 		return;
 	}
-	e = &tm->entries[op->handle];
-	e->need = tm->u;
-	e->seq = tm->next_seq++;
-	entry_link(tm, op->handle);
+	h = op->handle;
 	/* Field by field, as a match result: a struct literal zeroes it all first. */
 	cqe->wr_id = op->wr_id;
-	cqe->handle = op->handle;
+	cqe->handle = h;
 	cqe->opcode = DPV_TM_OP_ADD;
 	cqe->status = DPV_TM_ST_SUCCESS;
 	cqe->flags = tm->s != tm->u ? DPV_TM_CQE_F_SYNC_REQ : 0;
 	cqe->visible = signaled;
 	cqe->release = false;
+	/* The op's slot is free now; the list below is the device's own. */
 	store_release(&tm->ops_done, tm->ops_done + 1);
+	e = &tm->entries[h];
+	e->need = tm->u;
+	e->seq = tm->next_seq++;
+	entry_link(tm, h);
 }
 
 void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
