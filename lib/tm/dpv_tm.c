@@ -58,6 +58,7 @@ struct tm_entry {
 	uint8_t num_sge;     /* (post) at most DPV_TM_MAX_SGE_LIMIT */
 	uint8_t state;       /* enum entry_state */
 	uint8_t cls;         /* mask class, CLASS_EXACT or CLASS_OVERFLOW */
+	uint8_t allocated;   /* post sets, poll clears (atomic, acquire/release) */
 } __attribute__((aligned(64)));
 
 _Static_assert(sizeof(struct tm_entry) == 64, "one entry, one cache line");
@@ -82,7 +83,6 @@ struct dpv_tm {
 	struct tm_entry *entries;
 	struct dpv_tm_sge *sges; /* max_sge per entry; NULL when max_sge is 1 */
 	uint32_t *free_ring;     /* handles, FIFO */
-	uint8_t *allocated;      /* per handle: post sets, poll clears */
 
 	/* Post side. */
 	uint32_t free_head __attribute__((aligned(64)));
@@ -176,10 +176,9 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 	if (cfg->max_sge > 1)
 		tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
 	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
-	tm->allocated = calloc(n, 1);
 	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
 	if (tm->entries == NULL || (cfg->max_sge > 1 && tm->sges == NULL) || tm->free_ring == NULL ||
-	    tm->allocated == NULL || tm->buckets == NULL) {
+	    tm->buckets == NULL) {
 		dpv_tm_destroy(tm);
 		return ENOMEM;
 	}
@@ -205,7 +204,6 @@ void dpv_tm_destroy(struct dpv_tm *tm)
 	free(tm->entries);
 	free(tm->sges);
 	free(tm->free_ring);
-	free(tm->allocated);
 	free(tm->buckets);
 	free(tm);
 }
@@ -220,7 +218,7 @@ static inline struct dpv_tm_sge *entry_sges(const struct dpv_tm *tm, uint32_t h)
 
 static bool handle_allocated(const struct dpv_tm *tm, uint32_t h)
 {
-	return h < tm->cfg.max_num_tags && __atomic_load_n(&tm->allocated[h], __ATOMIC_ACQUIRE);
+	return h < tm->cfg.max_num_tags && __atomic_load_n(&tm->entries[h].allocated, __ATOMIC_ACQUIRE);
 }
 
 /*
@@ -286,7 +284,7 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	sg = entry_sges(tm, h);
 	for (i = 0; i < op->num_sge; i++)
 		sge_copy(&sg[i], &op->sg_list[i]);
-	__atomic_store_n(&tm->allocated[h], 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->allocated, 1, __ATOMIC_RELEASE);
 	op->handle = h;
 	store_release(&tm->ops_posted, posted + 1);
 	return 0;
@@ -296,7 +294,7 @@ int dpv_tm_release(struct dpv_tm *tm, uint32_t handle)
 {
 	if (!handle_allocated(tm, handle))
 		return EINVAL;
-	__atomic_store_n(&tm->allocated[handle], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&tm->entries[handle].allocated, 0, __ATOMIC_RELEASE);
 	tm->free_ring[tm->free_tail & tm->free_mask] = handle;
 	store_release(&tm->free_tail, tm->free_tail + 1);
 	return 0;
