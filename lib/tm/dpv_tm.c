@@ -555,18 +555,17 @@ void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
 	tmh->tag = tag;
 }
 
-/* The earliest eligible entry of one mask class (mask all ones: the exact class). */
-static inline __attribute__((always_inline)) uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
+/* The earliest eligible entry of class @p mask (all ones: the exact class) whose
+ * tag & mask is @p key, in chain @p b (the chain of that key and mask). */
+static inline __attribute__((always_inline)) uint32_t find_in_chain(const struct dpv_tm *tm,
+								     uint32_t b, uint64_t key,
+								     uint64_t mask)
 {
 	const struct tm_entry *e;
-	uint64_t key = tag & mask;
-	uint32_t h;
-
-	uint32_t first = tm->buckets[bucket_of(tm, key, mask)];
+	uint32_t first = tm->buckets[b], h = first;
 
 	if (first == NIL)
 		return NIL;
-	h = first;
 	do {
 		e = &tm->entries[h];
 		if (e->mask == mask && (e->tag & mask) == key && eligible(tm, e))
@@ -574,6 +573,14 @@ static inline __attribute__((always_inline)) uint32_t find_in_class(const struct
 		h = e->next;
 	} while (h != first);
 	return NIL;
+}
+
+/* The earliest eligible entry of one mask class for @p tag. */
+static inline __attribute__((always_inline)) uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
+{
+	uint64_t key = tag & mask;
+
+	return find_in_chain(tm, bucket_of(tm, key, mask), key, mask);
 }
 
 /* The wildcard classes and the overflow list, for a tag whose exact candidate is best.
@@ -619,27 +626,6 @@ static inline __attribute__((always_inline)) uint32_t find_small(const struct dp
 	return NIL;
 }
 
-/* The earliest eligible entry of the exact class, whose chain for @p tag is @p b. */
-static inline __attribute__((always_inline)) uint32_t find_exact(const struct dpv_tm *tm, uint64_t tag,
-								  uint32_t b)
-{
-	const struct tm_entry *e;
-	uint32_t h;
-
-	uint32_t first = tm->buckets[b];
-
-	if (first == NIL)
-		return NIL;
-	h = first;
-	do {
-		e = &tm->entries[h];
-		if (e->tag == tag && e->mask == DPV_TM_MASK_EXACT && eligible(tm, e))
-			return h;
-		h = e->next;
-	} while (h != first);
-	return NIL;
-}
-
 /* The decision for one message; inlined into both the single and the burst call. */
 static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 							       const struct dpv_tm_tmh *tmh,
@@ -662,7 +648,7 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 			/* @p b: the exact chain of the tag (NIL: not computed yet). */
 			if (b == NIL)
 				b = bucket_of(tm, tmh->tag, DPV_TM_MASK_EXACT);
-			x = find_exact(tm, tmh->tag, b);
+			x = find_in_chain(tm, b, tmh->tag, DPV_TM_MASK_EXACT);
 			h = x;
 			if (__builtin_expect(tm->nclasses != 0 || tm->overflow_head != NIL, 0))
 				h = find_wild(tm, tmh->tag, x);
