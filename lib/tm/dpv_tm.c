@@ -673,39 +673,6 @@ void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_a
 	match_one(tm, tmh, srq_wr_available, m, NIL, false);
 }
 
-static void match_burst_hashed(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
-			       uint32_t srq_wrs, struct dpv_tm_match *m);
-
-/* Bursts of two or more, and any burst for a hashed list. */
-static __attribute__((noinline)) void match_burst_any(struct dpv_tm *tm,
-						      const struct dpv_tm_tmh *tmh, uint32_t n,
-						      uint32_t srq_wrs, struct dpv_tm_match *m)
-{
-	uint32_t i;
-
-	if (n >= 4 && !tm->small) {
-		match_burst_hashed(tm, tmh, n, srq_wrs, m);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		match_one(tm, &tmh[i], srq_wrs > 0, &m[i], NIL, false);
-		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
-			srq_wrs--;
-	}
-}
-
-void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
-			uint32_t srq_wrs, struct dpv_tm_match *m)
-{
-	/* One message for a short list (a latency-bound receiver's usual burst): no loop
-	 * and no hashed code here, so this path saves no registers. */
-	if (n == 1 && tm->small) {
-		match_one(tm, tmh, srq_wrs > 0, m, NIL, true);
-		return;
-	}
-	match_burst_any(tm, tmh, n, srq_wrs, m);
-}
-
 /* A burst of a hashed list. Out of line: short bursts and lists do not set up its
  * frame. */
 static __attribute__((noinline)) void match_burst_hashed(struct dpv_tm *tm,
@@ -737,6 +704,36 @@ static __attribute__((noinline)) void match_burst_hashed(struct dpv_tm *tm,
 				srq_wrs--;
 		}
 	}
+}
+
+/* Bursts of two or more, and any burst for a hashed list. */
+static __attribute__((noinline)) void match_burst_any(struct dpv_tm *tm,
+						      const struct dpv_tm_tmh *tmh, uint32_t n,
+						      uint32_t srq_wrs, struct dpv_tm_match *m)
+{
+	uint32_t i;
+
+	if (n >= 4 && !tm->small) {
+		match_burst_hashed(tm, tmh, n, srq_wrs, m);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		match_one(tm, &tmh[i], srq_wrs > 0, &m[i], NIL, false);
+		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
+			srq_wrs--;
+	}
+}
+
+void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_t n,
+			uint32_t srq_wrs, struct dpv_tm_match *m)
+{
+	/* One message for a short list (a latency-bound receiver's usual burst): no loop
+	 * and no hashed code here, so this path saves no registers. */
+	if (n == 1 && tm->small) {
+		match_one(tm, tmh, srq_wrs > 0, m, NIL, true);
+		return;
+	}
+	match_burst_any(tm, tmh, n, srq_wrs, m);
 }
 
 uint32_t dpv_tm_unexpected(const struct dpv_tm *tm)
