@@ -99,6 +99,8 @@ void dpv_port_close(struct dpv_port *port)
 		rte_pktmbuf_free_bulk(e->hold, e->held);
 		e->held = 0;
 	}
+	rte_pktmbuf_free_bulk(port->backlog, port->backlog_n);
+	port->backlog_n = 0;
 	dpv_pcap_close(port->capture);
 	port->capture = NULL;
 	if (port->ops != NULL)
@@ -207,20 +209,63 @@ static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t
 	arp_send(port, RTE_ARP_OP_REQUEST, &bcast, e->ip, &zero);
 }
 
-static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+/* Hand the backlog to the driver, oldest first. @return whether it is empty now. */
+static bool backlog_flush(struct dpv_port *port)
 {
 	uint16_t sent;
 
+	if (port->backlog_n == 0)
+		return true;
+	sent = port->ops->tx_burst(port, port->backlog, port->backlog_n);
+	port->stats.tx_frames += sent;
+	port->backlog_n -= sent;
+	if (sent != 0 && port->backlog_n != 0)
+		memmove(port->backlog, port->backlog + sent,
+			port->backlog_n * sizeof(port->backlog[0]));
+	return port->backlog_n == 0;
+}
+
+/* A NIC's TX queue is full while its peer is slower than we are: what the driver does
+ * not take waits in order behind the backlog, and only a full backlog drops. */
+static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent = 0, keep;
+
+	if (n == 0)
+		return 0;
 	if (port->capture != NULL)
 		capture(port, pkts, n);
-	sent = n ? port->ops->tx_burst(port, pkts, n) : 0;
-
-	port->stats.tx_frames += sent;
-	if (sent < n) {
-		port->stats.tx_dropped += n - sent;
-		rte_pktmbuf_free_bulk(pkts + sent, n - sent);
+	if (backlog_flush(port)) {
+		sent = port->ops->tx_burst(port, pkts, n);
+		port->stats.tx_frames += sent;
+	}
+	keep = n - sent;
+	if (keep > DPV_PORT_TX_BACKLOG - port->backlog_n)
+		keep = DPV_PORT_TX_BACKLOG - port->backlog_n;
+	memcpy(port->backlog + port->backlog_n, pkts + sent, keep * sizeof(pkts[0]));
+	port->backlog_n += keep;
+	port->stats.tx_deferred += keep;
+	if (sent + keep < n) {
+		port->stats.tx_dropped += n - sent - keep;
+		rte_pktmbuf_free_bulk(pkts + sent + keep, n - sent - keep);
 	}
 	return sent;
+}
+
+uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
+{
+	struct rte_ether_addr mac;
+	struct dpv_arp_entry *e;
+	uint32_t room;
+
+	if (!backlog_flush(port))
+		return 0;
+	room = DPV_PORT_TX_BACKLOG;
+	if (!dpv_port_resolve(port, dst_ip, &mac)) {
+		e = arp_slot(port, dst_ip, false);
+		room = e != NULL ? DPV_ARP_HOLD - e->held : 0;
+	}
+	return room;
 }
 
 static void arp_learn(struct dpv_port *port, uint32_t ip, const struct rte_ether_addr *mac,
@@ -265,8 +310,10 @@ static void arp_input(struct dpv_port *port, struct rte_mbuf *m)
 
 uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t got = port->ops->rx_burst(port, pkts, n), kept = 0;
+	uint16_t got, kept = 0;
 
+	backlog_flush(port);
+	got = port->ops->rx_burst(port, pkts, n);
 	port->stats.rx_frames += got;
 	if (port->capture != NULL)
 		capture(port, pkts, got);

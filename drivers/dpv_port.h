@@ -34,6 +34,8 @@ extern "C" {
 #define DPV_ARP_HOLD 16u
 /** Milliseconds between ARP requests for a neighbour that has not answered. */
 #define DPV_ARP_RETRY_MS 200u
+/** Frames a port keeps when its driver's TX queue is full, to send on the next call. */
+#define DPV_PORT_TX_BACKLOG 256u
 
 struct dpv_port;
 
@@ -54,7 +56,9 @@ struct dpv_port_ops {
 
 /** Port counters (owner thread writes; others may read a stale snapshot). */
 struct dpv_port_stats {
-	uint64_t rx_frames, tx_frames, tx_dropped;
+	uint64_t rx_frames, tx_frames;
+	uint64_t tx_dropped;   /**< frames lost: the TX backlog was full */
+	uint64_t tx_deferred;  /**< frames the TX queue refused, kept in the backlog */
 	uint64_t rx_not_ipv4;  /**< frames neither ARP nor IPv4: dropped */
 	uint64_t arp_requests_sent, arp_replies_sent, arp_learned;
 	uint64_t arp_unresolved_drops; /**< frames dropped when ARP hold or table ran out */
@@ -83,6 +87,8 @@ struct dpv_port {
 	/** When set, every frame sent or received is appended here (DPV_CAPTURE). */
 	struct dpv_pcap *capture;
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
+	uint16_t backlog_n;       /**< frames in backlog, oldest first */
+	struct rte_mbuf *backlog[DPV_PORT_TX_BACKLOG];
 };
 
 /** The ethdev driver: any rte_ethdev port, by DPDK port id. */
@@ -151,11 +157,22 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
  * Send IPv4 frames whose Ethernet destination is to be resolved: each frame's
  * destination MAC is filled from the ARP table from its IPv4 destination; frames to
  * neighbours not yet resolved are held (DPV_ARP_HOLD per neighbour) and an ARP
- * request goes out; they leave when the reply arrives. The port takes ownership of
- * every frame: sent, held, or freed and counted.
+ * request goes out; they leave when the reply arrives. Frames the driver's TX queue
+ * refuses wait in the port's backlog (DPV_PORT_TX_BACKLOG) and go first on the next
+ * call, or the next dpv_port_rx(). The port takes ownership of every frame: sent,
+ * held, kept, or freed and counted (tx_dropped, arp_unresolved_drops).
  * @return frames sent now
  */
 uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * How many frames to @p dst_ip (host order) dpv_port_tx() takes now without dropping
+ * any: 0 while the TX backlog holds frames the driver has not taken yet (the port's
+ * back-pressure: a sender waits and asks again), else the room in the backlog, or,
+ * while the neighbour is unresolved, the room in its ARP hold (and an ARP request goes
+ * out, as dpv_port_resolve()). Owner thread.
+ */
+uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip);
 
 /** Re-send ARP requests for neighbours still unresolved (call from the poll loop). */
 void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc);

@@ -471,6 +471,7 @@ int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv
 	x->mrs = mrs;
 	x->next_qpn = 2;
 	x->tsc_hz = rte_get_tsc_hz();
+	x->now = rte_get_tsc_cycles();
 	*out = x;
 	return 0;
 }
@@ -580,6 +581,7 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint32_t done, k;
 
+	x->now = rte_get_tsc_cycles();
 	for (done = 0; done < n; done += k) {
 		k = n - done < XP_RX_CHUNK ? n - done : XP_RX_CHUNK;
 		rx_burst(x, pkts + done, k);
@@ -612,17 +614,76 @@ static uint32_t qp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	return sent;
 }
 
+/* Take the doorbells rung so far: a bit per QP in @p ready, a bit per word in the
+ * return value. */
+static uint64_t db_take(struct dpv_xport *x, uint64_t *ready)
+{
+	uint64_t sum, s;
+	uint32_t w;
+
+	if (__atomic_load_n(&x->db_summary, __ATOMIC_RELAXED) == 0)
+		return 0;
+	sum = __atomic_exchange_n(&x->db_summary, 0, __ATOMIC_ACQUIRE);
+	for (s = sum; s != 0; s &= s - 1) {
+		w = (uint32_t)__builtin_ctzll(s);
+		ready[w] = __atomic_exchange_n(&x->db[w], 0, __ATOMIC_ACQUIRE);
+		if (ready[w] == 0)
+			sum &= ~(1ull << w);
+	}
+	return sum;
+}
+
+/* The next QP number at or after @p from (cyclically) with its bit in @p ready, taken
+ * out of it; -1 if none. */
+static int32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
+{
+	uint32_t w = from >> 6, b;
+	uint64_t m, s;
+
+	if (*sum == 0)
+		return -1;
+	m = (*sum >> w & 1) ? ready[w] & (~0ull << (from & 63)) : 0;
+	if (m == 0) {
+		/* A later word, else the first word from the start (w's lower bits too). */
+		s = w == 63 ? 0 : *sum & (~0ull << (w + 1));
+		if (s == 0)
+			s = *sum;
+		w = (uint32_t)__builtin_ctzll(s);
+		m = ready[w];
+	}
+	b = (uint32_t)__builtin_ctzll(m);
+	ready[w] &= ~(1ull << b);
+	if (ready[w] == 0)
+		*sum &= ~(1ull << w);
+	return (int32_t)(w << 6 | b);
+}
+
 uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget)
 {
-	uint32_t sent = 0, progress, i, quota, n;
+	uint64_t ready[DPV_MAX_QP / 64], sum;
+	uint32_t sent = 0, progress, quota, n, w;
+	uint64_t no_mbuf;
+	int32_t qpn;
 
+	x->now = rte_get_tsc_cycles();
+	/* Rounds over the QPs whose doorbell rang, each a quantum in turn, from where the
+	 * last call stopped; a QP that used its whole quantum rings again for the next
+	 * round. What the budget leaves is rung back for the next call. */
 	do {
 		progress = 0;
-		for (i = 0; i < x->nlive && sent < budget; i++) {
-			struct xp_qp *q = x->live[(x->cursor + i) % x->nlive];
+		sum = db_take(x, ready);
+		while (sent < budget && (qpn = db_next(ready, &sum, x->db_next)) >= 0) {
+			struct xp_qp *q = x->qps[qpn];
 
+			x->db_next = ((uint32_t)qpn + 1) % DPV_MAX_QP;
+			if (q == NULL)
+				continue;
 			quota = budget - sent < XP_QUANTUM ? budget - sent : XP_QUANTUM;
+			no_mbuf = x->stats.tx_no_mbuf;
 			n = qp_tx(x, q, quota);
+			/* Full quantum: more may wait. No mbuf: try again next time. */
+			if (n == quota || x->stats.tx_no_mbuf != no_mbuf)
+				xp_kick(q);
 			sent += n;
 			progress += n;
 			if (x->loop_tail - x->loop_head >= XP_LOOPQ / 2) {
@@ -630,9 +691,12 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget)
 				loop_drain(x);
 			}
 		}
+		for (; sum != 0; sum &= sum - 1) {
+			w = (uint32_t)__builtin_ctzll(sum);
+			__atomic_fetch_or(&x->db[w], ready[w], __ATOMIC_RELAXED);
+			__atomic_fetch_or(&x->db_summary, 1ull << w, __ATOMIC_RELEASE);
+		}
 	} while (progress > 0 && sent < budget);
-	if (x->nlive > 0)
-		x->cursor = (x->cursor + 1) % x->nlive;
 	xp_tx_flush(x);
 	loop_drain(x);
 	return sent;
@@ -650,18 +714,57 @@ uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code)
 	return x->tsc_hz / 100000 * rnr_timer_10us[code & 31];
 }
 
+void xp_timer_start(struct dpv_xport *x, struct xp_qp *q)
+{
+	if (q->timed_idx != XP_TIMED_NONE)
+		return;
+	q->timed_idx = x->ntimed;
+	x->timed[x->ntimed++] = q;
+}
+
+void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q)
+{
+	struct xp_qp *last;
+
+	if (q->timed_idx == XP_TIMED_NONE)
+		return;
+	last = x->timed[--x->ntimed];
+	x->timed[q->timed_idx] = last;
+	last->timed_idx = q->timed_idx;
+	q->timed_idx = XP_TIMED_NONE;
+}
+
+/* One QP's timer: the RNR wait ends, or the ACK timer fires; a QP with nothing
+ * outstanding leaves the list (its timer restarts with its next packet). */
+static void timer_run(struct dpv_xport *x, struct xp_qp *q, uint64_t now)
+{
+	const uint8_t st = q->qp.attr.state;
+	const bool due = (int64_t)(now - q->deadline) >= 0;
+
+	if (st != DPV_QPS_RTS && st != DPV_QPS_SQD) {
+		q->rnr_wait = false;
+		xp_timer_stop(x, q);
+		return;
+	}
+	if (q->rnr_wait) {
+		if (!due)
+			return;
+		q->rnr_wait = false;
+		q->deadline = now + q->ack_cycles;
+		xp_kick(q);
+	} else if (q->una == q->psn_hi || q->ack_cycles == 0) {
+		xp_timer_stop(x, q);
+	} else if (due) {
+		xp_comp_timeout(x, q);
+	}
+}
+
 void dpv_xport_tick(struct dpv_xport *x, uint64_t now)
 {
 	uint32_t i;
 
-	if (x->rnr_waiting == 0)
-		return;
-	for (i = 0; i < x->nlive; i++) {
-		struct xp_qp *q = x->live[i];
-
-		if (q->rnr_wait && (int64_t)(now - q->rnr_deadline) >= 0) {
-			q->rnr_wait = false;
-			x->rnr_waiting--;
-		}
-	}
+	x->now = now;
+	/* From the end: a QP that leaves the list takes the last one's place. */
+	for (i = x->ntimed; i-- > 0;)
+		timer_run(x, x->timed[i], now);
 }

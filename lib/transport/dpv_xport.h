@@ -16,9 +16,17 @@
  * rings (one producer: the QP's poster, serialised by lib/verbs), SRQ lanes (one
  * producer each), and CQ rings (one consumer, serialised by lib/verbs).
  *
- * This issue's transport assumes a lossless link: a PSN gap is answered with a NAK
- * (sequence error) and the requester restarts from the NAK'd PSN (go-back-N, IBTA
- * 9.7.5.2.2) but there is no retransmit timer yet; RNR NAKs and retries are complete.
+ * Reliability (IBTA 9.7.5 and 9.9, doc/guides/reliability.md): a PSN gap is answered
+ * with a sequence error NAK and the requester goes back N from the NAK'd PSN; a lost
+ * last packet, ACK, NAK or READ response is recovered by the local ACK timer (the
+ * QP's timeout attribute), retried retry_cnt times without progress before the WQE
+ * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
+ * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ).
+ *
+ * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
+ * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an
+ * event may let the QP send (an ACK, a queued response, a timer). An idle QP costs
+ * nothing per poll, however many there are.
  */
 #ifndef DPV_XPORT_H
 #define DPV_XPORT_H
@@ -51,6 +59,14 @@ struct dpv_xport;
 #define DPV_UD_GRH_LEN 40u
 /** RDMA READs a requester keeps outstanding, and a responder accepts, per QP. */
 #define DPV_MAX_RD_ATOMIC 16u
+/**
+ * The shortest local ACK timeout the device runs, as an exponent of 4.096 us:
+ * 2^10 x 4.096 us = 4.2 ms; a QP's smaller timeout attribute runs as this one (a CA's
+ * timer may run longer than asked, never shorter). A peer in user space answers
+ * within the scheduling delay of its host, not within the microseconds of a NIC; a
+ * shorter timer would only resend what is still on its way.
+ */
+#define DPV_ACK_TIMEOUT_MIN 10u
 
 /* ---- memory regions (IBTA 10.6) ---- */
 
@@ -307,6 +323,8 @@ struct dpv_qp_attr {
 	uint32_t sq_psn;
 	uint32_t dst_ip;        /**< host order, from the AH's GID */
 	uint16_t pkey_index;
+	uint8_t max_rd_atomic;      /**< READs this QP keeps outstanding as requester */
+	uint8_t max_dest_rd_atomic; /**< READs this QP accepts outstanding as responder */
 };
 
 /** The IBV_QP_* mask bits dpv_qp_modify() understands (same values). */
@@ -352,6 +370,8 @@ struct dpv_qp_init {
  */
 struct dpv_qp {
 	uint32_t qpn;
+	uint64_t *db_word;         /**< the device's doorbell word of this QP */
+	uint64_t *db_summary;      /**< the device's word of doorbell words */
 	struct dpv_qp_init init;
 	struct dpv_ring *sq;       /**< slots: struct dpv_swqe; NULL if max_send_wr == 0 */
 	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
@@ -362,16 +382,64 @@ struct dpv_qp {
 	void *fatal_arg;
 };
 
+/**
+ * Tell the device that @p qp has new WQEs in its SQ (or anything else to send): the
+ * next dpv_xport_tx() visits it. The poster calls it after dpv_ring_commit(); the
+ * device calls it for its own events. Any thread; lock-free (one or two atomic ORs).
+ */
+static inline void dpv_qp_doorbell(struct dpv_qp *qp)
+{
+	const uint64_t bit = 1ull << (qp->qpn & 63);
+
+	/* A full barrier (the locked OR) orders the poster's ring commit before the
+	 * device's read of the bit: a plain load here could let the device clear the bit
+	 * and miss the WQE. The first setter of a word's bit announces the word. */
+	if ((__atomic_fetch_or(qp->db_word, bit, __ATOMIC_SEQ_CST) & bit) == 0)
+		__atomic_fetch_or(qp->db_summary, 1ull << (qp->qpn >> 6), __ATOMIC_SEQ_CST);
+}
+
 /* ---- the transport of one device ---- */
+
+/**
+ * What the protocol did on one QP (IBTA 9.7.5, 9.9), and, summed over every QP the
+ * device ever had, on the device (dpv_xport_stats.qps). doc/guides/reliability.md
+ * says what each means.
+ */
+struct dpv_qp_stats {
+	uint64_t tx_packets, rx_packets;
+	/* requester and completer */
+	uint64_t retrans_timeout;   /**< go-back-N after the local ACK timer expired */
+	uint64_t retrans_seq_nak;   /**< go-back-N after a PSN sequence error NAK */
+	uint64_t retrans_rnr;       /**< resends after an RNR NAK's wait */
+	uint64_t retrans_read;      /**< READs asked again: a response lost (gap, or an ACK
+	                                 beyond the READ: IBTA's implied NAK) */
+	uint64_t retrans_packets;   /**< request packets sent again, by every cause */
+	uint64_t ack_timeouts;      /**< local ACK timer expiries */
+	uint64_t retry_exceeded;    /**< WQEs failed with RETRY_EXC_ERR */
+	uint64_t rnr_retry_exceeded;/**< WQEs failed with RNR_RETRY_EXC_ERR */
+	uint64_t dup_responses;     /**< ACKs, NAKs and READ responses already seen */
+	uint64_t ghost_responses;   /**< responses for PSNs never sent: ignored */
+	uint64_t seq_naks_received, rnr_naks_received;
+	uint64_t naks_received;     /**< every NAK but RNR NAKs (sequence and error) */
+	/* responder */
+	uint64_t dup_requests;      /**< requests behind the expected PSN */
+	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped */
+	uint64_t seq_naks_sent, rnr_naks_sent;
+	uint64_t naks_sent;         /**< every NAK but RNR NAKs (sequence and error) */
+	uint64_t dup_reads_dropped; /**< duplicate READs with no responder resource left:
+	                                 dropped, the requester asks again */
+	uint64_t resp_queue_full;   /**< answers that found the responder queue full (its
+	                                 size makes it never happen): dropped */
+	/* both */
+	uint64_t flushed_wrs;       /**< WQEs completed with WR_FLUSH_ERR */
+};
 
 /** Counters of one device's transport (owner writes; a stale snapshot elsewhere). */
 struct dpv_xport_stats {
 	uint64_t rx_packets, tx_packets;
 	uint64_t rx_bad[DPV_WIRE_E_ICRC + 1]; /**< by enum dpv_wire_err */
 	uint64_t rx_unknown_qp, rx_bad_state, rx_bad_qkey, rx_bad_pkey;
-	uint64_t rx_dup, rx_out_of_seq;
-	uint64_t rnr_naks_sent, rnr_naks_received, rnr_retries;
-	uint64_t naks_sent, naks_received;
+	struct dpv_qp_stats qps;  /**< the protocol counters of every QP, summed */
 	uint64_t access_errors;   /**< bad rkey / lkey / range / access flags */
 	uint64_t tm_expected, tm_unexpected, tm_no_tag;
 	uint64_t cq_overflows;
@@ -419,14 +487,21 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n);
  */
 uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
 
-/** Timers: RNR retry waits (owner). @p now in rte_get_tsc_cycles() units. */
+/**
+ * Timers (owner): local ACK timeouts and RNR waits that are due at @p now
+ * (rte_get_tsc_cycles() units). Only QPs with something outstanding are looked at: a
+ * device whose QPs are all idle returns at once.
+ */
 void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
 
 /** Execute posted TM ops of an SRQ (owner): lib/tm, then completions. */
 uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget);
 
-/** Counters. */
+/** Counters of the device (owner, or a stale snapshot from any thread). */
 void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st);
+
+/** Counters of one QP (owner, or a stale snapshot from any thread). */
+void dpv_qp_stats_get(const struct dpv_qp *qp, struct dpv_qp_stats *st);
 
 /**
  * The port's active MTU (the largest payload of one packet), as an

@@ -1,20 +1,47 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The completer (IBTA 9.7.5.2 and 9.9): reads ACKs, NAKs and READ responses on the
- * requester side, completes send WQEs in order, places READ data, waits out RNR NAKs
- * and goes back N after a PSN sequence error NAK.
+ * requester side, completes send WQEs in order, places READ data, waits out RNR NAKs,
+ * goes back N after a PSN sequence error NAK or a local ACK timeout (IBTA 9.7.6.1),
+ * asks again for READ responses that went missing, and fails the oldest WQE when the
+ * retries run out.
  */
-#include <rte_cycles.h>
-
 #include "dpv_xport_priv.h"
 
-/* Everything up to @p psn is acknowledged. Forward progress renews the RNR retry
- * budget (IBTA 9.7.5.2: the count is of retries without progress). */
-static void ack_upto(struct xp_qp *q, uint32_t psn)
+/* Everything up to @p psn is acknowledged. Forward progress renews the retry budgets
+ * (IBTA 9.7.5.2: the counts are of retries without progress) and restarts the local
+ * ACK timer. */
+static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
 	if (dpv_wire_psn_diff(psn, q->una) >= 0) {
 		q->una = psn_add(psn, 1);
 		q->rnr_left = q->qp.attr.rnr_retry;
+		q->retry_left = q->qp.attr.retry_cnt;
+		q->deadline = x->now + q->ack_cycles;
+	}
+}
+
+/* The oldest WQE is an incomplete READ: nothing at or after its first missing response
+ * is acknowledged, whatever an ACK says. An ACK beyond it means the responder has
+ * answered the READ and gone on, so the responses were lost (IBTA 9.7.5.2, implied
+ * NAK): ask for them again. */
+static void read_hold(struct dpv_xport *x, struct xp_qp *q)
+{
+	struct dpv_ring *sq = q->qp.sq;
+	const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
+	const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
+	uint32_t missing;
+
+	if (w->opcode != DPV_WR_RDMA_READ || m->rd_done)
+		return;
+	missing = psn_add(m->first_psn, m->rd_pkts);
+	if (dpv_wire_psn_diff(q->una, missing) <= 0)
+		return;
+	q->una = missing;
+	if (!q->rd_gap) {
+		q->rd_gap = true;
+		XP_CNT(x, q, retrans_read);
+		xp_req_rewind(x, q, missing);
 	}
 }
 
@@ -35,7 +62,10 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 			break;
 		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
 	}
-	/* After a go-back, an acknowledgement can overtake the resend point. */
+	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
+		read_hold(x, q);
+	/* After a go-back, an acknowledgement can overtake the resend point: what the
+	 * peer has is not sent again. */
 	if (idx_diff(sq->cons_head, q->next_wqe) > 0) {
 		q->next_wqe = sq->cons_head;
 		q->next_off = 0;
@@ -43,6 +73,8 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 				 ? q->meta[sq->cons_head & sq->mask].first_psn
 				 : q->psn_hi;
 	}
+	if (dpv_wire_psn_diff(q->una, q->psn) > 0 && dpv_wire_psn_diff(q->una, q->psn_hi) < 0)
+		xp_req_rewind(x, q, q->una);
 	/* A WQE the requester refused fails in its turn, and ends the QP (IBTA 10.3.1). */
 	if (q->blocked_err != 0 && sq->cons_head == q->next_wqe && q->next_off == 0) {
 		st = q->blocked_err;
@@ -52,36 +84,56 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 	}
 }
 
-/* The oldest outstanding WQE fails with @p status; the QP goes to Error, which flushes
- * the rest (IBTA 9.9). */
-static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
+/*
+ * The oldest outstanding WQE fails with @p status; the QP goes to Error, which flushes
+ * the rest (IBTA 9.9). @p event: the QP went to Error on the requester's own account
+ * (its retries ran out), and the application hears of it as IBV_EVENT_QP_FATAL too.
+ */
+static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status, bool event)
 {
 	struct dpv_ring *sq = q->qp.sq;
 
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		xp_complete_swqe(x, q, status);
-	xp_qp_error(x, q, false);
+	xp_qp_error(x, q, event);
+}
+
+void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
+{
+	XP_CNT(x, q, ack_timeouts);
+	if (q->retry_left == 0) {
+		XP_CNT(x, q, retry_exceeded);
+		fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
+		return;
+	}
+	q->retry_left--;
+	XP_CNT(x, q, retrans_timeout);
+	q->rd_gap = false;
+	xp_req_rewind(x, q, q->una);
+	q->deadline = x->now + q->ack_cycles;
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
 {
-	x->stats.rnr_naks_received++;
+	XP_CNT(x, q, rnr_naks_received);
 	if (q->rnr_wait)
 		return;
 	/* rnr_retry 7 means retry for ever (IBTA 9.7.5.2). */
 	if (q->qp.attr.rnr_retry != 7) {
 		if (q->rnr_left == 0) {
-			fail_head(x, q, DPV_WC_RNR_RETRY_EXC_ERR);
+			XP_CNT(x, q, rnr_retry_exceeded);
+			fail_head(x, q, DPV_WC_RNR_RETRY_EXC_ERR, true);
 			return;
 		}
 		q->rnr_left--;
 	}
-	x->stats.rnr_retries++;
-	xp_req_rewind(q, psn);
-	/* The wait is the one the responder asked for: its min_rnr_timer (IBTA Table 45). */
+	XP_CNT(x, q, retrans_rnr);
+	xp_req_rewind(x, q, psn);
+	/* The wait is the one the responder asked for: its min_rnr_timer (IBTA Table 45).
+	 * The ACK timer stands still meanwhile and restarts when the wait ends. */
 	q->rnr_wait = true;
-	q->rnr_deadline = rte_get_tsc_cycles() + xp_rnr_cycles(x, code);
-	x->rnr_waiting++;
+	q->deadline = x->now + xp_rnr_cycles(x, code);
+	xp_timer_start(x, q);
 }
 
 static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
@@ -91,21 +143,23 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 
 	/* IBTA 9.9: an acknowledgement of a PSN never sent is a ghost: ignored. */
 	if (dpv_wire_psn_diff(psn, q->psn_hi) >= 0) {
-		x->stats.rx_out_of_seq++;
+		XP_CNT(x, q, ghost_responses);
 		return;
 	}
 	if ((syn & 0xe0) == DPV_AETH_ACK) {
-		ack_upto(q, psn);
+		if (dpv_wire_psn_diff(psn, q->una) < 0)
+			XP_CNT(x, q, dup_responses);
+		ack_upto(x, q, psn);
 		xp_comp_acked(x, q);
 		return;
 	}
 	/* A NAK names the PSN it refuses; every PSN before it is acknowledged. One older
 	 * than anything outstanding is stale: ignored. */
 	if (dpv_wire_psn_diff(psn, q->una) < 0) {
-		x->stats.rx_dup++;
+		XP_CNT(x, q, dup_responses);
 		return;
 	}
-	ack_upto(q, psn_add(psn, DPV_WIRE_PSN_MASK));
+	ack_upto(x, q, psn_add(psn, DPV_WIRE_PSN_MASK));
 	xp_comp_acked(x, q);
 	if (q->qp.attr.state == DPV_QPS_ERR)
 		return;
@@ -117,22 +171,37 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 		return;
 	}
-	x->stats.naks_received++;
+	XP_CNT(x, q, naks_received);
 	switch (syn) {
 	case DPV_AETH_NAK_PSN_SEQ:
-		xp_req_rewind(q, psn);
+		/* IBTA 9.7.5.2.2: go back N; a sequence error counts against retry_cnt
+		 * as a timeout does, so a path that loses every resend ends. */
+		XP_CNT(x, q, seq_naks_received);
+		if (q->retry_left == 0) {
+			XP_CNT(x, q, retry_exceeded);
+			fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
+			break;
+		}
+		q->retry_left--;
+		XP_CNT(x, q, retrans_seq_nak);
+		xp_req_rewind(x, q, psn);
 		break;
 	case DPV_AETH_NAK_REM_ACCESS:
-		fail_head(x, q, DPV_WC_REM_ACCESS_ERR);
+		fail_head(x, q, DPV_WC_REM_ACCESS_ERR, false);
 		break;
 	case DPV_AETH_NAK_REM_OP:
-		fail_head(x, q, DPV_WC_REM_OP_ERR);
+		fail_head(x, q, DPV_WC_REM_OP_ERR, false);
 		break;
 	default:
 		/* Invalid request, invalid RD request and reserved codes. */
-		fail_head(x, q, DPV_WC_REM_INV_REQ_ERR);
+		fail_head(x, q, DPV_WC_REM_INV_REQ_ERR, false);
 		break;
 	}
+}
+
+static bool is_last_resp(uint8_t op)
+{
+	return op == DPV_OP_RC_READ_RESP_LAST || op == DPV_OP_RC_READ_RESP_ONLY;
 }
 
 /* IBTA 9.7.5.2: READ responses arrive in order for the oldest READ not yet complete;
@@ -154,38 +223,50 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 			break;
 	}
 	if (idx_diff(q->wqe_hi, i) <= 0) {
-		x->stats.rx_dup++;
+		XP_CNT(x, q, dup_responses);
 		return;
 	}
 	d = dpv_wire_psn_diff(p->psn, psn_add(m->first_psn, m->rd_pkts));
-	if (d != 0) {
-		/* Behind: a duplicate. Ahead: a lost response, which this issue's lossless
-		 * link does not produce (the retransmit timer of a later one will). */
-		if (d < 0)
-			x->stats.rx_dup++;
-		else
-			x->stats.rx_out_of_seq++;
+	/* Behind: a duplicate (an answer to a READ asked again). Ahead: a response went
+	 * missing, asked for again below. */
+	if (d < 0) {
+		XP_CNT(x, q, dup_responses);
 		return;
 	}
 	/* A READ response acknowledges every request before the READ (IBTA 9.7.5.2). */
-	ack_upto(q, psn_add(m->first_psn, DPV_WIRE_PSN_MASK));
+	ack_upto(x, q, psn_add(m->first_psn, DPV_WIRE_PSN_MASK));
 	xp_comp_acked(x, q);
 	if (q->qp.attr.state == DPV_QPS_ERR || sq->cons_head != i)
 		return;
+	if (d > 0) {
+		/* A response is missing: ask again from it, once until it comes. */
+		if (!q->rd_gap) {
+			q->rd_gap = true;
+			XP_CNT(x, q, retrans_read);
+			xp_req_rewind(x, q, psn_add(m->first_psn, m->rd_pkts));
+		}
+		return;
+	}
+	q->rd_gap = false;
 	plen = m->len - m->rd_pkts * q->mtu;
 	if (plen > q->mtu)
 		plen = q->mtu;
-	if (p->opcode != xp_read_resp_opcode(m->rd_pkts, m->npkts) || p->payload_len != plen) {
-		fail_head(x, q, DPV_WC_BAD_RESP_ERR);
+	/* Responses to a READ asked again start with FIRST mid-message, and those to
+	 * the first request may still be on their way: what must hold is the length of
+	 * each and that the last one is last. */
+	if (is_last_resp(p->opcode) != (m->rd_pkts == m->npkts - 1) || p->payload_len != plen) {
+		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return;
 	}
 	st = xp_sgl_scatter(x, w->sge, w->num_sge, q->qp.init.pd, (uint64_t)m->rd_pkts * q->mtu,
 			    payload, plen);
 	if (st != DPV_WC_SUCCESS) {
 		x->stats.access_errors++;
-		fail_head(x, q, st);
+		fail_head(x, q, st, false);
 		return;
 	}
+	q->deadline = x->now + q->ack_cycles;
+	q->retry_left = q->qp.attr.retry_cnt;
 	if (++m->rd_pkts < m->npkts)
 		return;
 	m->rd_done = true;
@@ -193,7 +274,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		m->req_sent = false;
 		q->reads_out--;
 	}
-	ack_upto(q, psn_add(m->first_psn, m->npkts - 1));
+	ack_upto(x, q, psn_add(m->first_psn, m->npkts - 1));
 	xp_comp_acked(x, q);
 }
 
@@ -207,8 +288,11 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		x->stats.rx_bad_state++;
 		return;
 	}
+	XP_CNT(x, q, rx_packets);
 	if (p->opcode == DPV_OP_RC_ACK)
 		ack_rx(x, q, p);
 	else
 		read_resp_rx(x, q, p, frame + p->hdr_len);
+	/* An acknowledgement may open the window, end a fence or free a READ slot. */
+	xp_kick(q);
 }

@@ -22,12 +22,25 @@
 #define XP_RX_CHUNK 32u
 /* Packets a QP may send in one visit of dpv_xport_tx(), so no QP starves the others. */
 #define XP_QUANTUM 16u
-/* PSNs a requester keeps unacknowledged. There is no retransmit timer in this issue,
- * so the window keeps a burst within what the port's queues hold. */
+/* PSNs a requester keeps unacknowledged. Go-back-N resends everything after a loss,
+ * and a virtual port's rings hold about a thousand frames: the window keeps what one
+ * QP has in flight within what the peer's queues absorb, so a long message does not
+ * overflow them and turn every burst into a loss and a resend. */
 #define XP_WINDOW 256u
-/* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them,
- * at most DPV_MAX_RD_ATOMIC reads with a coalesced ACK between each two. */
-#define XP_RESPQ 64u
+/* A request packet asks for an ACK at least every so many packets (besides the last
+ * packet of each message), so the window moves while a long message is sent. */
+#define XP_ACKREQ_EVERY (XP_WINDOW / 4)
+/* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them.
+ * It holds max_dest_rd_atomic new READs and as many duplicate READs, with at most one
+ * ACK or NAK between each two (a newer one replaces the one at the tail): never full. */
+#define XP_RESPQ 128u
+#define XP_TIMED_NONE UINT32_MAX
+/* Count a protocol event on a QP and on its device. */
+#define XP_CNT(x, q, field)                  \
+	do {                                 \
+		(q)->stats.field++;          \
+		(x)->stats.qps.field++;      \
+	} while (0)
 /* QPs that may hold a coalesced ACK within one received burst. */
 #define XP_ACKQ 64u
 
@@ -51,6 +64,7 @@ struct xp_swqe_meta {
 	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
 	uint32_t len;       /**< message bytes */
 	uint32_t rd_pkts;   /**< READ: response packets placed */
+	uint32_t rd_base;   /**< READ: response packets placed when it was last asked for */
 	bool rd_done;       /**< READ: last response placed */
 	bool req_sent;      /**< READ: request out and counted in reads_out */
 };
@@ -106,6 +120,7 @@ struct xp_resp {
 	uint32_t rkey;
 	uint32_t len;
 	uint32_t sent;     /**< READ: bytes sent */
+	bool dup;          /**< READ: answers a duplicate request */
 };
 
 /* What is in progress on the responder side. */
@@ -129,10 +144,17 @@ struct xp_qp {
 	uint32_t psn_hi;          /**< one past the highest PSN sent */
 	uint32_t una;             /**< oldest PSN not acknowledged */
 	uint32_t reads_out;       /**< READ requests out, responses not all back */
+	uint32_t since_ackreq;    /**< request packets sent since one asked for an ACK */
 	uint8_t blocked_err;      /**< enum dpv_wc_status of a WQE refused at next_wqe */
 	uint8_t rnr_left;         /**< RNR retries left (rnr_retry 7: forever) */
+	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	bool rnr_wait;
-	uint64_t rnr_deadline;    /**< TSC */
+	bool rd_gap;              /**< a READ response went missing; asked again */
+	/* Timers (IBTA 9.7.6): one deadline, the RNR wait's while rnr_wait, else the
+	 * local ACK timer's, restarted by forward progress. */
+	uint64_t ack_cycles;      /**< local ACK timeout in TSC cycles; 0: none */
+	uint64_t deadline;        /**< TSC */
+	uint32_t timed_idx;       /**< position in x->timed, or XP_TIMED_NONE */
 	/* Responder (IBTA 9.7.5.1). */
 	uint32_t epsn;            /**< expected PSN */
 	uint32_t msn;
@@ -144,7 +166,9 @@ struct xp_qp {
 	struct xp_write wr;
 	struct xp_resp respq[XP_RESPQ];
 	uint32_t resp_head, resp_tail;
-	uint32_t resp_reads;      /**< READ entries in respq */
+	uint32_t resp_reads;      /**< READ entries in respq answering new requests */
+	uint32_t resp_dup_reads;  /**< READ entries in respq answering duplicates */
+	struct dpv_qp_stats stats;
 };
 
 struct dpv_xport {
@@ -157,9 +181,16 @@ struct dpv_xport {
 	uint32_t cursor;                 /**< live index dpv_xport_tx() starts at */
 	uint32_t next_qpn;
 	uint32_t next_id;                /**< CQ and SRQ ids (atomics: any thread creates) */
-	uint32_t rnr_waiting;            /**< QPs in an RNR wait */
+	uint32_t ntimed;
+	struct xp_qp *timed[DPV_MAX_QP]; /**< QPs with a timer running (dense) */
+	uint64_t now;                    /**< TSC, read once per rx, tx or tick call */
 	uint16_t ip_id;
 	uint64_t tsc_hz;
+	/* Doorbells: bit n of db[n / 64] set when QP n may have something to send; bit w
+	 * of db_summary when db[w] may have bits set (dpv_qp_doorbell()). */
+	uint64_t db_summary;
+	uint64_t db[DPV_MAX_QP / 64];
+	uint32_t db_next;                /**< QP number dpv_xport_tx() starts at */
 	uint16_t ntx;
 	struct rte_mbuf *txb[XP_TXB];
 	uint32_t loop_head, loop_tail;
@@ -195,12 +226,20 @@ uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */
 void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal);
+/* Timers: run @p q's from now on (it has something outstanding, or an RNR wait). */
+void xp_timer_start(struct dpv_xport *x, struct xp_qp *q);
+void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q);
+/* The QP may have something to send: visit it in the next dpv_xport_tx(). */
+static inline void xp_kick(struct xp_qp *q)
+{
+	dpv_qp_doorbell(&q->qp);
+}
 void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q);
 void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
 
 /* dpv_xport_req.c */
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
-void xp_req_rewind(struct xp_qp *q, uint32_t psn);
+void xp_req_rewind(struct dpv_xport *x, struct xp_qp *q, uint32_t psn);
 
 /* dpv_xport_resp.c */
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
@@ -215,6 +254,8 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame);
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q);
+/* The local ACK timer of @p q expired (IBTA 9.7.6.1): go back N, or give up. */
+void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q);
 
 /* The opcode of read response packet i of n (IBTA 9.7.5.1.4: ONLY, or FIRST..LAST):
  * the responder sends them, the completer checks them. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include <rte_ether.h>
 #include <rte_malloc.h>
 
 #include "dpv_xport_priv.h"
@@ -74,6 +75,9 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	if (q == NULL)
 		return ENOMEM;
 	q->qp.qpn = qpn;
+	q->qp.db_word = &x->db[qpn / 64];
+	q->qp.db_summary = &x->db_summary;
+	q->timed_idx = XP_TIMED_NONE;
 	q->qp.init = *init;
 	q->qp.attr.state = DPV_QPS_RESET;
 	q->qp.xport_state = q;
@@ -104,12 +108,12 @@ nomem:
 	return ENOMEM;
 }
 
-static void rnr_wait_end(struct dpv_xport *x, struct xp_qp *q)
+/* No timer runs for a QP that stops being a requester. */
+static void timers_end(struct dpv_xport *x, struct xp_qp *q)
 {
-	if (q->rnr_wait) {
-		q->rnr_wait = false;
-		x->rnr_waiting--;
-	}
+	q->rnr_wait = false;
+	q->rd_gap = false;
+	xp_timer_stop(x, q);
 }
 
 static void ring_drop_all(struct dpv_ring *r)
@@ -136,7 +140,7 @@ static void req_restart(struct xp_qp *q)
 static void qp_reset(struct dpv_xport *x, struct xp_qp *q)
 {
 	xp_resp_abort(x, q, false);
-	rnr_wait_end(x, q);
+	timers_end(x, q);
 	ring_drop_all(q->qp.sq);
 	ring_drop_all(q->qp.rq);
 	req_restart(q);
@@ -170,6 +174,8 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 			cqe.byte_len = q->meta[head & sq->mask].len;
 		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
 	}
+	if (status == DPV_WC_WR_FLUSH_ERR)
+		XP_CNT(x, q, flushed_wrs);
 	dpv_ring_release(sq, 1);
 }
 
@@ -190,6 +196,7 @@ static void flush_rq(struct dpv_xport *x, struct xp_qp *q)
 		cqe.opcode = DPV_WC_RECV;
 		cqe.qp_num = q->qp.qpn;
 		xp_cq_put(x, q->qp.init.recv_cq, &cqe, false);
+		XP_CNT(x, q, flushed_wrs);
 	}
 	dpv_ring_release(rq, n);
 }
@@ -217,7 +224,7 @@ void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal)
 	if (q->qp.attr.state == DPV_QPS_ERR)
 		return;
 	q->qp.attr.state = DPV_QPS_ERR;
-	rnr_wait_end(x, q);
+	timers_end(x, q);
 	flush_sq(x, q);
 	xp_resp_abort(x, q, true);
 	flush_rq(x, q);
@@ -304,6 +311,10 @@ static bool attr_values_ok(const struct dpv_qp_attr *a, uint32_t mask)
 		return false;
 	if ((mask & DPV_QP_DEST_QPN) && a->dest_qpn > DPV_WIRE_QPN_MASK)
 		return false;
+	if ((mask & DPV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > DPV_MAX_RD_ATOMIC)
+		return false;
+	if ((mask & DPV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > DPV_MAX_RD_ATOMIC)
+		return false;
 	return true;
 }
 
@@ -336,6 +347,21 @@ static void attr_apply(struct dpv_qp_attr *cur, const struct dpv_qp_attr *a, uin
 		cur->sq_psn = a->sq_psn & DPV_WIRE_PSN_MASK;
 	if (mask & DPV_QP_DEST_QPN)
 		cur->dest_qpn = a->dest_qpn;
+	if (mask & DPV_QP_MAX_QP_RD_ATOMIC)
+		cur->max_rd_atomic = a->max_rd_atomic;
+	if (mask & DPV_QP_MAX_DEST_RD_ATOMIC)
+		cur->max_dest_rd_atomic = a->max_dest_rd_atomic;
+}
+
+/* IBTA: the local ACK timeout is 4.096 us x 2^timeout, 0 meaning none (an infinite
+ * timer); the device runs at least DPV_ACK_TIMEOUT_MIN. */
+static uint64_t ack_cycles_of(const struct dpv_xport *x, uint8_t timeout)
+{
+	uint8_t e = timeout > DPV_ACK_TIMEOUT_MIN ? timeout : DPV_ACK_TIMEOUT_MIN;
+
+	if (timeout == 0)
+		return 0;
+	return (x->tsc_hz * 4096u / 1000000000u) << e;
 }
 
 int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_attr *attr,
@@ -354,6 +380,12 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 	attr_apply(&qp->attr, attr, mask);
 	if ((mask & DPV_QP_RNR_RETRY) && next != DPV_QPS_RESET)
 		q->rnr_left = qp->attr.rnr_retry;
+	if ((mask & DPV_QP_RETRY_CNT) && next != DPV_QPS_RESET)
+		q->retry_left = qp->attr.retry_cnt;
+	if (mask & DPV_QP_TIMEOUT)
+		q->ack_cycles = ack_cycles_of(x, qp->attr.timeout);
+	/* A state or attribute change may let the QP send (SQD to RTS) or flush. */
+	xp_kick(q);
 	if (next == cur)
 		return 0;
 	switch (next) {
@@ -374,6 +406,13 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 		q->msn = 0;
 		q->nak_sent = false;
 		q->op = XP_OP_NONE;
+		/* Ask for the peer's MAC now, as a RoCE NIC resolves it at this transition,
+		 * so that the first message does not wait for ARP. */
+		if (qp->init.type == DPV_QPT_RC) {
+			struct rte_ether_addr mac;
+
+			dpv_port_resolve(x->port, qp->attr.dst_ip, &mac);
+		}
 		break;
 	case DPV_QPS_RTS:
 		if (cur == DPV_QPS_RTR) {
@@ -393,7 +432,7 @@ void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
 	struct xp_qp *q = to_xqp(qp), *last;
 
 	xp_resp_abort(x, q, false);
-	rnr_wait_end(x, q);
+	timers_end(x, q);
 	x->qps[qp->qpn] = NULL;
 	last = x->live[--x->nlive];
 	x->live[q->live_idx] = last;
@@ -401,4 +440,11 @@ void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
 	if (x->cursor >= x->nlive)
 		x->cursor = 0;
 	qp_free(q);
+}
+
+void dpv_qp_stats_get(const struct dpv_qp *qp, struct dpv_qp_stats *st)
+{
+	const struct xp_qp *q = qp->xport_state;
+
+	memcpy(st, &q->stats, sizeof(*st));
 }

@@ -8,8 +8,6 @@
  */
 #include <string.h>
 
-#include <rte_ether.h>
-
 #include "dpv_xport_priv.h"
 
 static uint32_t npkts_of(uint32_t len, uint32_t mtu)
@@ -74,40 +72,43 @@ static uint8_t gather(const struct dpv_xport *x, const struct xp_qp *q, const st
 	return xp_sgl_gather(x, w->sge, w->num_sge, q->qp.init.pd, off, dst, n);
 }
 
-static bool port_holds_for(const struct dpv_port *port, uint32_t ip)
+/* Packets that may leave for @p dst now: the port says how many it takes without
+ * dropping (its TX queue, and the frames it holds while ARP runs). The rest waits in
+ * the SQ: the QP stays on the doorbell and is visited again. */
+static uint32_t dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
 {
-	uint32_t i;
+	uint32_t room;
 
-	for (i = 0; i < DPV_ARP_ENTRIES; i++)
-		if (port->arp[i].ip == ip)
-			return port->arp[i].held > 0;
-	return false;
-}
-
-/*
- * Packets that may leave for @p dst now. While ARP runs, one frame goes to the port,
- * which holds it and repeats the request (dpv_port_arp_tick() repeats only for held
- * frames); the rest waits in the SQ rather than overflow the port's small hold, since
- * this issue's transport does not retransmit what the port drops.
- */
-static uint32_t dst_room(struct dpv_xport *x, uint32_t dst)
-{
-	struct rte_ether_addr mac;
-
-	if (dst == x->port->ipv4 || dpv_port_resolve(x->port, dst, &mac))
+	if (dst == x->port->ipv4)
 		return UINT32_MAX;
-	/* Frames still batched here are not held by the port yet: hand them over first,
-	 * or every QP (and every pass) to this neighbour gets its one frame, and all but
-	 * DPV_ARP_HOLD of them are dropped. */
-	xp_tx_flush(x);
-	return port_holds_for(x->port, dst) ? 0 : 1;
+	room = dpv_port_tx_room(x->port, dst);
+	if (room <= x->ntx) {
+		/* Frames batched here are not the port's yet: hand them over first, or
+		 * each QP to this neighbour would count on the same room. */
+		xp_tx_flush(x);
+		room = dpv_port_tx_room(x->port, dst);
+	} else {
+		room -= x->ntx;
+	}
+	if (room == 0)
+		xp_kick(q);
+	return room;
 }
 
-static void psn_sent(struct xp_qp *q, uint32_t n)
+/* @p n PSNs went out from q->psn. The local ACK timer runs while any PSN is
+ * unacknowledged (IBTA 9.7.6.1); a resent packet is counted as one. */
+static void psn_sent(struct dpv_xport *x, struct xp_qp *q, uint32_t n)
 {
+	if (dpv_wire_psn_diff(q->psn, q->psn_hi) < 0)
+		XP_CNT(x, q, retrans_packets);
+	XP_CNT(x, q, tx_packets);
 	q->psn = psn_add(q->psn, n);
 	if (dpv_wire_psn_diff(q->psn, q->psn_hi) > 0)
 		q->psn_hi = q->psn;
+	if (q->timed_idx == XP_TIMED_NONE && q->ack_cycles != 0) {
+		q->deadline = x->now + q->ack_cycles;
+		xp_timer_start(x, q);
+	}
 }
 
 static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
@@ -148,8 +149,11 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts), a->dst_ip, q->qp.qpn, a->dest_qpn,
 		    q->psn, a->tos, a->ttl);
 	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
-	 * message that completes a receive (SEND, WRITE with immediate). */
-	p.ack_req = last;
+	 * message that completes a receive (SEND, WRITE with immediate); a long message
+	 * asks on every XP_ACKREQ_EVERY-th packet too, so its window moves. */
+	p.ack_req = last || ++q->since_ackreq >= XP_ACKREQ_EVERY;
+	if (p.ack_req)
+		q->since_ackreq = 0;
 	p.solicited = last && (w->flags & DPV_WR_F_SOLICITED) && w->opcode != DPV_WR_RDMA_WRITE;
 	p.imm = w->imm;
 	if (i == 0) {
@@ -169,7 +173,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		return false;
 	}
 	xp_frame_send(x, mb, a->dst_ip);
-	psn_sent(q, 1);
+	psn_sent(x, q, 1);
 	q->next_off += plen;
 	if (last) {
 		q->next_wqe++;
@@ -199,7 +203,8 @@ static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	if (mb == NULL)
 		return false;
 	xp_frame_send(x, mb, a->dst_ip);
-	psn_sent(q, npkts_of(rest, q->mtu));
+	psn_sent(x, q, npkts_of(rest, q->mtu));
+	m->rd_base = q->next_off / q->mtu;
 	m->req_sent = true;
 	q->reads_out++;
 	q->next_wqe++;
@@ -232,6 +237,7 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->len = len;
 	m->npkts = npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
+	m->rd_base = 0;
 	m->rd_done = false;
 	m->req_sent = false;
 	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
@@ -247,20 +253,31 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
-	room = dst_room(x, q->qp.attr.dst_ip);
+	room = dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
 		const struct dpv_swqe *w = dpv_ring_slot(sq, q->next_wqe);
 		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
 
-		if (q->next_off == 0 && !rc_start(x, q, w, m))
+		if (q->next_off == 0 && idx_diff(q->wqe_hi, q->next_wqe) > 0) {
+			/* Going back N: a WQE already started keeps its PSNs; a READ whose
+			 * responses are all in is not asked for again. */
+			if (w->opcode == DPV_WR_RDMA_READ && m->rd_done) {
+				q->psn = psn_add(m->first_psn, m->npkts);
+				q->next_wqe++;
+				continue;
+			}
+		} else if (q->next_off == 0 && !rc_start(x, q, w, m)) {
 			break;
+		}
 		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)XP_WINDOW)
 			break;
 		if (w->opcode == DPV_WR_RDMA_READ) {
-			/* IBTA 9.5: no more READs in flight than the responder has resources. */
-			if (q->reads_out >= DPV_MAX_RD_ATOMIC || !send_read_req(x, q, w, m))
+			/* IBTA 9.5: no more READs in flight than max_rd_atomic (the
+			 * responder's resources); 0 runs as 1, so a READ never waits for ever. */
+			if (q->reads_out >= (q->qp.attr.max_rd_atomic ? q->qp.attr.max_rd_atomic : 1u) ||
+			    !send_read_req(x, q, w, m))
 				break;
 		} else if (!send_data_pkt(x, q, w, m)) {
 			break;
@@ -289,7 +306,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 		st = swqe_check(x, q, w, &len);
 		if (st == DPV_WC_SUCCESS) {
-			if (dst_room(x, w->ud_dst_ip) == 0)
+			if (dst_room(x, q, w->ud_dst_ip) == 0)
 				break;
 			xp_pkt_init(x, &p, w->opcode == DPV_WR_SEND_WITH_IMM ?
 					       DPV_OP_UD_SEND_ONLY_IMM : DPV_OP_UD_SEND_ONLY,
@@ -307,6 +324,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 			st = gather(x, q, w, 0, payload, len);
 			if (st == DPV_WC_SUCCESS) {
 				xp_frame_send(x, mb, w->ud_dst_ip);
+				XP_CNT(x, q, tx_packets);
 				q->psn = psn_add(q->psn, 1);
 				q->meta[head & sq->mask].len = len;
 				xp_complete_swqe(x, q, DPV_WC_SUCCESS);
@@ -334,18 +352,19 @@ uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 }
 
 /*
- * Go back to @p psn (IBTA 9.7.5.2: go-back-N after a NAK, or after an RNR NAK):
- * the WQE holding it is resent from the packet with that PSN; a READ is requested
- * again for the part not yet received.
+ * Go back to @p psn (IBTA 9.7.5.2: go-back-N after a NAK, a timeout or an RNR NAK):
+ * the WQE holding it is resent from the packet with that PSN; a READ is asked again
+ * for the part not yet received. Forward, within what was sent, it skips what an
+ * acknowledgement says the peer has.
  */
-void xp_req_rewind(struct xp_qp *q, uint32_t psn)
+void xp_req_rewind(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
 	struct dpv_ring *sq = q->qp.sq;
 	struct xp_swqe_meta *m;
 	uint32_t i, j;
 	int32_t d;
 
-	if (sq == NULL || dpv_wire_psn_diff(psn, q->psn) > 0)
+	if (sq == NULL || dpv_wire_psn_diff(psn, q->psn_hi) > 0)
 		return;
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
 		m = &q->meta[i & sq->mask];
@@ -363,8 +382,15 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 		}
 	}
 	m = &q->meta[i & sq->mask];
+	/* What a READ already placed is not asked for again. */
+	if (((const struct dpv_swqe *)dpv_ring_slot(sq, i))->opcode == DPV_WR_RDMA_READ &&
+	    (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) < m->rd_pkts)
+		psn = psn_add(m->first_psn, m->rd_pkts);
 	q->next_wqe = i;
 	q->next_off = (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu;
 	q->psn = psn;
 	q->blocked_err = 0;
+	q->since_ackreq = 0;
+	xp_kick(q);
+	(void)x;
 }

@@ -35,25 +35,31 @@ static struct xp_resp *respq_push(struct xp_qp *q)
 	return e;
 }
 
-/* An ACK or NAK behind queued READ responses; ACKs coalesce (IBTA 9.7.5.1: a later
- * ACK acknowledges every earlier request). */
-static void respq_ack(struct xp_qp *q, uint32_t psn, uint8_t syndrome)
+/*
+ * An ACK or NAK behind queued READ responses. A newer one replaces one still at the
+ * tail (IBTA 9.7.5.1: a later ACK acknowledges every earlier request; a NAK, sequence
+ * or RNR, names the expected PSN and so acknowledges everything before it), so the
+ * queue holds at most one between each two READs, however often a requester resends
+ * into a full receive queue.
+ */
+static void respq_ack(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t syndrome)
 {
-	struct xp_resp *e;
+	struct xp_resp *e = NULL;
 
 	if (!respq_empty(q)) {
 		e = &q->respq[(q->resp_tail - 1) & (XP_RESPQ - 1)];
-		if (e->kind == XP_RESP_ACK && e->syndrome == ACK_SYNDROME &&
-		    syndrome == ACK_SYNDROME) {
-			e->psn = psn;
-			e->msn = q->msn;
-			return;
-		}
+		if (e->kind != XP_RESP_ACK)
+			e = NULL;
 	}
-	e = respq_push(q);
-	/* Sized for DPV_MAX_RD_ATOMIC reads with an ACK between each two: never full. */
 	if (e == NULL)
+		e = respq_push(q);
+	/* Sized for the READs a QP accepts, new and duplicate, with one ACK between each
+	 * two: never full. Were it, the requester's timer would recover the answer. */
+	if (e == NULL) {
+		XP_CNT(x, q, resp_queue_full);
 		return;
+	}
+	xp_kick(q);
 	e->kind = XP_RESP_ACK;
 	e->psn = psn;
 	e->syndrome = syndrome;
@@ -75,6 +81,7 @@ static bool ack_frame(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 	if (m == NULL)
 		return false;
 	xp_frame_send(x, m, a->dst_ip);
+	XP_CNT(x, q, tx_packets);
 	return true;
 }
 
@@ -85,7 +92,7 @@ static void ack_flush_one(struct dpv_xport *x, struct xp_qp *q)
 		return;
 	q->ack_pending = false;
 	if (!ack_frame(x, q, q->ack_psn, ACK_SYNDROME, q->msn))
-		respq_ack(q, q->ack_psn, ACK_SYNDROME);
+		respq_ack(x, q, q->ack_psn, ACK_SYNDROME);
 }
 
 void xp_resp_flush_acks(struct dpv_xport *x)
@@ -108,7 +115,7 @@ static void respond(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t 
 		if (!q->ack_pending) {
 			if (x->nack == XP_ACKQ) {
 				if (!ack_frame(x, q, psn, syndrome, q->msn))
-					respq_ack(q, psn, syndrome);
+					respq_ack(x, q, psn, syndrome);
 				return;
 			}
 			x->ackq[x->nack++] = q;
@@ -120,14 +127,14 @@ static void respond(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t 
 	ack_flush_one(x, q);
 	if (respq_empty(q) && ack_frame(x, q, psn, syndrome, q->msn))
 		return;
-	respq_ack(q, psn, syndrome);
+	respq_ack(x, q, psn, syndrome);
 }
 
 /* IBTA 9.7.5.1 (RNR NAK): nothing of the request is consumed; the requester waits
  * the time this QP's min_rnr_timer names and resends from this PSN. */
 static void rnr_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
-	x->stats.rnr_naks_sent++;
+	XP_CNT(x, q, rnr_naks_sent);
 	q->nak_sent = true;
 	respond(x, q, psn, DPV_AETH_RNR_NAK | (q->qp.attr.min_rnr_timer & 0x1f));
 }
@@ -141,7 +148,7 @@ static void nak_fatal(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 		      bool fatal)
 {
 	ack_flush_one(x, q);
-	x->stats.naks_sent++;
+	XP_CNT(x, q, naks_sent);
 	ack_frame(x, q, psn, syndrome, q->msn);
 	xp_qp_error(x, q, fatal);
 }
@@ -244,6 +251,7 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush)
 	q->op = XP_OP_NONE;
 	q->resp_head = q->resp_tail = 0;
 	q->resp_reads = 0;
+	q->resp_dup_reads = 0;
 	q->ack_pending = false;
 	q->nak_sent = false;
 }
@@ -486,7 +494,9 @@ static bool read_allowed(const struct dpv_xport *x, const struct xp_qp *q,
 						 p->reth_len, DPV_ACCESS_REMOTE_READ) != NULL);
 }
 
-static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p)
+/* Queue the responses to a READ; the callers checked that a READ slot is free, and
+ * the queue holds every READ a QP accepts. */
+static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p, bool dup)
 {
 	struct xp_resp *e = respq_push(q);
 
@@ -496,7 +506,12 @@ static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p)
 	e->va = p->reth_va;
 	e->rkey = p->reth_rkey;
 	e->len = p->reth_len;
-	q->resp_reads++;
+	e->dup = dup;
+	if (dup)
+		q->resp_dup_reads++;
+	else
+		q->resp_reads++;
+	xp_kick(q);
 }
 
 /* IBTA 9.4 / 9.7.5.1: a READ is checked at once and answered, in PSN order, by
@@ -508,14 +523,15 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 		nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, true);
 		return;
 	}
-	/* More READs than the responder's resources, or longer than a message can be. */
-	if (q->resp_reads >= DPV_MAX_RD_ATOMIC || p->reth_len > (1u << 31)) {
+	/* IBTA 9.5: more READs outstanding than max_dest_rd_atomic grants, or longer
+	 * than a message can be, is an invalid request. */
+	if (q->resp_reads >= q->qp.attr.max_dest_rd_atomic || p->reth_len > (1u << 31)) {
 		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, true);
 		return;
 	}
 	ack_flush_one(x, q);
 	q->msn++;
-	read_queue(q, p);
+	read_queue(q, p, false);
 	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
 }
 
@@ -526,16 +542,20 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
  */
 static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
-	x->stats.rx_dup++;
+	XP_CNT(x, q, dup_requests);
 	if (p->opcode == DPV_OP_RC_READ_REQUEST) {
 		if (!read_allowed(x, q, p)) {
 			x->stats.access_errors++;
 			return;
 		}
-		if (q->resp_reads < DPV_MAX_RD_ATOMIC && p->reth_len <= (1u << 31)) {
-			ack_flush_one(x, q);
-			read_queue(q, p);
+		/* With no slot for it, the duplicate is dropped: the requester's timer
+		 * asks again. */
+		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC || p->reth_len > (1u << 31)) {
+			XP_CNT(x, q, dup_reads_dropped);
+			return;
 		}
+		ack_flush_one(x, q);
+		read_queue(q, p, true);
 		return;
 	}
 	if (p->ack_req)
@@ -554,6 +574,7 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		x->stats.rx_bad_state++;
 		return;
 	}
+	XP_CNT(x, q, rx_packets);
 	d = dpv_wire_psn_diff(p->psn, q->epsn);
 	if (d < 0) {
 		duplicate_rx(x, q, p);
@@ -562,10 +583,11 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	if (d > 0) {
 		/* IBTA 9.7.5.1: one PSN sequence error NAK; after a NAK (or an RNR NAK)
 		 * the packets already in flight behind it are dropped silently. */
-		x->stats.rx_out_of_seq++;
+		XP_CNT(x, q, out_of_seq);
 		if (!q->nak_sent) {
 			q->nak_sent = true;
-			x->stats.naks_sent++;
+			XP_CNT(x, q, naks_sent);
+			XP_CNT(x, q, seq_naks_sent);
 			respond(x, q, q->epsn, DPV_AETH_NAK_PSN_SEQ);
 		}
 		return;
@@ -624,10 +646,14 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 	if (plen != 0)
 		memcpy(payload, (const void *)(uintptr_t)(e->va + e->sent), plen);
 	xp_frame_send(x, m, a->dst_ip);
+	XP_CNT(x, q, tx_packets);
 	e->sent += plen;
 	if (i == n - 1) {
 		q->resp_head++;
-		q->resp_reads--;
+		if (e->dup)
+			q->resp_dup_reads--;
+		else
+			q->resp_reads--;
 	}
 	return true;
 }
@@ -663,6 +689,7 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 		x->stats.rx_bad_state++;
 		return;
 	}
+	XP_CNT(x, q, rx_packets);
 	/* IBTA 9.6 (Q_Key check): a datagram whose Q_Key is not the QP's is dropped. */
 	if (p->deth_qkey != q->qp.attr.qkey) {
 		x->stats.rx_bad_qkey++;

@@ -203,6 +203,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	a.rq_psn = attr->rq_psn;
 	a.sq_psn = attr->sq_psn;
 	a.pkey_index = attr->pkey_index;
+	a.max_rd_atomic = attr->max_rd_atomic;
+	a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
 	if ((mask & IBV_QP_AV) && av_of(&attr->ah_attr, &a.dst_ip, &a.tos, &a.ttl) != 0)
 		return EINVAL;
 	mask &= ~(uint32_t)IBV_QP_CUR_STATE;
@@ -245,8 +247,8 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	}
 	attr->pkey_index = a->pkey_index;
 	attr->sq_draining = 0;
-	attr->max_rd_atomic = DPV_MAX_RD_ATOMIC;
-	attr->max_dest_rd_atomic = DPV_MAX_RD_ATOMIC;
+	attr->max_rd_atomic = a->max_rd_atomic;
+	attr->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	attr->min_rnr_timer = a->min_rnr_timer;
 	attr->port_num = 1;
 	attr->timeout = a->timeout;
@@ -363,8 +365,10 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			break;
 	}
 	/* WRs before the bad one stay posted. */
-	if (n)
+	if (n) {
 		dpv_ring_commit(sq, n);
+		dpv_qp_doorbell(qp->qp);
+	}
 	pthread_spin_unlock(&qp->sq_lock);
 	if (ret != 0)
 		*bad = wr;
@@ -395,8 +399,11 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 		}
 		dpv_verbs_write_rwqe(wr, dpv_ring_slot(rq, first + n));
 	}
-	if (n)
+	/* The doorbell lets a QP in ERR flush what was posted after it entered ERR. */
+	if (n) {
 		dpv_ring_commit(rq, n);
+		dpv_qp_doorbell(qp->qp);
+	}
 	pthread_spin_unlock(&qp->rq_lock);
 	if (ret != 0)
 		*bad = wr;

@@ -192,6 +192,9 @@ static void end_close(struct end *e)
 		dpv_cq_destroy(e->rcq);
 }
 
+/* The local ACK timeout and retry count rc_up() gives (tests of loss change them). */
+static uint8_t rc_timeout = 14, rc_retry_cnt = 7;
+
 static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr_retry)
 {
 	struct dpv_qp_attr a;
@@ -207,14 +210,16 @@ static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr
 	a.rq_psn = PSN0;
 	a.dst_ip = dst_ip;
 	a.min_rnr_timer = 1; /* 10 us */
+	a.max_dest_rd_atomic = DPV_MAX_RD_ATOMIC;
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
 				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
 				       DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER), 0);
 	a.state = DPV_QPS_RTS;
 	a.sq_psn = PSN0;
-	a.timeout = 14;
-	a.retry_cnt = 7;
+	a.timeout = rc_timeout;
+	a.retry_cnt = rc_retry_cnt;
 	a.rnr_retry = rnr_retry;
+	a.max_rd_atomic = DPV_MAX_RD_ATOMIC;
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN |
 				       DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY |
 				       DPV_QP_MAX_QP_RD_ATOMIC), 0);
@@ -271,6 +276,7 @@ static void swqe_sge(struct dpv_swqe *w, const void *addr, uint32_t len, uint32_
 static void post_send(struct dpv_qp *qp, const struct dpv_swqe *w)
 {
 	assert_int_equal(dpv_ring_enqueue_burst(qp->sq, w, 1), 1);
+	dpv_qp_doorbell(qp);
 }
 
 static struct dpv_rwqe rwqe(uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey)
@@ -946,8 +952,8 @@ static void rnr_nak_then_success_when_a_receive_comes(void **state)
 	post_send(a.qp, &w);
 	pump(200);
 	assert_int_equal(cq_left(a.scq), 0);
-	assert_true(stats(xb).rnr_naks_sent > sb.rnr_naks_sent);
-	assert_true(stats(xa).rnr_retries > sa.rnr_retries);
+	assert_true(stats(xb).qps.rnr_naks_sent > sb.qps.rnr_naks_sent);
+	assert_true(stats(xa).qps.retrans_rnr > sa.qps.retrans_rnr);
 	post_recv(b.qp, &r);
 	r.wr_id = 4;
 	post_recv(b.qp, &r);
@@ -1394,7 +1400,7 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 	const size_t area = (size_t)MIX_WQES * MIX_MAX;
 	struct end a, b;
 	struct mix_side sd[2] = {0};
-	uint64_t ooo = stats(xa).rx_out_of_seq + stats(xb).rx_out_of_seq;
+	uint64_t ooo = stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq;
 	uint32_t seed = 99;
 
 	(void)state;
@@ -1479,7 +1485,7 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 		}
 	}
 	/* a lossless link: no PSN gap anywhere */
-	assert_int_equal(stats(xa).rx_out_of_seq + stats(xb).rx_out_of_seq, ooo);
+	assert_int_equal(stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq, ooo);
 	end_close(&a);
 	end_close(&b);
 	for (int i = 0; i < 2; i++) {
@@ -1542,9 +1548,9 @@ static void lost_packet_is_resent_after_a_sequence_nak(void **state)
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
 	assert_int_equal(c.status, DPV_WC_SUCCESS);
 	/* one NAK for the gap, however many packets arrived behind it */
-	assert_int_equal(stats(xb).naks_sent - sb.naks_sent, 1);
-	assert_true(stats(xb).rx_out_of_seq - sb.rx_out_of_seq >= 1);
-	assert_int_equal(stats(xa).naks_received - sa.naks_received, 1);
+	assert_int_equal(stats(xb).qps.naks_sent - sb.qps.naks_sent, 1);
+	assert_true(stats(xb).qps.out_of_seq - sb.qps.out_of_seq >= 1);
+	assert_int_equal(stats(xa).qps.naks_received - sa.qps.naks_received, 1);
 	/* 10 packets, then the resend from the lost one */
 	assert_int_equal(stats(xa).tx_packets - sa.tx_packets, 10 + 7);
 	end_close(&a);
@@ -1584,7 +1590,7 @@ static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 	sb = stats(xb);
 	dpv_xport_rx(xb, &hook_saved, 1);
 	pump(10);
-	assert_int_equal(stats(xb).rx_dup - sb.rx_dup, 1);
+	assert_int_equal(stats(xb).qps.dup_requests - sb.qps.dup_requests, 1);
 	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
 	assert_int_equal(cq_left(b.rcq), 0);
 	assert_int_equal(cq_left(a.scq), 0);
@@ -1604,7 +1610,7 @@ static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 	sb = stats(xa);
 	dpv_xport_rx(xb, &hook_saved, 1);
 	pump(10);
-	assert_int_equal(stats(xa).rx_dup - sb.rx_dup, 3);
+	assert_int_equal(stats(xa).qps.dup_responses - sb.qps.dup_responses, 3);
 	assert_int_equal(cq_left(a.scq), 0);
 	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
@@ -1814,10 +1820,13 @@ static void random_frames_never_touch_memory_outside_a_region(void **state)
 	za = stats(xa);
 	zb = stats(xb);
 	/* the random frames reached past the state check on both sides */
-	assert_true(zb.rx_dup - sb.rx_dup > 100 && zb.rx_out_of_seq - sb.rx_out_of_seq > 100);
-	assert_true(zb.naks_sent - sb.naks_sent > 100 && zb.access_errors - sb.access_errors > 20);
-	assert_true(za.rx_dup - sa.rx_dup > 100 && za.rx_out_of_seq - sa.rx_out_of_seq > 100);
-	assert_true(za.naks_received - sa.naks_received > 100 && za.access_errors - sa.access_errors > 20);
+	assert_true(zb.qps.dup_requests - sb.qps.dup_requests > 100 && zb.qps.out_of_seq - sb.qps.out_of_seq > 100);
+	assert_true(zb.qps.naks_sent - sb.qps.naks_sent > 100 && zb.access_errors - sb.access_errors > 20);
+	assert_true(za.qps.dup_requests + za.qps.dup_responses -
+			    (sa.qps.dup_requests + sa.qps.dup_responses) > 100 &&
+		    za.qps.out_of_seq + za.qps.ghost_responses -
+			    (sa.qps.out_of_seq + sa.qps.ghost_responses) > 100);
+	assert_true(za.qps.naks_received - sa.qps.naks_received > 100 && za.access_errors - sa.access_errors > 20);
 	for (int q = 0; q < 4; q++) {
 		end_close(&a[q]);
 		end_close(&b[q]);
