@@ -14,6 +14,7 @@
 #include <rte_service_component.h>
 
 #include "dpv_engine.h"
+#include "dpv_faults.h"
 
 /* Mbufs per port pool: rx descriptors, tx in flight, ARP holds, and headroom for the
  * frames the transport keeps (none on a lossless link). */
@@ -34,14 +35,37 @@ struct lcore_loop {
 static struct lcore_loop lcore_loops[RTE_MAX_LCORE];
 static pthread_mutex_t lcore_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * The helper thread, one per process, for every inline device. While a completion
+ * channel exists (helper_refs) it drives every inline device on every pass, so that
+ * events come while the application sleeps in ibv_get_cq_event(). Otherwise it drives
+ * only a device whose last_driven is helper_idle_cycles old: the application computes,
+ * sleeps, or is the passive side of one-sided transfers, and the device must still ACK,
+ * answer READs and run its timers as a NIC would. helper_lock serialises starting and
+ * stopping it; the thread itself reads only atomics.
+ */
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned int helper_refs;
+static unsigned int helper_refs;      /* completion channels (atomic for the thread) */
+static uint32_t helper_idle_us = DPV_INLINE_IDLE_US_DEFAULT;
+static uint64_t helper_idle_cycles;   /* helper_idle_us in TSC cycles (atomic) */
+static bool helper_running;
+static bool helper_exited;            /* past exit(): never started again */
+static bool helper_exit_hook;
 static pthread_t helper_thread;
-static volatile bool helper_stop;
+static bool helper_stop;              /* atomic */
+static uint32_t helper_pass;          /* odd while the thread walks devs (atomic) */
+
+static void helper_reconcile(void);
 
 int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct dpv_dev **out)
 {
-	char id[8];
+	return dpv_dev_open_faults(name, ethdev_port, ipv4, NULL, out);
+}
+
+int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
+			const char *faults, struct dpv_dev **out)
+{
+	char args[DPV_FAULTS_SPEC_MAX + 16];
 	struct dpv_dev *dev;
 	int ret;
 
@@ -52,9 +76,17 @@ int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct d
 		return ENOMEM;
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	snprintf(dev->port.name, sizeof(dev->port.name), "%s", name);
-	snprintf(id, sizeof(id), "%u", ethdev_port);
 	dev->port.ipv4 = ipv4;
-	ret = dpv_port_open(&dev->port, "ethdev", id, PORT_POOL_SIZE);
+	if (faults == NULL || faults[0] == '\0') {
+		snprintf(args, sizeof(args), "%u", ethdev_port);
+		ret = dpv_port_open(&dev->port, "ethdev", args, PORT_POOL_SIZE);
+	} else if (strlen(faults) >= DPV_FAULTS_SPEC_MAX) {
+		ret = EINVAL;
+	} else {
+		/* The faults driver opens the ethdev port under it, as "ethdev" would. */
+		snprintf(args, sizeof(args), "%s@ethdev:%u", faults, ethdev_port);
+		ret = dpv_port_open(&dev->port, "faults", args, PORT_POOL_SIZE);
+	}
 	if (ret != 0) {
 		rte_free(dev);
 		return ret;
@@ -126,6 +158,7 @@ static void dev_stop_progress(struct dpv_dev *dev)
 void dpv_dev_close(struct dpv_dev *dev)
 {
 	unsigned int i;
+	uint32_t pass;
 
 	if (dev == NULL)
 		return;
@@ -137,9 +170,17 @@ void dpv_dev_close(struct dpv_dev *dev)
 		/* Keep the array dense; progress() may be reading: own the device first. */
 		dpv_dev_own(dev);
 		memmove(&devs[i], &devs[i + 1], sizeof(devs[0]) * (n_devs - i - 1));
-		__atomic_store_n(&n_devs, n_devs - 1, __ATOMIC_RELEASE);
+		__atomic_store_n(&n_devs, n_devs - 1, __ATOMIC_SEQ_CST);
+		/* A helper pass that began before the store may still hold the pointer (it
+		 * finds the device owned, but it reads it): wait that pass out. One that
+		 * begins after it reads the shorter array. */
+		pass = __atomic_load_n(&helper_pass, __ATOMIC_SEQ_CST);
+		if (pass & 1)
+			while (__atomic_load_n(&helper_pass, __ATOMIC_SEQ_CST) == pass)
+				sched_yield();
 	}
 	pthread_mutex_unlock(&devs_lock);
+	helper_reconcile();
 	dpv_xport_destroy(dev->xport);
 	dpv_port_close(&dev->port);
 	rte_free(dev->mrs);
@@ -207,13 +248,23 @@ uint32_t dpv_engine_progress(void)
 {
 	unsigned int n = __atomic_load_n(&n_devs, __ATOMIC_ACQUIRE);
 	uint32_t work = 0;
+	uint64_t now = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct dpv_dev *dev = devs[i];
+		bool owned;
 
 		if (dev->mode != DPV_PROGRESS_INLINE ||
-		    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0 ||
-		    !dpv_dev_try_own(dev))
+		    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0)
+			continue;
+		owned = dpv_dev_try_own(dev);
+		/* Stamped also when the device is owned: if the helper holds it, the stamp
+		 * makes it let go, so the application's next call gets it. One TSC read per
+		 * call, and a store to the line the try-lock just wrote. */
+		if (now == 0)
+			now = rte_get_tsc_cycles();
+		__atomic_store_n(&dev->last_driven, now, __ATOMIC_RELAXED);
+		if (!owned)
 			continue;
 		work += dpv_dev_poll(dev);
 		dpv_dev_release(dev);
@@ -280,6 +331,8 @@ int dpv_dev_start_lcore(struct dpv_dev *dev, unsigned int lcore)
 	}
 out:
 	pthread_mutex_unlock(&lcore_lock);
+	if (ret == 0)
+		helper_reconcile(); /* the last inline device may have gone */
 	return ret;
 }
 
@@ -322,35 +375,154 @@ int dpv_dev_start_service(struct dpv_dev *dev)
 		}
 	}
 	dev->mode = DPV_PROGRESS_SERVICE;
+	helper_reconcile(); /* the last inline device may have gone */
 	return 0;
 }
 
+/* Sleep @p ns; the helper's only way of waiting, so every wait is short. */
+static void helper_sleep(uint64_t ns)
+{
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+
+	nanosleep(&ts, NULL);
+}
+
+/* The longest the helper sleeps at once: what stopping it may wait. */
+#define HELPER_MAX_SLEEP_NS 10000000u
+/* Its sleep between passes while it drives a device that had nothing to do: keeps an
+ * event-driven program's latency, or a passive side's answers, in tens of
+ * microseconds without taking a core. */
+#define HELPER_IDLE_SLEEP_NS 20000u
+
 static void *helper_main(void *arg)
 {
-	(void)arg;
-	while (!helper_stop) {
-		if (dpv_engine_progress() == 0) {
-			/* Idle: a short sleep keeps event-driven programs' latency in tens of
-			 * microseconds without taking a core. */
-			struct timespec ts = {0, 20000};
+	const uint64_t hz = rte_get_tsc_hz();
 
-			nanosleep(&ts, NULL);
+	(void)arg;
+	while (!__atomic_load_n(&helper_stop, __ATOMIC_ACQUIRE)) {
+		const bool every = __atomic_load_n(&helper_refs, __ATOMIC_RELAXED) > 0;
+		const uint64_t idle = __atomic_load_n(&helper_idle_cycles, __ATOMIC_RELAXED);
+		uint64_t now = rte_get_tsc_cycles(), wait = idle ? idle : hz / 100;
+		uint32_t work = 0;
+		bool drove = false;
+		unsigned int n;
+
+		__atomic_add_fetch(&helper_pass, 1, __ATOMIC_SEQ_CST);
+		n = __atomic_load_n(&n_devs, __ATOMIC_SEQ_CST);
+		for (unsigned int i = 0; i < n; i++) {
+			struct dpv_dev *dev = devs[i];
+
+			if (dev->mode != DPV_PROGRESS_INLINE)
+				continue;
+			if (!every) {
+				/* Signed: an application stamp newer than now is recent too. */
+				int64_t since = (int64_t)(now - __atomic_load_n(&dev->last_driven,
+										__ATOMIC_RELAXED));
+
+				if (idle == 0)
+					continue;
+				if (since < (int64_t)idle) {
+					if ((uint64_t)((int64_t)idle - since) < wait)
+						wait = (uint64_t)((int64_t)idle - since);
+					continue;
+				}
+			}
+			if (__atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0 ||
+			    !dpv_dev_try_own(dev))
+				continue;
+			work += dpv_dev_poll(dev);
+			dev->stats.helper_polls++;
+			dpv_dev_release(dev);
+			drove = true;
+		}
+		__atomic_add_fetch(&helper_pass, 1, __ATOMIC_SEQ_CST);
+		if (work != 0)
+			continue;
+		if (drove || every) {
+			helper_sleep(HELPER_IDLE_SLEEP_NS);
+		} else {
+			/* Nothing to drive: sleep until the first device can be idle long
+			 * enough. */
+			uint64_t ns = wait * 1000000000u / hz;
+
+			helper_sleep(ns < HELPER_MAX_SLEEP_NS ? ns + 1000 : HELPER_MAX_SLEEP_NS);
 		}
 	}
 	return NULL;
 }
 
+static bool any_inline_device(void)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&devs_lock);
+	for (unsigned int i = 0; i < n_devs; i++)
+		any |= devs[i]->mode == DPV_PROGRESS_INLINE;
+	pthread_mutex_unlock(&devs_lock);
+	return any;
+}
+
+static void helper_stop_thread(void)
+{
+	__atomic_store_n(&helper_stop, true, __ATOMIC_RELEASE);
+	pthread_join(helper_thread, NULL);
+	helper_running = false;
+}
+
+/* At exit the helper must not poll devices while the process tears down, and it
+ * is joined so no thread outlives the program's own (valgrind, ASan). */
+static void helper_at_exit(void)
+{
+	pthread_mutex_lock(&helper_lock);
+	helper_exited = true;
+	if (helper_running)
+		helper_stop_thread();
+	pthread_mutex_unlock(&helper_lock);
+}
+
+/* Start or stop the thread as what needs it says (helper_lock held). */
+static int helper_reconcile_locked(void)
+{
+	bool want = !helper_exited &&
+		    (helper_refs > 0 || (helper_idle_us > 0 && any_inline_device()));
+	int ret;
+
+	__atomic_store_n(&helper_idle_cycles,
+			 (uint64_t)helper_idle_us * rte_get_tsc_hz() / 1000000u, __ATOMIC_RELAXED);
+	if (want == helper_running)
+		return 0;
+	if (!want) {
+		helper_stop_thread();
+		return 0;
+	}
+	if (!helper_exit_hook)
+		helper_exit_hook = atexit(helper_at_exit) == 0;
+	__atomic_store_n(&helper_stop, false, __ATOMIC_RELEASE);
+	/* A control thread: on the cores EAL does not run lcores on, not on the
+	 * application's. */
+	ret = rte_ctrl_thread_create(&helper_thread, "dpv-helper", NULL, helper_main, NULL);
+	if (ret != 0)
+		return ret < 0 ? -ret : ret;
+	helper_running = true;
+	return 0;
+}
+
+static void helper_reconcile(void)
+{
+	pthread_mutex_lock(&helper_lock);
+	helper_reconcile_locked();
+	pthread_mutex_unlock(&helper_lock);
+}
+
 int dpv_engine_helper_get(void)
 {
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&helper_lock);
-	if (helper_refs == 0) {
-		helper_stop = false;
-		ret = pthread_create(&helper_thread, NULL, helper_main, NULL);
-	}
-	if (ret == 0)
-		helper_refs++;
+	__atomic_store_n(&helper_refs, helper_refs + 1, __ATOMIC_RELAXED);
+	ret = helper_reconcile_locked();
+	if (ret != 0)
+		__atomic_store_n(&helper_refs, helper_refs - 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&helper_lock);
 	return ret;
 }
@@ -358,11 +530,34 @@ int dpv_engine_helper_get(void)
 void dpv_engine_helper_put(void)
 {
 	pthread_mutex_lock(&helper_lock);
-	if (helper_refs > 0 && --helper_refs == 0) {
-		helper_stop = true;
-		pthread_join(helper_thread, NULL);
+	if (helper_refs > 0) {
+		__atomic_store_n(&helper_refs, helper_refs - 1, __ATOMIC_RELAXED);
+		helper_reconcile_locked();
 	}
 	pthread_mutex_unlock(&helper_lock);
+}
+
+int dpv_engine_set_inline_idle_us(uint32_t us)
+{
+	int ret;
+
+	if (us > DPV_INLINE_IDLE_US_MAX)
+		return EINVAL;
+	pthread_mutex_lock(&helper_lock);
+	helper_idle_us = us;
+	ret = helper_reconcile_locked();
+	pthread_mutex_unlock(&helper_lock);
+	return ret;
+}
+
+uint32_t dpv_engine_inline_idle_us(void)
+{
+	uint32_t us;
+
+	pthread_mutex_lock(&helper_lock);
+	us = helper_idle_us;
+	pthread_mutex_unlock(&helper_lock);
+	return us;
 }
 
 unsigned int dpv_engine_devices(struct dpv_dev **out, unsigned int max)

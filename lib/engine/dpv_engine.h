@@ -9,7 +9,11 @@
  *  - `inline` progress (the default): any thread that polls a CQ or posts a WR calls
  *    dpv_engine_progress(), which try-locks every device no lcore owns and runs one
  *    poll iteration on each it gets: never a wait. While a CQ is armed for events and
- *    nobody polls, a helper thread does the same and sleeps briefly when idle.
+ *    nobody polls, a helper thread does the same and sleeps briefly when idle. And
+ *    as a NIC answers its peers without its host, the same helper drives a device
+ *    that no thread has driven for dpv_engine_set_inline_idle_us() microseconds
+ *    (ACKs, READ responses, retransmit and RNR timers), and lets go as soon as an
+ *    application thread comes back.
  *  - `lcore`: a dedicated EAL lcore (or an rte_service on a service core) runs the loop
  *    and holds the flag between iterations; application threads only touch rings.
  * The control path (creating and modifying objects) takes the flag with
@@ -45,6 +49,7 @@ enum dpv_progress_mode {
 struct dpv_dev_stats {
 	uint64_t polls;       /**< poll iterations */
 	uint64_t busy_polls;  /**< iterations that found work */
+	uint64_t helper_polls; /**< iterations the helper thread ran (of polls) */
 };
 
 struct dpv_dev {
@@ -53,6 +58,10 @@ struct dpv_dev {
 	struct dpv_xport *xport;
 	struct dpv_mr_table *mrs;
 	uint32_t owner;              /**< 0 free, 1 owned (atomic) */
+	/** TSC when an application thread last drove the device or found it owned
+	 * (relaxed atomic; beside owner, on the line dpv_engine_progress() writes anyway):
+	 * the helper thread reads it to know the application is away. */
+	uint64_t last_driven;
 	uint32_t control_waiting;    /**< a control thread wants the flag (atomic) */
 	uint8_t mode;                /**< enum dpv_progress_mode */
 	uint32_t lcore;              /**< DPV_PROGRESS_LCORE: the lcore */
@@ -70,6 +79,17 @@ struct dpv_dev {
  * @return 0; ENODEV no such port; ENOMEM; or the port's or transport's errno.
  */
 int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct dpv_dev **out);
+
+/**
+ * Open a device as dpv_dev_open() does, its port the faults driver (dpv_faults.h)
+ * wrapping the ethdev port, so what it sends and receives is lost, reordered,
+ * duplicated, corrupted or delayed as @p faults says (control thread).
+ * @param faults  a spec as dpv_faults_parse() reads it; NULL or "": no wrapper, the
+ *                same as dpv_dev_open()
+ * @return as dpv_dev_open(); EINVAL @p faults is not a valid spec.
+ */
+int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
+			const char *faults, struct dpv_dev **out);
 
 /** Close a device: stops its lcore or service, closes transport and port. */
 void dpv_dev_close(struct dpv_dev *dev);
@@ -140,6 +160,28 @@ int dpv_engine_helper_get(void);
 
 /** Release a dpv_engine_helper_get(); the thread stops with the last one. */
 void dpv_engine_helper_put(void);
+
+/** Microseconds without a driver before the helper drives an inline device, by default. */
+#define DPV_INLINE_IDLE_US_DEFAULT 500u
+/** The largest interval dpv_engine_set_inline_idle_us() takes (one second). */
+#define DPV_INLINE_IDLE_US_MAX 1000000u
+
+/**
+ * Set how long an inline device may go without a thread driving it before the helper
+ * thread drives it (control thread; any time, for every inline device of the process).
+ * The helper is the thread of dpv_engine_helper_get(): one per process. It runs while
+ * some device is inline and @p us is not 0 (or a completion channel holds it), and
+ * stops when the last inline device goes to an lcore or a service, or is closed, and at
+ * exit. An application thread never waits for it: dpv_engine_progress() stamps the
+ * device's last_driven whether it gets the device or finds it owned, and the helper
+ * leaves a device alone for @p us after each stamp.
+ * @param us microseconds, 0 (no helper for idle devices) to DPV_INLINE_IDLE_US_MAX
+ * @return 0; EINVAL @p us too large; or an errno from starting the thread.
+ */
+int dpv_engine_set_inline_idle_us(uint32_t us);
+
+/** The interval dpv_engine_set_inline_idle_us() set (any thread). */
+uint32_t dpv_engine_inline_idle_us(void);
 
 /** The devices of the process, in the order they were opened. */
 unsigned int dpv_engine_devices(struct dpv_dev **devs, unsigned int max);

@@ -50,6 +50,33 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4);
  */
 int dpv_verbs_set_progress(struct ibv_context *context, const char *mode);
 
+/**
+ * Set how many microseconds an inline device may go without a thread of the program
+ * driving it (polling a CQ, posting a WR) before dpverbs' helper thread drives it, so
+ * that it keeps ACKing, answering RDMA READs and running its timers while the program
+ * computes or sleeps; 0 turns that off. What DPV_INLINE_IDLE_US (or inline_idle_us in
+ * the DPV_CONFIG file) does for programs that ibv_get_device_list() starts; every
+ * inline device of the process, and those opened later, take it.
+ *
+ * Control thread.
+ * @param us 0 to 1000000; 500 unless set
+ * @return 0; EINVAL @p us too large; or an errno from starting the thread.
+ */
+int dpv_verbs_set_inline_idle_us(uint32_t us);
+
+/** Counters of a device's engine (dpv_verbs_query_engine()). */
+struct dpv_verbs_engine_stats {
+	uint64_t polls;        /**< poll iterations, by any thread */
+	uint64_t busy_polls;   /**< iterations that found work */
+	uint64_t helper_polls; /**< iterations the helper thread ran (included in polls) */
+};
+
+/**
+ * Read the engine counters of @p context's device (any thread; a snapshot).
+ * @return 0; EINVAL @p stats NULL.
+ */
+int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

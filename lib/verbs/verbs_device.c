@@ -41,7 +41,8 @@ static struct {
 	char progress[64];
 	char capture[CONFIG_LEN];
 	unsigned int ring_pairs;
-} conf;
+	uint32_t inline_idle_us;
+} conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT};
 
 /* Say what is wrong once, in words a person can act on. */
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -67,13 +68,16 @@ static int load_config(void)
 {
 	const char *path = getenv("DPV_CONFIG"), *v;
 	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "";
+	char ring_pairs[16] = "", idle_us[16] = "";
+	bool idle_from_env;
 
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
 	copy_setting(conf.progress, sizeof(conf.progress), getenv("DPV_PROGRESS"));
 	copy_setting(conf.capture, sizeof(conf.capture), getenv("DPV_CAPTURE"));
 	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
+	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
+	idle_from_env = idle_us[0] != '\0';
 	if (path != NULL && path[0] != '\0') {
 		cf = rte_cfgfile_load(path, 0);
 		if (cf == NULL) {
@@ -88,6 +92,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "capture"));
 		copy_setting(ring_pairs, sizeof(ring_pairs),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
+		copy_setting(idle_us, sizeof(idle_us),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
 		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
 		if (conf.ipv4[0] == '\0') {
 			for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
@@ -114,6 +120,20 @@ static int load_config(void)
 			return EINVAL;
 		}
 		conf.ring_pairs = (unsigned int)n;
+	}
+	if (idle_us[0] != '\0') {
+		char *end;
+		unsigned long us = strtoul(idle_us, &end, 10);
+
+		if (!isdigit((unsigned char)idle_us[0]) || *end != '\0' ||
+		    us > DPV_INLINE_IDLE_US_MAX) {
+			complain("%s%s: want the microseconds an inline device may go undriven "
+				 "before the helper thread drives it, 0 (never) to %u",
+				 idle_from_env ? "DPV_INLINE_IDLE_US=" : "inline_idle_us = ",
+				 idle_us, DPV_INLINE_IDLE_US_MAX);
+			return EINVAL;
+		}
+		conf.inline_idle_us = (uint32_t)us;
 	}
 	return 0;
 }
@@ -483,6 +503,14 @@ static int open_dev(struct dpv_device *d)
 			ret = start_capture(d);
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
+		/* After the mode: a device that went to an lcore or a service needs no
+		 * helper. */
+		if (ret == 0) {
+			ret = dpv_engine_set_inline_idle_us(conf.inline_idle_us);
+			if (ret != 0)
+				complain("%s: cannot start the helper thread of inline progress: %s",
+					 d->ibdev.name, strerror(ret));
+		}
 		/* After the capture's hook: atexit runs it first, the capture sees it all. */
 		if (ret == 0 && !linger_hook)
 			linger_hook = atexit(linger) == 0;
@@ -863,4 +891,29 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 int dpv_verbs_set_progress(struct ibv_context *context, const char *mode)
 {
 	return dpv_verbs_apply_progress(to_ctx(context)->dev, mode);
+}
+
+int dpv_verbs_set_inline_idle_us(uint32_t us)
+{
+	int ret;
+
+	pthread_mutex_lock(&devices_lock);
+	ret = dpv_engine_set_inline_idle_us(us);
+	if (ret == 0)
+		conf.inline_idle_us = us; /* devices opened later keep it */
+	pthread_mutex_unlock(&devices_lock);
+	return ret;
+}
+
+int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_stats *stats)
+{
+	const struct dpv_dev *dev = to_ctx(context)->dev;
+
+	if (stats == NULL)
+		return EINVAL;
+	/* The owner writes them: a snapshot, each counter read whole. */
+	stats->polls = __atomic_load_n(&dev->stats.polls, __ATOMIC_RELAXED);
+	stats->busy_polls = __atomic_load_n(&dev->stats.busy_polls, __ATOMIC_RELAXED);
+	stats->helper_polls = __atomic_load_n(&dev->stats.helper_polls, __ATOMIC_RELAXED);
+	return 0;
 }
