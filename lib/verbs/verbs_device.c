@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_service.h>
 
+#include "dpv_faults.h"
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
 
@@ -40,6 +41,8 @@ static struct {
 	char ipv4[CONFIG_LEN];
 	char progress[64];
 	char capture[CONFIG_LEN];
+	char faults[DPV_FAULTS_SPEC_MAX];   /* every port's, unless it has its own */
+	char port_faults[DPV_MAX_DEVS][DPV_FAULTS_SPEC_MAX]; /* [portN] faults */
 	unsigned int ring_pairs;
 	uint32_t inline_idle_us;
 } conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT};
@@ -63,6 +66,42 @@ static void copy_setting(char *dst, size_t n, const char *src)
 		snprintf(dst, n, "%s", src);
 }
 
+/*
+ * Take a fault spec into @p dst unless it holds one already; a spec dpv_faults_parse()
+ * refuses is refused here, before anything starts. @p section NULL: from DPV_FAULTS.
+ */
+static int take_faults(char *dst, const char *spec, const char *section, const char *path)
+{
+	struct dpv_faults_spec s;
+	char why[256];
+
+	if (spec == NULL || dst[0] != '\0')
+		return 0;
+	if (dpv_faults_parse(spec, &s, why, sizeof(why)) != 0) {
+		if (section == NULL)
+			complain("DPV_FAULTS: %s", why);
+		else
+			complain("faults in [%s] of %s: %s", section, path, why);
+		return EINVAL;
+	}
+	snprintf(dst, DPV_FAULTS_SPEC_MAX, "%s", spec);
+	return 0;
+}
+
+/* Each port's own spec, [portN] faults, from the INI file. */
+static int load_port_faults(struct rte_cfgfile *cf, const char *path)
+{
+	for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
+		char sec[16];
+
+		snprintf(sec, sizeof(sec), "port%u", i);
+		if (take_faults(conf.port_faults[i], rte_cfgfile_get_entry(cf, sec, "faults"), sec,
+				path) != 0)
+			return EINVAL;
+	}
+	return 0;
+}
+
 /* Environment first; the INI file fills what the environment left unset. */
 static int load_config(void)
 {
@@ -78,6 +117,8 @@ static int load_config(void)
 	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
 	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
 	idle_from_env = idle_us[0] != '\0';
+	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
+		return EINVAL;
 	if (path != NULL && path[0] != '\0') {
 		cf = rte_cfgfile_load(path, 0);
 		if (cf == NULL) {
@@ -94,6 +135,12 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
 		copy_setting(idle_us, sizeof(idle_us),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
+		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
+		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
+				"dpverbs", path) != 0) {
+			rte_cfgfile_close(cf);
+			return EINVAL;
+		}
 		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
 		if (conf.ipv4[0] == '\0') {
 			for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
@@ -488,6 +535,14 @@ static int start_capture(struct dpv_device *d)
 	return ret;
 }
 
+/* The fault spec of a device: its port's own ([portN] faults), else every port's. */
+static const char *faults_of(const struct dpv_device *d)
+{
+	if (d->index < DPV_MAX_DEVS && conf.port_faults[d->index][0] != '\0')
+		return conf.port_faults[d->index];
+	return conf.faults;
+}
+
 static int open_dev(struct dpv_device *d)
 {
 	static bool linger_hook;
@@ -495,7 +550,8 @@ static int open_dev(struct dpv_device *d)
 
 	pthread_mutex_lock(&devices_lock);
 	if (d->dev == NULL) {
-		ret = dpv_dev_open(d->ibdev.name, d->ethdev_port, d->ipv4, &d->dev);
+		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
+					  &d->dev);
 		if (ret != 0)
 			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
 				 strerror(ret));
@@ -867,10 +923,12 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 	pthread_mutex_lock(&devices_lock);
 	/* The program started EAL itself: ibv_get_device_list() lists what it opened. */
 	devices_listed = true;
+	/* Of the configuration only DPV_FAULTS applies: no file is read. */
+	ret = take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL);
 	for (unsigned int i = 0; i < n_devices; i++)
 		if (devices[i]->ethdev_port == port_id)
 			d = devices[i];
-	if (d == NULL) {
+	if (ret == 0 && d == NULL) {
 		if (n_devices == DPV_MAX_DEVS)
 			ret = ENOSPC;
 		else

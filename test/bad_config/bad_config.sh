@@ -23,7 +23,8 @@ check() {
 	local name=$1 want_errno=$2 phrase=$3
 	shift 3
 	n=$((n + 1))
-	"${wrap[@]}" env -u DPV_EAL_ARGS -u DPV_CONFIG -u DPV_PORT_IPV4 -u DPV_RING_PAIRS "$@" \
+	"${wrap[@]}" env -u DPV_EAL_ARGS -u DPV_CONFIG -u DPV_PORT_IPV4 -u DPV_RING_PAIRS \
+		-u DPV_FAULTS "$@" \
 		timeout 60 "$prog" >"$tmp/out" 2>"$tmp/err"
 	local rc=$? ok=1
 	[ $rc -eq 0 ] || ok=0
@@ -55,6 +56,12 @@ check "no IPv4 address for the port" EINVAL "no IPv4 address for DPDK port 0" \
 	DPV_EAL_ARGS="$base --vdev=net_null0"
 check "IPv4 address that is not one" EINVAL "is not an IPv4 address" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.300
+check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \
+	"$base" >"$tmp/faults.ini"
+check "fault spec out of range in the file" EINVAL "faults in [port0] of $tmp/faults.ini: loss=2" \
+	DPV_CONFIG="$tmp/faults.ini"
 
 # A memif socket already in use: something else listens on it (memif sockets are in
 # the abstract namespace by default).
