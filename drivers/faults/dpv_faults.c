@@ -449,7 +449,12 @@ static void fault(struct faults *f, struct fault_dir *d, struct rte_mbuf *m, uin
 			due_tsc += next(d) % (2 * f->jitter_cyc + 1);
 		d->st.delayed++;
 	}
-	if (d->slot == NULL && chance(d, s->reorder)) {
+	/* Drawn for every frame, held or not, so that when a held frame leaves (which a
+	 * timeout can decide) changes no later decision. One frame is held at a time: a
+	 * new one sends the one before on its way. */
+	if (chance(d, s->reorder)) {
+		if (d->slot != NULL)
+			release_slot(d, due_tsc);
 		d->slot = m;
 		d->slot_due = due_tsc;
 		d->slot_tsc = now;
@@ -498,7 +503,12 @@ static uint16_t faults_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_
 		tx_service(f, now);
 	if (!d->on)
 		return f->inner.ops->rx_burst(&f->inner, pkts, n);
-	got = f->inner.ops->rx_burst(&f->inner, in, RTE_MIN(n, BURST));
+	/* What is due goes first, and only as many new frames are taken as there is room
+	 * left for: duplicates then cannot pile up in the queue while the caller keeps
+	 * asking for full bursts. */
+	while (out < n && due(d, now))
+		pkts[out++] = heap_pop(d).m;
+	got = out < n ? f->inner.ops->rx_burst(&f->inner, in, RTE_MIN(n - out, BURST)) : 0;
 	for (uint16_t i = 0; i < got; i++)
 		fault(f, d, in[i], now);
 	slot_timeout(f, d, now);

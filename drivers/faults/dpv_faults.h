@@ -13,7 +13,8 @@
  * The wrapper's port has the wrapped port's MAC, MTU, NUMA socket, ethdev port id and
  * mbuf pool. The same seed and the same frames in the same order give the same
  * decisions; each direction draws from its own generator, so how rx and tx calls
- * interleave changes nothing.
+ * interleave changes nothing. Only the moment a held frame leaves depends on time
+ * (delay_us, and the reorder timeout when traffic stops).
  *
  * Spec: comma-separated key=value pairs, none required (doc/guides/configuration.md):
  *   loss=P          drop each frame with probability P (0..1)
@@ -21,7 +22,8 @@
  *                   with probability G, from bad to good with B (above 0), and in the
  *                   bad state is dropped with probability L
  *   reorder=P       hold a frame back with probability P until reorder_gap later
- *                   frames have passed it (or DPV_FAULTS_REORDER_MAX_US without one)
+ *                   frames have passed it (or DPV_FAULTS_REORDER_MAX_US without one,
+ *                   or the next frame held back, as one frame is held at a time)
  *   reorder_gap=N   frames that overtake a held one, 1..64 (default 2)
  *   dup=P           send a frame twice with probability P
  *   corrupt=P       flip one random bit of a RoCEv2 frame's ICRC-covered part (BTH,

@@ -173,15 +173,17 @@ static uint64_t expected_arrivals(void)
 	return delivered(&st.rx);
 }
 
-/* Poll a (which sends its due tx frames on every rx call, as the engine polls) and
- * b; append the numbers of what b receives to seqs. */
-static uint32_t pump(uint32_t *seqs, uint32_t have, uint32_t cap)
+/* Poll b, and a too when @p sender (a sends its due tx frames on every rx call, as the
+ * engine polls); append the numbers of what b receives to seqs. */
+static uint32_t poll_pair(uint32_t *seqs, uint32_t have, uint32_t cap, bool sender)
 {
 	struct rte_mbuf *rx[BURST];
 	uint16_t k;
 
-	k = a.ops->rx_burst(&a, rx, BURST);
-	rte_pktmbuf_free_bulk(rx, k);
+	if (sender) {
+		k = a.ops->rx_burst(&a, rx, BURST);
+		rte_pktmbuf_free_bulk(rx, k);
+	}
 	while ((k = b.ops->rx_burst(&b, rx, BURST)) > 0) {
 		for (uint16_t i = 0; i < k; i++)
 			if (have < cap)
@@ -189,6 +191,11 @@ static uint32_t pump(uint32_t *seqs, uint32_t have, uint32_t cap)
 		rte_pktmbuf_free_bulk(rx, k);
 	}
 	return have;
+}
+
+static uint32_t pump(uint32_t *seqs, uint32_t have, uint32_t cap)
+{
+	return poll_pair(seqs, have, cap, true);
 }
 
 /* Send numbered frames 0..n-1 from a in bursts; b's arrivals, in order, into seqs
@@ -208,7 +215,9 @@ static uint32_t run(uint32_t n, uint32_t *seqs)
 		done = a.ops->tx_burst(&a, tx, k);
 		rte_pktmbuf_free_bulk(tx + done, k - done);
 		sent += k;
-		have = pump(seqs, have, 2 * n);
+		/* Not a: a frame a holds for reordering is then overtaken in its next tx
+		 * call before its timeout is looked at, however slow this loop. */
+		have = poll_pair(seqs, have, 2 * n, false);
 	}
 	end = rte_get_tsc_cycles() + 5 * rte_get_tsc_hz();
 	while (have < expected_arrivals() && rte_get_tsc_cycles() < end)
@@ -252,36 +261,60 @@ static void loss_rate_is_what_was_asked(void **state)
 	free(seqs);
 }
 
-static uint32_t pattern(const char *spec, uint32_t n, uint32_t *seqs)
+static uint32_t pattern(const char *spec, uint32_t n, uint32_t *seqs,
+			struct dpv_faults_dir_stats *st)
 {
+	struct dpv_faults_stats all;
 	uint32_t got;
 
 	open_pair(spec, NULL);
 	got = run(n, seqs);
+	assert_int_equal(dpv_faults_stats(&a, &all), 0);
+	*st = all.tx;
 	close_pair();
 	return got;
 }
 
-static void same_seed_same_pattern_other_seed_another(void **state)
+static int by_number(const void *x, const void *y)
+{
+	uint32_t a_ = *(const uint32_t *)x, b_ = *(const uint32_t *)y;
+
+	return a_ < b_ ? -1 : a_ > b_;
+}
+
+/* Runs @p spec with seeds 7, 7 and 8. @p in_order: compare the arrival order too, not
+ * only which frames arrived how often. */
+static void same_seed_same_decisions(const char *spec, bool in_order)
 {
 	const uint32_t n = 20000;
-	uint32_t *one = calloc(2 * n, sizeof(*one)), *two = calloc(2 * n, sizeof(*two));
-	uint32_t *three = calloc(2 * n, sizeof(*three)), g1, g2, g3;
-	const char *spec = "loss=0.05,dup=0.02,reorder=0.02,dir=tx,seed=";
+	uint32_t *seqs[3], got[3];
+	struct dpv_faults_dir_stats st[3];
 	char s[128];
 
+	for (int i = 0; i < 3; i++) {
+		seqs[i] = calloc(2 * n, sizeof(*seqs[i]));
+		snprintf(s, sizeof(s), "%s,seed=%d", spec, i < 2 ? 7 : 8);
+		got[i] = pattern(s, n, seqs[i], &st[i]);
+		if (!in_order)
+			qsort(seqs[i], got[i], sizeof(*seqs[i]), by_number);
+	}
+	assert_int_equal(got[0], got[1]);
+	assert_memory_equal(seqs[0], seqs[1], got[0] * sizeof(*seqs[0]));
+	assert_memory_equal(&st[0], &st[1], sizeof(st[0]));
+	assert_true(got[0] != got[2] || memcmp(seqs[0], seqs[2], got[0] * sizeof(*seqs[0])) != 0);
+	assert_true(memcmp(&st[0], &st[2], sizeof(st[0])) != 0);
+	for (int i = 0; i < 3; i++)
+		free(seqs[i]);
+}
+
+static void same_seed_same_pattern_other_seed_another(void **state)
+{
 	(void)state;
-	snprintf(s, sizeof(s), "%s7", spec);
-	g1 = pattern(s, n, one);
-	g2 = pattern(s, n, two);
-	snprintf(s, sizeof(s), "%s8", spec);
-	g3 = pattern(s, n, three);
-	assert_int_equal(g1, g2);
-	assert_memory_equal(one, two, g1 * sizeof(*one));
-	assert_true(g1 != g3 || memcmp(one, three, g1 * sizeof(*one)) != 0);
-	free(one);
-	free(two);
-	free(three);
+	same_seed_same_decisions("loss=0.05,burst=0.01:0.3:0.8,dup=0.02,corrupt=0.01,dir=tx",
+				 true);
+	/* When a frame held for reordering leaves can depend on time (a timeout when
+	 * traffic pauses); which frames are held, lost or doubled does not. */
+	same_seed_same_decisions("loss=0.05,dup=0.02,reorder=0.02,jitter_us=0,dir=tx", false);
 }
 
 static void check_frame(struct rte_mbuf *m, const uint8_t *arp, uint32_t *icrc_errors,
@@ -396,10 +429,11 @@ static void check_dup_reorder(const uint32_t *seqs, uint32_t got, uint32_t n,
 	assert_in_range(s->duplicated, 700, 1300); /* 1000 expected, deviation 31 */
 	assert_in_range(s->reordered, 600, 1400);
 	assert_true(late <= s->reordered);
-	/* A held frame waits for reorder_gap later ones, unless traffic stopped for
-	 * DPV_FAULTS_REORDER_MAX_US first (the last one sent, or a slow receive loop). */
+	/* A held frame waits for reorder_gap later ones, unless the next one is held back
+	 * (one in 20 here) or traffic stopped for DPV_FAULTS_REORDER_MAX_US first (the
+	 * last one sent, or a slow receive loop). */
 	if (exact)
-		assert_true(late + 1 >= s->reordered);
+		assert_true(late >= s->reordered * 85 / 100);
 	else
 		assert_true(late > 0);
 	free(count);
@@ -412,8 +446,8 @@ static void duplicates_and_reorders_are_counted_and_arrive(void **state)
 	struct dpv_faults_stats st;
 
 	(void)state;
-	/* On a's tx side, every held frame is overtaken in the burst call that holds it or
-	 * the next one, before any timeout is looked at. */
+	/* On a's tx side a held frame is overtaken in the burst call that holds it or the
+	 * next one before any timeout is looked at. */
 	open_pair("dup=0.05,reorder=0.05,reorder_gap=3,seed=5,dir=tx", NULL);
 	got = run(n, seqs);
 	assert_int_equal(dpv_faults_stats(&a, &st), 0);
