@@ -33,9 +33,12 @@ struct dpv_dev;
  *
  * Control thread, after rte_eal_init().
  * A port opened before keeps its first address. Once a program opens ports this way,
- * ibv_get_device_list() lists those and starts nothing.
- * @return the context, or NULL with errno: ENODEV no such port, EINVAL ipv4 0,
- *         ENOSPC too many devices, ENOMEM, or the port's errno.
+ * ibv_get_device_list() lists those and starts nothing. Of dpverbs' settings only
+ * DPV_FAULTS is read here: when set, the device's port is the faults driver over the
+ * ethdev port (doc/guides/configuration.md).
+ * @return the context, or NULL with errno: ENODEV no such port, EINVAL ipv4 0 or a
+ *         DPV_FAULTS spec that is not valid, ENOSPC too many devices, ENOMEM, or the
+ *         port's errno.
  */
 struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4);
 
