@@ -38,20 +38,22 @@ static char **eal_argv;
 
 /* ---- the pump ---- */
 
-/* A test may look at every frame device B receives: drop it (false), or keep it. */
+/* A test may look at every frame device A or B receives: drop it (false), or keep it. */
+static bool (*a_rx_hook)(struct rte_mbuf *m);
 static bool (*b_rx_hook)(struct rte_mbuf *m);
 
 static void pump_port(struct dpv_port *port, struct dpv_xport *x)
 {
+	bool (*hook)(struct rte_mbuf *m) = x == xa ? a_rx_hook : b_rx_hook;
 	struct rte_mbuf *pkts[64];
 	uint16_t n, kept, i;
 
 	do {
 		n = dpv_port_rx(port, pkts, RTE_DIM(pkts));
 		kept = n;
-		if (x == xb && b_rx_hook != NULL) {
+		if (hook != NULL) {
 			for (i = 0, kept = 0; i < n; i++) {
-				if (b_rx_hook(pkts[i]))
+				if (hook(pkts[i]))
 					pkts[kept++] = pkts[i];
 				else
 					rte_pktmbuf_free(pkts[i]);
@@ -82,12 +84,20 @@ static void pump(int rounds)
 		pump_once();
 }
 
-/* Pump until @p want completions are read from @p cq (or give up). */
+static uint64_t now_ms(void)
+{
+	return rte_get_tsc_cycles() / (rte_get_tsc_hz() / 1000);
+}
+
+/* Pump until @p want completions are read from @p cq, or give up after ROUNDS rounds
+ * and POLL_MS (recovery from loss waits for ACK timers). */
+#define POLL_MS 5000
 static int poll_n(struct dpv_cq *cq, struct dpv_cqe *out, int want)
 {
+	uint64_t end = now_ms() + POLL_MS;
 	int got = 0;
 
-	for (int round = 0; round < ROUNDS && got < want; round++) {
+	for (int round = 0; got < want && (round < ROUNDS || now_ms() < end); round++) {
 		got += (int)dpv_ring_dequeue_burst(cq->ring, out + got, (uint32_t)(want - got));
 		if (got < want)
 			pump_once();
@@ -1393,17 +1403,101 @@ static void mix_received(struct mix_side *rx, struct mix_side *tx)
 	tx->got_recv++;
 }
 
-/* Random SENDs, WRITEs, WRITE_WITH_IMMs and READs from both ends at once, unsignaled
- * ones among them: every completion in order, every byte where it belongs. */
-static void mixed_stream_both_ways_completes_in_order(void **state)
+/* ---- a lossy link: the pump's hooks drop, duplicate and reorder frames ---- */
+
+struct lossy {
+	struct dpv_xport *x;
+	uint32_t seed;
+	struct rte_mbuf *held;   /* a frame held back, delivered after the next one */
+	uint64_t dropped, duplicated, reordered;
+};
+
+static struct lossy lossy_a, lossy_b;
+static uint32_t loss_ppm, dup_ppm, reorder_ppm;
+
+static uint32_t lossy_draw(struct lossy *l)
 {
+	l->seed = l->seed * 1103515245u + 12345u;
+	return (l->seed >> 4) % 1000000u;
+}
+
+static void lossy_deliver(struct lossy *l, struct rte_mbuf *m)
+{
+	struct rte_mbuf *c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+
+	assert_non_null(c);
+	dpv_xport_rx(l->x, &c, 1);
+}
+
+static bool lossy(struct lossy *l, struct rte_mbuf *m)
+{
+	if (lossy_draw(l) < loss_ppm) {
+		l->dropped++;
+		return false;
+	}
+	if (lossy_draw(l) < dup_ppm) {
+		l->duplicated++;
+		lossy_deliver(l, m);
+	}
+	if (l->held != NULL) {
+		lossy_deliver(l, m);
+		dpv_xport_rx(l->x, &l->held, 1);
+		l->held = NULL;
+		return false;
+	}
+	if (lossy_draw(l) < reorder_ppm) {
+		l->reordered++;
+		l->held = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
+		return l->held == NULL;
+	}
+	return true;
+}
+
+static bool lossy_a_hook(struct rte_mbuf *m)
+{
+	return lossy(&lossy_a, m);
+}
+
+static bool lossy_b_hook(struct rte_mbuf *m)
+{
+	return lossy(&lossy_b, m);
+}
+
+/* Both directions lose @p loss, duplicate @p dup and reorder @p reorder parts per
+ * million of their frames; 0, 0, 0: the hooks go. */
+static void lossy_link(uint32_t loss, uint32_t dup, uint32_t reorder, uint32_t seed)
+{
+	for (int i = 0; i < 2; i++) {
+		struct lossy *l = i == 0 ? &lossy_a : &lossy_b;
+
+		if (l->held != NULL)
+			rte_pktmbuf_free(l->held);
+		memset(l, 0, sizeof(*l));
+		l->x = i == 0 ? xa : xb;
+		l->seed = seed + (uint32_t)i;
+	}
+	loss_ppm = loss;
+	dup_ppm = dup;
+	reorder_ppm = reorder;
+	a_rx_hook = loss || dup || reorder ? lossy_a_hook : NULL;
+	b_rx_hook = loss || dup || reorder ? lossy_b_hook : NULL;
+}
+
+static unsigned int mbufs_free(void)
+{
+	return rte_mempool_avail_count(pa.pool) + rte_mempool_avail_count(pb.pool);
+}
+
+/* Random SENDs, WRITEs, WRITE_WITH_IMMs and READs from both ends at once, unsignaled
+ * ones among them, over the link as it is: every completion in order, every byte
+ * where it belongs. */
+static void mixed_stream(uint32_t seed0)
+{
+	uint32_t seed = seed0;
 	const size_t area = (size_t)MIX_WQES * MIX_MAX;
 	struct end a, b;
 	struct mix_side sd[2] = {0};
-	uint64_t ooo = stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq;
-	uint32_t seed = 99;
 
-	(void)state;
 	rc_pair(&a, &b, false, NULL, NULL, 7);
 	sd[0].e = &a;
 	sd[1].e = &b;
@@ -1429,7 +1523,8 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 
 			r = mix_draw(&seed, &len, &op);
 			w = swqe(op, (uint64_t)k);
-			if ((r & 3) == 0 && op != DPV_WR_RDMA_READ)
+			/* the last one signaled: its completion ends the wait for all */
+			if ((r & 3) == 0 && op != DPV_WR_RDMA_READ && k != MIX_WQES - 1)
 				w.flags = 0;
 			w.imm = (uint32_t)k;
 			/* each WQE has its own slice on both sides */
@@ -1468,7 +1563,7 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 			mix_received(&sd[1 - side], &sd[side]);
 	}
 	/* every slice on both sides: what was sent, written or read */
-	seed = 99;
+	seed = seed0;
 	for (int k = 0; k < MIX_WQES; k++) {
 		for (int side = 0; side < 2; side++) {
 			struct mix_side *m = &sd[side], *peer = &sd[1 - side];
@@ -1484,8 +1579,6 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 						    m->local + (size_t)k * MIX_MAX, len);
 		}
 	}
-	/* a lossless link: no PSN gap anywhere */
-	assert_int_equal(stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq, ooo);
 	end_close(&a);
 	end_close(&b);
 	for (int i = 0; i < 2; i++) {
@@ -1494,6 +1587,54 @@ static void mixed_stream_both_ways_completes_in_order(void **state)
 		free(sd[i].local);
 		free(sd[i].recv);
 	}
+}
+
+static void mixed_stream_both_ways_completes_in_order(void **state)
+{
+	uint64_t ooo = stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq;
+	uint64_t re = stats(xa).qps.retrans_packets + stats(xb).qps.retrans_packets;
+
+	(void)state;
+	mixed_stream(99);
+	/* a lossless link: no PSN gap anywhere, nothing sent twice */
+	assert_int_equal(stats(xa).qps.out_of_seq + stats(xb).qps.out_of_seq, ooo);
+	assert_int_equal(stats(xa).qps.retrans_packets + stats(xb).qps.retrans_packets, re);
+}
+
+/* The same stream where 5 % of the frames are lost both ways, 1 % duplicated and 2 %
+ * reordered: everything arrives once and in order, and the counters show how. */
+static void mixed_stream_survives_loss_duplication_and_reordering(void **state)
+{
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb), za, zb;
+	unsigned int free0 = mbufs_free();
+	uint64_t dropped, duplicated, reordered;
+
+	(void)state;
+	rc_timeout = 10;
+	lossy_link(50000, 10000, 20000, 5);
+	mixed_stream(7);
+	dropped = lossy_a.dropped + lossy_b.dropped;
+	duplicated = lossy_a.duplicated + lossy_b.duplicated;
+	reordered = lossy_a.reordered + lossy_b.reordered;
+	lossy_link(0, 0, 0, 0);
+	rc_timeout = 14;
+	za = stats(xa);
+	zb = stats(xb);
+	assert_true(dropped > 100 && duplicated > 10 && reordered > 10);
+	/* recovered by every means: sequence NAKs, timeouts, READs asked again */
+	assert_true(za.qps.retrans_seq_nak - sa.qps.retrans_seq_nak > 0);
+	assert_true(zb.qps.retrans_seq_nak - sb.qps.retrans_seq_nak > 0);
+	assert_true(za.qps.retrans_timeout + zb.qps.retrans_timeout >
+		    sa.qps.retrans_timeout + sb.qps.retrans_timeout);
+	assert_true(za.qps.retrans_read + zb.qps.retrans_read >
+		    sa.qps.retrans_read + sb.qps.retrans_read);
+	assert_true(za.qps.dup_requests + zb.qps.dup_requests >
+		    sa.qps.dup_requests + sb.qps.dup_requests);
+	assert_int_equal(za.qps.retry_exceeded + zb.qps.retry_exceeded,
+			 sa.qps.retry_exceeded + sb.qps.retry_exceeded);
+	/* no mbuf kept anywhere */
+	pump(20);
+	assert_int_equal(mbufs_free(), free0);
 }
 
 /* ---- go-back-N and duplicates ---- */
@@ -1558,6 +1699,331 @@ static void lost_packet_is_resent_after_a_sequence_nak(void **state)
 	mr_dereg(ta, ks);
 	mr_dereg(tb, kd);
 	free(src);
+	free(dst);
+}
+
+/* ---- the local ACK timer ---- */
+
+/* Drop the frame numbered drop_nth (from 0) among those of opcode drop_opcode. */
+static uint8_t drop_opcode;
+static int drop_nth, drop_seen, drop_done;
+
+static bool drop_nth_of_opcode(struct rte_mbuf *m)
+{
+	struct dpv_wire_pkt p;
+
+	if (dpv_wire_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), &p) ==
+		    DPV_WIRE_OK &&
+	    p.opcode == drop_opcode && drop_seen++ == drop_nth) {
+		drop_done++;
+		return false;
+	}
+	return true;
+}
+
+static void drop_next(bool (**hook)(struct rte_mbuf *), uint8_t opcode, int nth)
+{
+	drop_opcode = opcode;
+	drop_nth = nth;
+	drop_seen = drop_done = 0;
+	*hook = drop_nth_of_opcode;
+}
+
+static bool drop_all(struct rte_mbuf *m)
+{
+	(void)m;
+	return false;
+}
+
+/* Post @p w on a, wait for its completion (and b's receive when @p recv), check it. */
+static void exchange(struct end *a, struct end *b, struct dpv_swqe *w, bool recv)
+{
+	struct dpv_cqe c;
+
+	post_send(a->qp, w);
+	if (recv) {
+		assert_int_equal(poll_n(b->rcq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_SUCCESS);
+	}
+	assert_int_equal(poll_n(a->scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.wr_id, w->wr_id);
+}
+
+#define DELTA(x, f, s0) (stats(x).qps.f - (s0).qps.f)
+
+static void lost_last_packet_ack_nak_and_read_responses_are_recovered(void **state)
+{
+	const uint32_t len = 3000;
+	uint8_t *src = malloc(len), *dst = calloc(1, len), *back = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kd = mr_reg(tb, dst, len, ACCESS_ALL);
+	uint32_t kb = mr_reg(ta, back, len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_rwqe r = rwqe(2, dst, len, kd);
+	struct dpv_xport_stats sa, sb;
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	rc_timeout = 10;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 41);
+
+	/* the last packet of a SEND: nothing after it to show the gap, the timer resends */
+	sa = stats(xa);
+	post_recv(b.qp, &r);
+	w = swqe(DPV_WR_SEND, 1);
+	swqe_sge(&w, src, len, ks);
+	drop_next(&b_rx_hook, DPV_OP_RC_SEND_LAST, 0);
+	exchange(&a, &b, &w, true);
+	assert_int_equal(drop_done, 1);
+	assert_memory_equal(dst, src, len);
+	assert_true(DELTA(xa, ack_timeouts, sa) >= 1 && DELTA(xa, retrans_timeout, sa) >= 1);
+
+	/* the ACK: the resend is a duplicate, acknowledged and not placed again */
+	sa = stats(xa);
+	sb = stats(xb);
+	post_recv(b.qp, &r);
+	w = swqe(DPV_WR_SEND, 3);
+	swqe_sge(&w, src, 100, ks);
+	drop_next(&a_rx_hook, DPV_OP_RC_ACK, 0);
+	exchange(&a, &b, &w, true);
+	assert_int_equal(drop_done, 1);
+	assert_true(DELTA(xa, retrans_timeout, sa) >= 1);
+	assert_true(DELTA(xb, dup_requests, sb) >= 1);
+	assert_int_equal(cq_left(b.rcq), 0);
+
+	/* a NAK: a middle packet is lost, and so is the NAK that says so */
+	sa = stats(xa);
+	sb = stats(xb);
+	post_recv(b.qp, &r);
+	w = swqe(DPV_WR_SEND, 4);
+	swqe_sge(&w, src, len, ks);
+	b_rx_hook = NULL;
+	drop_next(&b_rx_hook, DPV_OP_RC_SEND_MIDDLE, 0);
+	a_rx_hook = NULL;
+	post_send(a.qp, &w);
+	drop_opcode = DPV_OP_RC_ACK; /* b's NAK is an ACK-opcode frame: the first goes */
+	drop_seen = 0;
+	a_rx_hook = drop_nth_of_opcode;
+	b_rx_hook = NULL;
+	{
+		struct dpv_cqe c;
+
+		assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_SUCCESS);
+		assert_int_equal(poll_n(a.scq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_SUCCESS);
+	}
+	assert_memory_equal(dst, src, len);
+	assert_true(DELTA(xa, retrans_timeout, sa) >= 1);
+
+	/* a READ response in the middle: the gap asks for the rest again, no timer */
+	sa = stats(xa);
+	w = swqe(DPV_WR_RDMA_READ, 5);
+	w.remote_addr = (uintptr_t)src;
+	w.rkey = ks;
+	(void)kd;
+	swqe_sge(&w, back, len, kb);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	drop_next(&a_rx_hook, DPV_OP_RC_READ_RESP_MIDDLE, 0);
+	exchange(&a, &b, &w, false);
+	assert_int_equal(drop_done, 1);
+	assert_memory_equal(back, dst, len);
+	assert_true(DELTA(xa, retrans_read, sa) >= 1);
+	assert_int_equal(DELTA(xa, ack_timeouts, sa), 0);
+
+	/* the last READ response: the timer asks for it again */
+	sa = stats(xa);
+	memset(back, 0, len);
+	w.wr_id = 6;
+	drop_next(&a_rx_hook, DPV_OP_RC_READ_RESP_LAST, 0);
+	exchange(&a, &b, &w, false);
+	assert_int_equal(drop_done, 1);
+	assert_memory_equal(back, dst, len);
+	assert_true(DELTA(xa, retrans_timeout, sa) >= 1);
+
+	a_rx_hook = b_rx_hook = NULL;
+	rc_timeout = 14;
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	mr_dereg(ta, kb);
+	free(src);
+	free(dst);
+	free(back);
+}
+
+/* IBTA 9.7.6.1: with no answer at all, the head WR fails with RETRY_EXC_ERR after
+ * retry_cnt retries of the local ACK timeout, not before; the rest is flushed in
+ * order and the QP is in ERR, with the fatal event. */
+static void vanished_peer_gives_retry_exc_err_within_the_bound(void **state)
+{
+	/* 4.096 us << 12: 16.8 ms; three retries: four timeouts before the error */
+	const double t_ms = 4.096e-3 * (1 << 12), bound_ms = 4 * t_ms;
+	uint8_t src[64] = {0};
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	struct dpv_xport_stats sa = stats(xa);
+	struct dpv_cqe c[3];
+	struct end a, b;
+	uint64_t t0, t1;
+	double ms;
+
+	(void)state;
+	rc_timeout = 12;
+	rc_retry_cnt = 3;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	rc_timeout = 14;
+	rc_retry_cnt = 7;
+	b_rx_hook = drop_all;
+	for (uint64_t i = 0; i < 3; i++) {
+		struct dpv_swqe w = swqe(DPV_WR_SEND, 10 + i);
+
+		swqe_sge(&w, src, sizeof(src), ks);
+		post_send(a.qp, &w);
+	}
+	t0 = rte_get_tsc_cycles();
+	assert_int_equal(poll_n(a.scq, c, 1), 1);
+	t1 = rte_get_tsc_cycles();
+	assert_int_equal(poll_n(a.scq, c + 1, 2), 2);
+	b_rx_hook = NULL;
+	ms = (double)(t1 - t0) * 1e3 / (double)rte_get_tsc_hz();
+	assert_int_equal(c[0].status, DPV_WC_RETRY_EXC_ERR);
+	assert_int_equal(c[0].wr_id, 10);
+	assert_int_equal(c[1].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[1].wr_id, 11);
+	assert_int_equal(c[2].status, DPV_WC_WR_FLUSH_ERR);
+	assert_int_equal(c[2].wr_id, 12);
+	/* not before the bound; after it by no more than a scheduling hiccup */
+	assert_true(ms >= bound_ms * 0.99);
+	assert_true(ms < bound_ms + 1000);
+	assert_int_equal(DELTA(xa, ack_timeouts, sa), 4);
+	assert_int_equal(DELTA(xa, retrans_timeout, sa), 3);
+	assert_int_equal(DELTA(xa, retry_exceeded, sa), 1);
+	assert_int_equal(DELTA(xa, flushed_wrs, sa), 2);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_ERR);
+	assert_int_equal(a.fatal, 1);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+}
+
+/* Messages far longer than the window: AckReq every XP_ACKREQ_EVERY packets keeps it
+ * moving (before, 256 unacknowledged packets stopped the requester for good). */
+static void messages_of_4_mib_on_send_write_and_read(void **state)
+{
+	const uint32_t len = 4u << 20;
+	uint8_t *src = malloc(len), *dst = calloc(1, len), *back = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kd = mr_reg(tb, dst, len, ACCESS_ALL);
+	uint32_t kb = mr_reg(ta, back, len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_rwqe r = rwqe(2, dst, len, kd);
+	struct dpv_xport_stats sa = stats(xa);
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, len, 3);
+	post_recv(b.qp, &r);
+	w = swqe(DPV_WR_SEND, 1);
+	swqe_sge(&w, src, len, ks);
+	exchange(&a, &b, &w, true);
+	assert_memory_equal(dst, src, len);
+	memset(dst, 0, len);
+	w = swqe(DPV_WR_RDMA_WRITE, 2);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	swqe_sge(&w, src, len, ks);
+	exchange(&a, &b, &w, false);
+	assert_memory_equal(dst, src, len);
+	w = swqe(DPV_WR_RDMA_READ, 3);
+	w.remote_addr = (uintptr_t)dst;
+	w.rkey = kd;
+	swqe_sge(&w, back, len, kb);
+	exchange(&a, &b, &w, false);
+	assert_memory_equal(back, src, len);
+	/* on a lossless link, without a timeout */
+	assert_int_equal(DELTA(xa, ack_timeouts, sa), 0);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	mr_dereg(ta, kb);
+	free(src);
+	free(dst);
+	free(back);
+}
+
+/* A long READ's responses fill the responder's queue; SENDs without a receive behind
+ * it are RNR NAKed again and again while the responses go out, then another READ
+ * comes. The NAKs replace each other in the queue (it overflowed, and crashed, when
+ * each took a slot), and everything completes once receives are posted. */
+static void read_then_rnr_naks_then_read_keep_the_responder_bounded(void **state)
+{
+	const uint32_t rlen = 256u << 10, nsend = 60;
+	uint8_t *src = malloc(rlen), *back = calloc(1, 2 * rlen), *dst = calloc(nsend, 64);
+	uint8_t msg[64] = {0};
+	uint32_t ks = mr_reg(tb, src, rlen, DPV_ACCESS_REMOTE_READ);
+	uint32_t kb = mr_reg(ta, back, 2 * rlen, DPV_ACCESS_LOCAL_WRITE);
+	uint32_t kd = mr_reg(tb, dst, nsend * 64, DPV_ACCESS_LOCAL_WRITE);
+	uint32_t km = mr_reg(ta, msg, sizeof(msg), 0);
+	struct dpv_xport_stats sb = stats(xb);
+	struct dpv_cqe c;
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	fill(src, rlen, 8);
+	w = swqe(DPV_WR_RDMA_READ, 0);
+	w.remote_addr = (uintptr_t)src;
+	w.rkey = ks;
+	swqe_sge(&w, back, rlen, kb);
+	post_send(a.qp, &w);
+	for (uint32_t i = 0; i < nsend; i++) {
+		w = swqe(DPV_WR_SEND, 1 + i);
+		swqe_sge(&w, msg, sizeof(msg), km);
+		post_send(a.qp, &w);
+	}
+	w = swqe(DPV_WR_RDMA_READ, 1 + nsend);
+	w.remote_addr = (uintptr_t)src;
+	w.rkey = ks;
+	swqe_sge(&w, back + rlen, rlen, kb);
+	post_send(a.qp, &w);
+	pump(3000);
+	assert_true(DELTA(xb, rnr_naks_sent, sb) > 0);
+	assert_int_equal(DELTA(xb, resp_queue_full, sb), 0);
+	for (uint32_t i = 0; i < nsend; i++) {
+		struct dpv_rwqe r = rwqe(100 + i, dst + 64 * i, 64, kd);
+
+		post_recv(b.qp, &r);
+	}
+	for (uint32_t i = 0; i < nsend + 2; i++) {
+		assert_int_equal(poll_n(a.scq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_SUCCESS);
+		assert_int_equal(c.wr_id, i);
+	}
+	for (uint32_t i = 0; i < nsend; i++) {
+		assert_int_equal(poll_n(b.rcq, &c, 1), 1);
+		assert_int_equal(c.status, DPV_WC_SUCCESS);
+	}
+	assert_memory_equal(back, src, rlen);
+	assert_memory_equal(back + rlen, src, rlen);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(tb, ks);
+	mr_dereg(ta, kb);
+	mr_dereg(tb, kd);
+	mr_dereg(ta, km);
+	free(src);
+	free(back);
 	free(dst);
 }
 
@@ -2112,7 +2578,12 @@ int main(int argc, char **argv)
 		cmocka_unit_test(qp_numbers_run_out_with_enospc),
 		cmocka_unit_test(sqd_drains_then_rts_resumes),
 		cmocka_unit_test(mixed_stream_both_ways_completes_in_order),
+		cmocka_unit_test(mixed_stream_survives_loss_duplication_and_reordering),
 		cmocka_unit_test(lost_packet_is_resent_after_a_sequence_nak),
+		cmocka_unit_test(lost_last_packet_ack_nak_and_read_responses_are_recovered),
+		cmocka_unit_test(vanished_peer_gives_retry_exc_err_within_the_bound),
+		cmocka_unit_test(messages_of_4_mib_on_send_write_and_read),
+		cmocka_unit_test(read_then_rnr_naks_then_read_keep_the_responder_bounded),
 		cmocka_unit_test(duplicates_are_acknowledged_and_reads_answered_again),
 		cmocka_unit_test(malformed_frames_are_counted_and_ignored),
 		cmocka_unit_test(random_frames_never_touch_memory_outside_a_region),
