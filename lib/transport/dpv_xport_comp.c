@@ -233,6 +233,8 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		XP_CNT(x, q, dup_responses);
 		return;
 	}
+	if (d > 0)
+		XP_CNT(x, q, out_of_seq);
 	/* A READ response acknowledges every request before the READ (IBTA 9.7.5.2). */
 	ack_upto(x, q, psn_add(m->first_psn, DPV_WIRE_PSN_MASK));
 	xp_comp_acked(x, q);
@@ -265,8 +267,9 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		fail_head(x, q, st, false);
 		return;
 	}
-	q->deadline = x->now + q->ack_cycles;
-	q->retry_left = q->qp.attr.retry_cnt;
+	/* Each response acknowledges its own PSN: the window moves with a long READ, and
+	 * the timer restarts. */
+	ack_upto(x, q, p->psn);
 	if (++m->rd_pkts < m->npkts)
 		return;
 	m->rd_done = true;
@@ -274,7 +277,6 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		m->req_sent = false;
 		q->reads_out--;
 	}
-	ack_upto(x, q, psn_add(m->first_psn, m->npkts - 1));
 	xp_comp_acked(x, q);
 }
 

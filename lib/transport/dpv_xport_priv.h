@@ -108,6 +108,7 @@ struct xp_write {
 enum xp_resp_kind {
 	XP_RESP_ACK = 0,  /**< an ACK or NAK: one frame */
 	XP_RESP_READ,     /**< the response packets of an RDMA READ */
+	XP_RESP_NONE,     /**< a READ a duplicate request made moot: skipped */
 };
 
 /* One entry of the responder queue, sent in order by dpv_xport_tx(). */

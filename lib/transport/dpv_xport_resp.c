@@ -535,6 +535,29 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
 }
 
+/* A duplicate READ at @p psn says the requester has everything before it and goes back
+ * N from there: the responses still queued for PSNs from @p psn on are not sent (the
+ * requester would drop them), the duplicate and what follows it are answered anew. */
+static void read_restart(struct xp_qp *q, uint32_t psn)
+{
+	uint32_t i, last;
+
+	for (i = q->resp_head; i != q->resp_tail; i++) {
+		struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
+
+		if (e->kind != XP_RESP_READ)
+			continue;
+		last = psn_add(e->psn, npkts_of(e->len, q->mtu) - 1);
+		if (dpv_wire_psn_diff(last, psn) < 0)
+			continue;
+		e->kind = XP_RESP_NONE;
+		if (e->dup)
+			q->resp_dup_reads--;
+		else
+			q->resp_reads--;
+	}
+}
+
 /*
  * IBTA 9.7.5.1 (duplicate requests): a duplicate READ is answered again from memory as
  * it is now; any other duplicate is acknowledged again with the latest PSN, so a
@@ -554,6 +577,7 @@ static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 			XP_CNT(x, q, dup_reads_dropped);
 			return;
 		}
+		read_restart(q, p->psn);
 		ack_flush_one(x, q);
 		read_queue(q, p, true);
 		return;
@@ -665,6 +689,10 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	while (sent < quota && !respq_empty(q)) {
 		struct xp_resp *e = &q->respq[q->resp_head & (XP_RESPQ - 1)];
 
+		if (e->kind == XP_RESP_NONE) {
+			q->resp_head++;
+			continue;
+		}
 		if (e->kind == XP_RESP_ACK) {
 			if (!ack_frame(x, q, e->psn, e->syndrome, e->msn))
 				break;

@@ -2027,6 +2027,67 @@ static void read_then_rnr_naks_then_read_keep_the_responder_bounded(void **state
 	free(dst);
 }
 
+/* 1 MiB SEND, WRITE and READ over a link losing 2 % each way, duplicating and
+ * reordering 1 %: a lost READ response has the rest asked for again at once, and the
+ * responder drops what it still had queued for the old request. */
+static void one_mib_messages_over_a_lossy_link(void **state)
+{
+	const uint32_t len = 1u << 20;
+	uint8_t *src = malloc(len), *dst = calloc(1, len), *back = calloc(1, len);
+	uint32_t ks = mr_reg(ta, src, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kd = mr_reg(tb, dst, len, ACCESS_ALL);
+	uint32_t kb = mr_reg(ta, back, len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_rwqe r = rwqe(2, dst, len, kd);
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb);
+	unsigned int free0 = mbufs_free();
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	rc_timeout = 10;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	rc_timeout = 14;
+	fill(src, len, 77);
+	lossy_link(20000, 10000, 10000, 9);
+	for (uint64_t k = 0; k < 2; k++) {
+		memset(dst, 0, len);
+		post_recv(b.qp, &r);
+		w = swqe(DPV_WR_SEND, 10 * k + 1);
+		swqe_sge(&w, src, len, ks);
+		exchange(&a, &b, &w, true);
+		assert_memory_equal(dst, src, len);
+		memset(dst, 0, len);
+		w = swqe(DPV_WR_RDMA_WRITE, 10 * k + 2);
+		w.remote_addr = (uintptr_t)dst;
+		w.rkey = kd;
+		swqe_sge(&w, src, len, ks);
+		exchange(&a, &b, &w, false);
+		assert_memory_equal(dst, src, len);
+		memset(back, 0, len);
+		w = swqe(DPV_WR_RDMA_READ, 10 * k + 3);
+		w.remote_addr = (uintptr_t)dst;
+		w.rkey = kd;
+		swqe_sge(&w, back, len, kb);
+		exchange(&a, &b, &w, false);
+		assert_memory_equal(back, src, len);
+	}
+	lossy_link(0, 0, 0, 0);
+	assert_true(DELTA(xa, retrans_seq_nak, sa) > 0);
+	assert_true(DELTA(xa, retrans_read, sa) > 0);
+	assert_true(DELTA(xb, dup_requests, sb) > 0);
+	assert_int_equal(DELTA(xa, retry_exceeded, sa), 0);
+	end_close(&a);
+	end_close(&b);
+	pump(20);
+	assert_int_equal(mbufs_free(), free0);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	mr_dereg(ta, kb);
+	free(src);
+	free(dst);
+	free(back);
+}
+
 static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 {
 	uint8_t src[3000] = {0}, dst[3000] = {0}, back[3000] = {0};
@@ -2580,6 +2641,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(mixed_stream_both_ways_completes_in_order),
 		cmocka_unit_test(mixed_stream_survives_loss_duplication_and_reordering),
 		cmocka_unit_test(lost_packet_is_resent_after_a_sequence_nak),
+		cmocka_unit_test(one_mib_messages_over_a_lossy_link),
 		cmocka_unit_test(lost_last_packet_ack_nak_and_read_responses_are_recovered),
 		cmocka_unit_test(vanished_peer_gives_retry_exc_err_within_the_bound),
 		cmocka_unit_test(messages_of_4_mib_on_send_write_and_read),
