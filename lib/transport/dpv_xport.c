@@ -498,6 +498,11 @@ void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st)
 	memcpy(st, &x->stats, sizeof(*st));
 }
 
+const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x)
+{
+	return &x->stats;
+}
+
 static bool rc_request(uint8_t opcode)
 {
 	return opcode <= DPV_OP_RC_READ_REQUEST;

@@ -500,8 +500,15 @@ uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t bu
 /** Counters of the device (owner, or a stale snapshot from any thread). */
 void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st);
 
-/** Counters of one QP (owner, or a stale snapshot from any thread). */
-void dpv_qp_stats_get(const struct dpv_qp *qp, struct dpv_qp_stats *st);
+/**
+ * The device's counters in place, for a reader on another thread: the owner writes
+ * them, each field is one aligned 64-bit word to read on its own (a snapshot of the
+ * whole is not consistent across fields). Any thread.
+ */
+const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x);
+
+/** One QP's counters in place, as dpv_xport_stats_ref(). Any thread. */
+const struct dpv_qp_stats *dpv_qp_stats_ref(const struct dpv_qp *qp);
 
 /**
  * The port's active MTU (the largest payload of one packet), as an

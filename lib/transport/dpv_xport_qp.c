@@ -442,9 +442,9 @@ void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
 	qp_free(q);
 }
 
-void dpv_qp_stats_get(const struct dpv_qp *qp, struct dpv_qp_stats *st)
+const struct dpv_qp_stats *dpv_qp_stats_ref(const struct dpv_qp *qp)
 {
 	const struct xp_qp *q = qp->xport_state;
 
-	memcpy(st, &q->stats, sizeof(*st));
+	return &q->stats;
 }

@@ -80,6 +80,38 @@ struct dpv_verbs_engine_stats {
  */
 int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_stats *stats);
 
+/** One counter: its name ("qp.retrans_timeout", "port.tx_frames", ...) and value. */
+struct dpv_verbs_xstat {
+	char name[48];
+	uint64_t value;
+};
+
+/**
+ * Every counter of the device behind @p context, by name, as DPDK's xstats: the port
+ * ("port.*": frames, TX backlog, ARP), the faults wrapper when DPV_FAULTS is set
+ * ("faults.tx.*", "faults.rx.*"), the transport ("xport.*": frames, drops by reason,
+ * refusals), the protocol counters summed over every QP the device ever had ("qp.*":
+ * retransmits by cause, timeouts, duplicates, NAKs sent and received, flushed WRs) and
+ * the engine ("engine.*"). doc/guides/reliability.md says what each counts. The names
+ * and their order are the same on every call.
+ *
+ * Any thread. The values are read while the device runs: each is current, the set is
+ * not one instant's.
+ * @param xs  room for @p n counters (NULL when @p n is 0: ask for the count)
+ * @return the number of counters, which may exceed @p n (then only @p n are written);
+ *         -EINVAL if @p context is NULL or @p xs NULL with @p n not 0.
+ */
+int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *xs,
+			   unsigned int n);
+
+/**
+ * The protocol counters of one QP ("qp.*", the same names as the device's sums), as
+ * dpv_verbs_query_xstats(). Any thread, while the QP exists.
+ * @return the number of counters; -EINVAL if @p qp is NULL or @p xs NULL with @p n
+ *         not 0.
+ */
+int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

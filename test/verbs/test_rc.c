@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* RC between dpv0 and dpv1: SEND, SEND_WITH_IMM, RDMA WRITE (WITH_IMM), RDMA READ. */
+#include <errno.h>
 #include <string.h>
 
+#include "dpv_verbs.h"
 #include "verbs_test.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
@@ -258,6 +260,55 @@ static void rc_rdma_read_one_mib(void **state)
 	assert_true(check_pattern(lmr->addr, len, 9));
 }
 
+/* The value of counter @p name among @p n, or UINT64_MAX if it is not there. */
+static uint64_t xstat(const struct dpv_verbs_xstat *xs, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(xs[i].name, name) == 0)
+			return xs[i].value;
+	return UINT64_MAX;
+}
+
+/* dpv_verbs_query_xstats(): a count on request, the same names every time, each once,
+ * and values that follow what the QP and the device did. */
+static void rc_counters_by_name_per_device_and_qp(void **state)
+{
+	struct dpv_verbs_xstat dev0[256], dev1[256], qa[64];
+	int n, n1, nq;
+	struct rc_pair p;
+
+	(void)state;
+	rc_pair(&p, &conn_default);
+	n = dpv_verbs_query_xstats(A.ctx, NULL, 0);
+	assert_true(n > 30 && n <= 256);
+	assert_int_equal(dpv_verbs_query_xstats(A.ctx, dev0, (unsigned int)n), n);
+	for (int i = 0; i < n; i++)
+		for (int j = i + 1; j < n; j++)
+			assert_string_not_equal(dev0[i].name, dev0[j].name);
+	nq = dpv_verbs_query_qp_xstats(p.a, NULL, 0);
+	assert_int_equal(xstat(qa, dpv_verbs_query_qp_xstats(p.a, qa, 64), "qp.tx_packets"), 0);
+	send_and_check(p.a, p.acq, p.b, p.bcq, 3000, 31);
+	n1 = dpv_verbs_query_xstats(A.ctx, dev1, 256);
+	assert_int_equal(n1, n);
+	for (int i = 0; i < n; i++)
+		assert_string_equal(dev0[i].name, dev1[i].name);
+	assert_int_equal(dpv_verbs_query_qp_xstats(p.a, qa, 64), nq);
+	/* three request packets out; one ACK (coalesced) or more back */
+	assert_int_equal(xstat(qa, nq, "qp.tx_packets"), 3);
+	assert_true(xstat(qa, nq, "qp.rx_packets") >= 1);
+	assert_int_equal(xstat(qa, nq, "qp.retrans_packets"), 0);
+	assert_true(xstat(dev1, n, "qp.tx_packets") - xstat(dev0, n, "qp.tx_packets") >= 3);
+	assert_true(xstat(dev1, n, "port.tx_frames") - xstat(dev0, n, "port.tx_frames") >= 3);
+	assert_true(xstat(dev1, n, "xport.rx_bad_icrc") != UINT64_MAX);
+	assert_true(xstat(dev1, n, "engine.polls") > xstat(dev0, n, "engine.polls"));
+	/* a short array gets what fits and the whole count */
+	assert_int_equal(dpv_verbs_query_xstats(A.ctx, dev1, 2), n);
+	assert_string_equal(dev1[0].name, dev0[0].name);
+	assert_int_equal(dpv_verbs_query_xstats(NULL, dev1, 2), -EINVAL);
+	assert_int_equal(dpv_verbs_query_xstats(A.ctx, NULL, 2), -EINVAL);
+	assert_int_equal(dpv_verbs_query_qp_xstats(NULL, qa, 2), -EINVAL);
+}
+
 static void rc_qp_reset_and_reconnect(void **state)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_RESET};
@@ -302,6 +353,7 @@ int run_rc_tests(void)
 		VT(rc_send_inline_buffer_reusable_at_once),
 		VT(rc_many_large_messages_in_flight),
 		VT(rc_rdma_read_one_mib),
+		VT(rc_counters_by_name_per_device_and_qp),
 		VT(rc_qp_reset_and_reconnect),
 		VT(rc_two_qps_of_one_device),
 	};
