@@ -39,7 +39,8 @@ static pthread_mutex_t lcore_lock = PTHREAD_MUTEX_INITIALIZER;
  * The helper thread, one per process, for every inline device. While a completion
  * channel exists (helper_refs) it drives every inline device on every pass, so that
  * events come while the application sleeps in ibv_get_cq_event(). Otherwise it drives
- * only a device whose last_driven is helper_idle_cycles old: the application computes,
+ * only a device whose app_visits it has seen unchanged for helper_idle_cycles: the
+ * application computes,
  * sleeps, or is the passive side of one-sided transfers, and the device must still ACK,
  * answer READs and run its timers as a NIC would. helper_lock serialises starting and
  * stopping it; the thread itself reads only atomics.
@@ -248,7 +249,6 @@ uint32_t dpv_engine_progress(void)
 {
 	unsigned int n = __atomic_load_n(&n_devs, __ATOMIC_ACQUIRE);
 	uint32_t work = 0;
-	uint64_t now = 0;
 
 	for (unsigned int i = 0; i < n; i++) {
 		struct dpv_dev *dev = devs[i];
@@ -258,12 +258,14 @@ uint32_t dpv_engine_progress(void)
 		    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0)
 			continue;
 		owned = dpv_dev_try_own(dev);
-		/* Stamped also when the device is owned: if the helper holds it, the stamp
-		 * makes it let go, so the application's next call gets it. One TSC read per
-		 * call, and a store to the line the try-lock just wrote. */
-		if (now == 0)
-			now = rte_get_tsc_cycles();
-		__atomic_store_n(&dev->last_driven, now, __ATOMIC_RELAXED);
+		/* Counted also when the device is owned: if the helper holds it, the change
+		 * makes it let go, so the application's next call gets it. A load and a
+		 * store (not a locked add: racing threads may lose a count, but the value
+		 * changes all the same) on the line the try-lock has just written; no clock
+		 * read. */
+		__atomic_store_n(&dev->app_visits,
+				 __atomic_load_n(&dev->app_visits, __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
 		if (!owned)
 			continue;
 		work += dpv_dev_poll(dev);
@@ -415,15 +417,21 @@ static void *helper_main(void *arg)
 			if (dev->mode != DPV_PROGRESS_INLINE)
 				continue;
 			if (!every) {
-				/* Signed: an application stamp newer than now is recent too. */
-				int64_t since = (int64_t)(now - __atomic_load_n(&dev->last_driven,
-										__ATOMIC_RELAXED));
+				uint32_t visits = __atomic_load_n(&dev->app_visits,
+								  __ATOMIC_RELAXED);
+				uint64_t since;
 
 				if (idle == 0)
 					continue;
-				if (since < (int64_t)idle) {
-					if ((uint64_t)((int64_t)idle - since) < wait)
-						wait = (uint64_t)((int64_t)idle - since);
+				if (visits != dev->helper_seen_visits) {
+					/* The application was here since the last look. */
+					dev->helper_seen_visits = visits;
+					dev->helper_seen_tsc = now;
+				}
+				since = now - dev->helper_seen_tsc;
+				if (since < idle) {
+					if (idle - since < wait)
+						wait = idle - since;
 					continue;
 				}
 			}

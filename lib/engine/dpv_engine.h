@@ -58,10 +58,10 @@ struct dpv_dev {
 	struct dpv_xport *xport;
 	struct dpv_mr_table *mrs;
 	uint32_t owner;              /**< 0 free, 1 owned (atomic) */
-	/** TSC when an application thread last drove the device or found it owned
-	 * (relaxed atomic; beside owner, on the line dpv_engine_progress() writes anyway):
-	 * the helper thread reads it to know the application is away. */
-	uint64_t last_driven;
+	/** Bumped by every dpv_engine_progress() that drives the device or finds it
+	 * owned (relaxed atomic; beside owner, on the line the try-lock writes anyway):
+	 * while it does not change, the application is away. */
+	uint32_t app_visits;
 	uint32_t control_waiting;    /**< a control thread wants the flag (atomic) */
 	uint8_t mode;                /**< enum dpv_progress_mode */
 	uint32_t lcore;              /**< DPV_PROGRESS_LCORE: the lcore */
@@ -69,6 +69,8 @@ struct dpv_dev {
 	uint32_t n_tm_srqs;
 	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
 	struct dpv_dev_stats stats;
+	uint32_t helper_seen_visits; /**< helper thread only: app_visits when last read */
+	uint64_t helper_seen_tsc;    /**< helper thread only: TSC when it last changed */
 };
 
 /**
@@ -172,9 +174,10 @@ void dpv_engine_helper_put(void);
  * The helper is the thread of dpv_engine_helper_get(): one per process. It runs while
  * some device is inline and @p us is not 0 (or a completion channel holds it), and
  * stops when the last inline device goes to an lcore or a service, or is closed, and at
- * exit. An application thread never waits for it: dpv_engine_progress() stamps the
- * device's last_driven whether it gets the device or finds it owned, and the helper
- * leaves a device alone for @p us after each stamp.
+ * exit. An application thread never waits for it: dpv_engine_progress() bumps the
+ * device's app_visits whether it gets the device or finds it owned, and the helper
+ * leaves a device alone until it has seen app_visits unchanged for @p us (it steps in
+ * between one and two intervals after the application's last call).
  * @param us microseconds, 0 (no helper for idle devices) to DPV_INLINE_IDLE_US_MAX
  * @return 0; EINVAL @p us too large; or an errno from starting the thread.
  */

@@ -174,10 +174,15 @@ static int load_config(void)
 
 		if (!isdigit((unsigned char)idle_us[0]) || *end != '\0' ||
 		    us > DPV_INLINE_IDLE_US_MAX) {
-			complain("%s%s: want the microseconds an inline device may go undriven "
-				 "before the helper thread drives it, 0 (never) to %u",
-				 idle_from_env ? "DPV_INLINE_IDLE_US=" : "inline_idle_us = ",
-				 idle_us, DPV_INLINE_IDLE_US_MAX);
+			if (idle_from_env)
+				complain("DPV_INLINE_IDLE_US=%s: want the microseconds an inline "
+					 "device may go undriven before the helper thread drives "
+					 "it, 0 (never) to %u", idle_us, DPV_INLINE_IDLE_US_MAX);
+			else
+				complain("inline_idle_us = %s in [dpverbs] of %s: want the "
+					 "microseconds an inline device may go undriven before the "
+					 "helper thread drives it, 0 (never) to %u", idle_us, path,
+					 DPV_INLINE_IDLE_US_MAX);
 			return EINVAL;
 		}
 		conf.inline_idle_us = (uint32_t)us;

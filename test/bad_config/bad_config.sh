@@ -56,6 +56,12 @@ check "no IPv4 address for the port" EINVAL "no IPv4 address for DPDK port 0" \
 	DPV_EAL_ARGS="$base --vdev=net_null0"
 check "IPv4 address that is not one" EINVAL "is not an IPv4 address" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.300
+check "inline idle interval that is not a number" EINVAL "DPV_INLINE_IDLE_US=5ms" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_INLINE_IDLE_US=5ms
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\ninline_idle_us = 2000000\n[port0]\nipv4 = 127.0.0.1\n' \
+	"$base" >"$tmp/idle.ini"
+check "inline idle interval too long in the file" EINVAL "inline_idle_us = 2000000 in [dpverbs] of $tmp/idle.ini" \
+	DPV_CONFIG="$tmp/idle.ini"
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
 printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \
