@@ -395,10 +395,20 @@ static void helper_sleep(uint64_t ns)
  * event-driven program's latency, or a passive side's answers, in tens of
  * microseconds without taking a core. */
 #define HELPER_IDLE_SLEEP_NS 20000u
+/* A device it drives for an absent application that stays quiet this many passes in a
+ * row (a few milliseconds) gets the sleep doubled on each further quiet pass, up to
+ * HELPER_QUIET_SLEEP_MAX_NS: a process that waits for seconds with nothing coming
+ * would otherwise spend a quarter of a core on wake-ups (measured in a KVM guest).
+ * A frame that comes then waits up to a millisecond, far inside any ACK timeout;
+ * the first pass with work goes back to the short sleep. */
+#define HELPER_QUIET_PASSES 64u
+#define HELPER_QUIET_SLEEP_MAX_NS 1000000u
 
 static void *helper_main(void *arg)
 {
 	const uint64_t hz = rte_get_tsc_hz();
+	uint64_t quiet_sleep = HELPER_IDLE_SLEEP_NS;
+	uint32_t quiet_passes = 0;
 
 	(void)arg;
 	while (!__atomic_load_n(&helper_stop, __ATOMIC_ACQUIRE)) {
@@ -444,10 +454,19 @@ static void *helper_main(void *arg)
 			drove = true;
 		}
 		__atomic_add_fetch(&helper_pass, 1, __ATOMIC_SEQ_CST);
+		if (work != 0 || !drove) {
+			quiet_passes = 0;
+			quiet_sleep = HELPER_IDLE_SLEEP_NS;
+		}
 		if (work != 0)
 			continue;
-		if (drove || every) {
+		if (every) {
 			helper_sleep(HELPER_IDLE_SLEEP_NS);
+		} else if (drove) {
+			if (++quiet_passes > HELPER_QUIET_PASSES && quiet_sleep < HELPER_QUIET_SLEEP_MAX_NS)
+				quiet_sleep *= 2;
+			helper_sleep(quiet_sleep < HELPER_QUIET_SLEEP_MAX_NS ? quiet_sleep
+									 : HELPER_QUIET_SLEEP_MAX_NS);
 		} else {
 			/* Nothing to drive: sleep until the first device can be idle long
 			 * enough. */
