@@ -246,7 +246,7 @@ static void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_
 					       IBV_QP_MIN_RNR_TIMER), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = o->timeout != 0 ? o->timeout : 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = psn_of(me);

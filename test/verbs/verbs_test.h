@@ -48,6 +48,7 @@ struct conn_opts {
 	unsigned int access;      /* IBV_ACCESS_REMOTE_* the responder allows */
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer;
+	uint8_t timeout;          /* local ACK timeout exponent; 0 means 14 (67 ms) */
 };
 
 extern const struct conn_opts conn_default;
