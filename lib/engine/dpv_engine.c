@@ -507,6 +507,14 @@ static void helper_at_exit(void)
 	pthread_mutex_unlock(&helper_lock);
 }
 
+/* A child of fork() has no helper thread, whatever its parent had: it must not join
+ * one at exit. */
+static void helper_forget_in_child(void)
+{
+	helper_running = false;
+	pthread_mutex_init(&helper_lock, NULL);
+}
+
 /* Start or stop the thread as what needs it says (helper_lock held). */
 static int helper_reconcile_locked(void)
 {
@@ -522,8 +530,12 @@ static int helper_reconcile_locked(void)
 		helper_stop_thread();
 		return 0;
 	}
-	if (!helper_exit_hook)
-		helper_exit_hook = atexit(helper_at_exit) == 0;
+	if (!helper_exit_hook) {
+		/* Without these the thread still works; it is only not joined at exit. */
+		helper_exit_hook = true;
+		(void)atexit(helper_at_exit);
+		(void)pthread_atfork(NULL, NULL, helper_forget_in_child);
+	}
 	__atomic_store_n(&helper_stop, false, __ATOMIC_RELEASE);
 	/* A control thread: on the cores EAL does not run lcores on, not on the
 	 * application's. */

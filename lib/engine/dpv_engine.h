@@ -155,12 +155,15 @@ int dpv_dev_start_service(struct dpv_dev *dev);
 
 /**
  * Ask for the helper thread that drives inline devices while completion channels
- * wait (control path). Counted: each call needs a dpv_engine_helper_put().
- * @return 0 or an errno from pthread_create.
+ * wait (control path): while any call is not released, it drives every inline device
+ * on every pass, driven by the application or not. Counted: each call needs a
+ * dpv_engine_helper_put().
+ * @return 0 or an errno from starting the thread.
  */
 int dpv_engine_helper_get(void);
 
-/** Release a dpv_engine_helper_get(); the thread stops with the last one. */
+/** Release a dpv_engine_helper_get(); with the last one the helper goes back to
+ * driving only idle devices (dpv_engine_set_inline_idle_us()), or stops. */
 void dpv_engine_helper_put(void);
 
 /** Microseconds without a driver before the helper drives an inline device, by default. */

@@ -572,6 +572,9 @@ static int open_dev(struct dpv_device *d)
 				complain("%s: cannot start the helper thread of inline progress: %s",
 					 d->ibdev.name, strerror(ret));
 		}
+		/* Before the linger hook: atexit runs it after, the dump counts the last frames. */
+		if (ret == 0)
+			dpv_verbs_stats_dump_at_exit(d->ibdev.name, d->dev);
 		/* After the capture's hook: atexit runs it first, the capture sees it all. */
 		if (ret == 0 && !linger_hook)
 			linger_hook = atexit(linger) == 0;

@@ -145,6 +145,11 @@ int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode);
 /* A context on an open device (ibv_open_device, dpv_verbs_open_port). */
 struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_dev *dev);
 
+/* With DPV_STATS_DUMP=<prefix> set, write the counters of device @p name to
+ * <prefix><name>.txt at exit (verbs_stats.c). The first call registers the atexit
+ * handler, so it runs after every handler registered later. */
+void dpv_verbs_stats_dump_at_exit(const char *name, const struct dpv_dev *dev);
+
 /* Copy a receive WR into its ring slot (QP receive queue or SRQ lane). */
 static inline void dpv_verbs_write_rwqe(const struct ibv_recv_wr *wr, struct dpv_rwqe *w)
 {

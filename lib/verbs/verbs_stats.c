@@ -6,8 +6,10 @@
  * each is in doc/guides/reliability.md.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpv_faults.h"
@@ -120,17 +122,12 @@ static void put_fields(struct xstats_out *o, const char *prefix, const struct st
 #define PUT_FIELDS(o, prefix, table, base) \
 	put_fields(o, prefix, table, sizeof(table) / sizeof((table)[0]), base)
 
-int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *xs,
-			   unsigned int n)
+static int dev_xstats(const struct dpv_dev *dev, struct dpv_verbs_xstat *xs, unsigned int n)
 {
 	struct xstats_out o = {.xs = xs, .n = n};
-	const struct dpv_dev *dev;
 	struct dpv_faults_stats fs;
 	char name[32];
 
-	if (context == NULL || (xs == NULL && n != 0))
-		return -EINVAL;
-	dev = to_ctx(context)->dev;
 	PUT_FIELDS(&o, "port.", port_fields, &dev->port.stats);
 	if (dpv_faults_stats(&dev->port, &fs) == 0) {
 		PUT_FIELDS(&o, "faults.tx.", fault_fields, &fs.tx);
@@ -154,6 +151,14 @@ int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *
 	return (int)o.count;
 }
 
+int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *xs,
+			   unsigned int n)
+{
+	if (context == NULL || (xs == NULL && n != 0))
+		return -EINVAL;
+	return dev_xstats(to_ctx(context)->dev, xs, n);
+}
+
 int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n)
 {
 	struct xstats_out o = {.xs = xs, .n = n};
@@ -162,4 +167,77 @@ int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, uns
 		return -EINVAL;
 	PUT_FIELDS(&o, "qp.", qp_fields, dpv_qp_stats_ref(to_qp(qp)->qp));
 	return (int)o.count;
+}
+
+/*
+ * DPV_STATS_DUMP=<prefix>: at exit, each device's counters, one "name value" a line,
+ * in <prefix><device>.txt. For programs that know nothing of dpv_verbs.h (the
+ * ibverbs-utils on the drop-in), so a script can see what the device did: how often
+ * it retransmitted, what the faults port dropped. Devices live as long as the
+ * process, so they are all there to read at exit.
+ */
+#define DUMP_MAX_DEVS 64u
+
+static struct {
+	char name[IBV_SYSFS_NAME_MAX];
+	const struct dpv_dev *dev;
+} dumps[DUMP_MAX_DEVS];
+static unsigned int n_dumps;
+static char dump_prefix[4096];
+
+static void dump_one(const char *name, const struct dpv_dev *dev)
+{
+	char path[sizeof(dump_prefix) + IBV_SYSFS_NAME_MAX + 8];
+	struct dpv_verbs_xstat *xs;
+	int n = dev_xstats(dev, NULL, 0);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s.txt", dump_prefix, name);
+	xs = calloc((size_t)n, sizeof(*xs));
+	f = fopen(path, "w");
+	if (xs == NULL || f == NULL) {
+		fprintf(stderr, "dpverbs: DPV_STATS_DUMP: cannot write %s: %s\n", path,
+			strerror(errno));
+		free(xs);
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
+	n = dev_xstats(dev, xs, (unsigned int)n);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s %" PRIu64 "\n", xs[i].name, xs[i].value);
+	if (fclose(f) != 0)
+		fprintf(stderr, "dpverbs: DPV_STATS_DUMP: cannot write %s: %s\n", path,
+			strerror(errno));
+	free(xs);
+}
+
+static void dump_all(void)
+{
+	for (unsigned int i = 0; i < n_dumps; i++)
+		dump_one(dumps[i].name, dumps[i].dev);
+}
+
+void dpv_verbs_stats_dump_at_exit(const char *name, const struct dpv_dev *dev)
+{
+	const char *prefix = getenv("DPV_STATS_DUMP");
+
+	if (prefix == NULL || prefix[0] == '\0' || n_dumps == DUMP_MAX_DEVS)
+		return;
+	for (unsigned int i = 0; i < n_dumps; i++)
+		if (dumps[i].dev == dev)
+			return;
+	if (n_dumps == 0) {
+		if (strlen(prefix) >= sizeof(dump_prefix)) {
+			fprintf(stderr, "dpverbs: DPV_STATS_DUMP: a prefix of at most %zu "
+				"characters\n", sizeof(dump_prefix) - 1);
+			return;
+		}
+		strcpy(dump_prefix, prefix);
+		if (atexit(dump_all) != 0)
+			return;
+	}
+	snprintf(dumps[n_dumps].name, sizeof(dumps[n_dumps].name), "%s", name);
+	dumps[n_dumps].dev = dev;
+	n_dumps++;
 }

@@ -18,7 +18,12 @@
 #             ibv_devinfo need one too: an ibv_rc_pingpong holds their link)
 #   PROGRAM   ibv_devices, ibv_devinfo, ibv_rc_pingpong, ibv_srq_pingpong, ibv_ud_pingpong
 #
-# DPV_DROPIN_LIBDIR names the directory of the drop-in (meson sets it). The pingpongs run
+# DPV_DROPIN_LIBDIR names the directory of the drop-in (meson sets it). With DPV_FAULTS
+# set (a fault spec, doc/guides/configuration.md) both sides run through the faults port
+# and dump their counters at exit (DPV_STATS_DUMP); a spec with loss= then also wants
+# recovery to show in them: retransmissions on one side or the other, and no WR that
+# ran out of retries on either. DPV_DROPIN_NETNS (default dpv) starts the names of the
+# network namespaces of the veth links. The pingpongs run
 # as a server (no host name) on side A and a client on side B; ibv_devices and
 # ibv_devinfo run on side B while an ibv_rc_pingpong server on side A holds the link,
 # released afterwards by a short exchange. Every process must exit 0 and print what the program prints when it really did
@@ -107,7 +112,8 @@ afpacket | afxdp)
 		echo "skipped: the $link link needs root (network namespaces, a veth pair)"
 		exit 77
 	fi
-	ns_a=dpvA$id ns_b=dpvB$id veth_a=dpv${id}a veth_b=dpv${id}b
+	ns_a=${DPV_DROPIN_NETNS:-dpv}A$id ns_b=${DPV_DROPIN_NETNS:-dpv}B$id
+	veth_a=dpv${id}a veth_b=dpv${id}b
 	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
 		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
 		ns_a=
@@ -134,12 +140,10 @@ afpacket | afxdp)
 		ip -n "$ns_a" addr add 10.201.0.1/24 dev "$veth_a" || exit 1
 		ip -n "$ns_b" addr add 10.201.0.2/24 dev "$veth_b" || exit 1
 		server_host=10.201.0.1
-		# The kernel drops what overflows a packet socket's RX ring (512 frames by
-		# default), and dpverbs has no retransmit timer yet: a lost last frame of a
-		# burst (an ACK, a message's tail) is waited for for ever. 4096 frames hold the
-		# largest burst here, ibv_srq_pingpong's 16 QPs x 64 KiB (1024 frames), twice.
-		vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
-		vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
+		# The packet socket's rings at their default size (512 frames): what overflows
+		# the RX ring the kernel drops, and the transport resends it.
+		vdev_a="--vdev=net_af_packet0,iface=$veth_a"
+		vdev_b="--vdev=net_af_packet0,iface=$veth_b"
 	else
 		# af_xdp's XDP program sends every frame of the queue to its socket, so the
 		# kernel sees nothing of that link: the TCP exchange takes a second veth pair
@@ -168,10 +172,11 @@ start_side() { # side seconds outfile program args...
 	else
 		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
 	fi
-	# Line-buffered, so a side that is ended still shows how far it got.
+	# Line-buffered, so a side that is ended still shows how far it got. Each side's
+	# counters go to $tmp/<out>-dpv0.txt at exit.
 	timeout --kill-after=5 "$secs" "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
 		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
-		stdbuf -oL -eL "$@" >"$out" 2>&1 &
+		DPV_STATS_DUMP="${out%.out}-" stdbuf -oL -eL "$@" >"$out" 2>&1 &
 	last_pid=$!
 	pids+=("$last_pid")
 }
@@ -275,6 +280,54 @@ check_pingpong() { # outfile name peer-ip program args...
 	refuse "$out" "$name" 'invalid data in page|Failed status|Couldn'"'"'t|failed'
 }
 
+# A counter of a side's dump (0 when it has none).
+counter() { # dumpfile name
+	awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1" 2>/dev/null || echo 0
+}
+
+# Loss on the link: both sides' dumps must show that the transport recovered from it.
+check_recovery() { # outfile-a outfile-b
+	local a=${1%.out}-dpv0.txt b=${2%.out}-dpv0.txt f retrans=0 dropped=0 v
+	for f in "$a" "$b"; do
+		if [ ! -s "$f" ]; then
+			fail "no counters in $f (DPV_STATS_DUMP)"
+			return
+		fi
+		# Every cause of a resend that answers a loss (an RNR wait is not one).
+		v=$(awk '$1 ~ /^qp\.retrans_/ && $1 != "qp.retrans_packets" &&
+			$1 != "qp.retrans_rnr" { s += $2 } END { print s + 0 }' "$f")
+		retrans=$((retrans + v))
+		dropped=$((dropped + $(counter "$f" faults.tx.dropped) + $(counter "$f" faults.rx.dropped)))
+		v=$(counter "$f" qp.retry_exceeded)
+		[ "$v" = 0 ] || fail "$f: qp.retry_exceeded $v"
+	done
+	echo "recovery: faults dropped $dropped frames, the QPs resent $retrans times" \
+		"($(grep -h '^qp.retrans_' "$a" "$b" | awk '{ s[$1] += $2 } END { for (k in s) printf "%s=%d ", k, s[k] }'))"
+	[ "$dropped" -gt 0 ] || fail "DPV_FAULTS=$DPV_FAULTS, yet no frame was dropped"
+	[ "$retrans" -gt 0 ] || fail "frames were lost, yet no QP counted a retransmission"
+}
+
+# The one way a pingpong fails under loss with every part of dpverbs right: the last
+# ACK one side sent was lost, and its peer, which had all it waited for, destroyed its
+# QPs and exited; the side that sent first and never heard the ACK sends again, to a
+# QP that is no more (IBTA drops such a packet, as dpverbs does, counting it in
+# xport.rx_unknown_qp), and its WR ends with RETRY_EXC_ERR. The peer's counters show
+# it: resends that came for no QP. Sets race to what was seen.
+end_race() {
+	local x y unknown
+	for x in a b; do
+		y=b
+		[ "$x" = b ] && y=a
+		unknown=$(counter "$tmp/$y-dpv0.txt" xport.rx_unknown_qp)
+		if grep -q 'retry counter exceeded' "$tmp/$x.out" &&
+			grep -Eq '^[0-9]+ iters in' "$tmp/$y.out" && [ "$unknown" -gt 0 ]; then
+			race="side $x ran out of retries after side $y had finished; $unknown of its frames reached side $y for no QP"
+			return 0
+		fi
+	done
+	return 1
+}
+
 case $prog in
 ibv_devices | ibv_devinfo)
 	# The program runs on side B while side A's device is up and holds the link (a
@@ -314,11 +367,31 @@ ibv_devices | ibv_devinfo)
 	fi
 	;;
 ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
-	if pingpong_server "$out_a" "$prog_path" "${args[@]}"; then
-		pingpong_client "$out_b" "$prog_path" "${args[@]}"
-	fi
-	check_pingpong "$out_a" server "$ip_b" "$prog" "${args[@]}"
-	check_pingpong "$out_b" client "$ip_a" "$prog" "${args[@]}"
+	# With loss, up to 3 runs: another one only after a run that ended in the race
+	# end_race() describes, which is the programs' and not dpverbs'.
+	for attempt in 1 2 3; do
+		failed=0
+		if pingpong_server "$out_a" "$prog_path" "${args[@]}"; then
+			pingpong_client "$out_b" "$prog_path" "${args[@]}"
+		fi
+		check_pingpong "$out_a" server "$ip_b" "$prog" "${args[@]}"
+		check_pingpong "$out_b" client "$ip_a" "$prog" "${args[@]}"
+		if [[ "${DPV_FAULTS:-}" == *loss=* ]]; then
+			check_recovery "$out_a" "$out_b"
+			if [ "$failed" != 0 ] && [ "$attempt" -lt 3 ] && end_race; then
+				echo "run $attempt ended in the end-of-run race (the FAIL lines above):" \
+					"$race; running again"
+				for f in a b; do
+					mv "$tmp/$f.out" "$tmp/$f.run$attempt.out"
+					mv "$tmp/$f-dpv0.txt" "$tmp/$f.run$attempt-dpv0.txt" 2>/dev/null
+				done
+				# A memif server that failed left its socket file behind.
+				[ "$link" = memif ] && rm -f "$sock"
+				continue
+			fi
+		fi
+		break
+	done
 	;;
 *)
 	echo "program $prog: not one of the five ibverbs-utils programs" >&2
@@ -334,16 +407,20 @@ if [ "$failed" != 0 ] && [ "$link" = afxdp ] &&
 	exit 77
 fi
 if [ "$failed" != 0 ]; then
-	for f in hold-a a hold-b b; do
+	for f in hold-a a hold-b b a.run1 b.run1 a.run2 b.run2; do
 		[ -e "$tmp/$f.out" ] || continue
-		case $f in
+		case ${f%%.*} in
 		*a) echo "==== $f: side A, $ip_a, $link ${run_a[*]}" ;;
 		*b) echo "==== $f: side B, $ip_b, $link ${run_b[*]}" ;;
 		esac
 		cat "$tmp/$f.out"
+		if [ -s "$tmp/$f-dpv0.txt" ]; then
+			echo "---- $f: its device's counters, those not 0"
+			awk '$2 != 0' "$tmp/$f-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+		fi
 	done
 	exit 1
 fi
-echo "ok: $prog ${args[*]} over $link ($memory)"
+echo "ok: $prog ${args[*]} over $link ($memory)${DPV_FAULTS:+ with DPV_FAULTS=$DPV_FAULTS}"
 grep -E '^[0-9]+ (bytes|iters) in|state:|^[[:space:]]+dpv0[[:space:]]' "$tmp"/*.out | sed "s|^$tmp/||"
 exit 0
