@@ -97,6 +97,10 @@ static void native_program_opens_its_own_ports(void **state)
 	assert_string_equal(ibv_get_device_name(list[0]), "dpv0");
 	ibv_free_device_list(list);
 	assert_int_equal(dpv_verbs_set_progress(b.ctx, "nonsense"), EINVAL);
+	/* The helper's interval: off, a second at most, back to the default. */
+	assert_int_equal(dpv_verbs_set_inline_idle_us(1000001), EINVAL);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(0), 0);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(500), 0);
 	if (rte_lcore_count() > 1)
 		assert_int_equal(dpv_verbs_set_progress(b.ctx, "lcore:1"), 0);
 	end_connect(&a, &b);
