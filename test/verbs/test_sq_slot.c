@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A reproduction kept out of the registered tests, for a transport bug test_loss found
+ * in lcore progress: a send WR's completion can be polled before its send-queue slot
+ * is free, so a post right after it fails with ENOMEM although the application has
+ * max_send_wr - 1 WRs outstanding (ibv_post_send(3): a WR is outstanding until its
+ * completion is polled). lib/transport/dpv_xport_qp.c xp_complete_swqe() writes the
+ * CQE (xp_cq_put) before it releases the slot (dpv_ring_release); another thread that
+ * polls the CQE in between sees a full ring.
+ *
+ * One RC QP with max_send_wr 1, the devices on lcore 1, the application on lcore 0:
+ * post a 1-byte RDMA WRITE, poll its completion, post the next at once, ROUNDS times.
+ * Exit 0 when every post succeeded, 1 at the first ENOMEM (with the round). Run:
+ *
+ *   DPV_PROGRESS=lcore:1 DPV_RING_PAIRS=1 DPV_PORT_IPV4=127.0.20.1,127.0.20.2 \
+ *   DPV_EAL_ARGS="-l 0,1 --no-pci --no-huge --no-shconf -m 512" build/test/verbs/test_sq_slot
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_test.h"
+
+#define ROUNDS 1000000u
+
+static void post_after_completion_finds_a_free_slot(void **state)
+{
+	struct ibv_cq *acq, *bcq;
+	struct ibv_qp *a, *b;
+	struct ibv_mr *smr, *rmr;
+	uint32_t i;
+	int ret;
+
+	(void)state;
+	acq = new_cq(&A, 4, NULL, NULL);
+	bcq = new_cq(&B, 4, NULL, NULL);
+	a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 1, 1);
+	b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 1, 1);
+	connect_rc(a, b, &conn_default);
+	smr = new_mr(&A, 64, IBV_ACCESS_LOCAL_WRITE);
+	rmr = new_mr(&B, 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	for (i = 0; i < ROUNDS; i++) {
+		ret = post_rdma(a, IBV_WR_RDMA_WRITE, i, smr->addr, 1, smr->lkey,
+				(uintptr_t)rmr->addr, rmr->rkey);
+		if (ret != 0)
+			fail_msg("round %u: ibv_post_send: %s, with its only earlier WR's "
+				 "completion polled", i, strerror(ret));
+		expect_send_ok(acq, i, IBV_WC_RDMA_WRITE);
+	}
+	printf("# %u WRITEs, each posted right after the previous one's completion\n", i);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		VT(post_after_completion_finds_a_free_slot),
+	};
+	int failed;
+
+	setenv("DPV_PROGRESS", "lcore:1", 0);
+	setenv("DPV_EAL_ARGS", "-l 0,1 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
+	       "--log-level=lib.eal:error", 0);
+	setenv("DPV_RING_PAIRS", "1", 0);
+	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
+	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
+		sides_close();
+		return 1;
+	}
+	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	sides_close();
+	return failed ? 1 : 0;
+}
