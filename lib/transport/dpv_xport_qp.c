@@ -134,6 +134,9 @@ static void req_restart(struct xp_qp *q)
 	q->next_off = 0;
 	q->reads_out = 0;
 	q->blocked_err = 0;
+	q->since_ackreq = 0;
+	q->cwnd = q->ssthresh = XP_WINDOW;
+	q->cwnd_acc = 0;
 }
 
 /* IBTA 10.3.1: Reset empties the work queues without completions. */
@@ -161,10 +164,12 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 	struct dpv_ring *sq = q->qp.sq;
 	uint32_t head = sq->cons_head;
 	const struct dpv_swqe *w = dpv_ring_slot(sq, head);
+	/* IBTA 10.8: unsignaled WQEs complete silently unless they fail. */
+	const bool signal = status != DPV_WC_SUCCESS || q->qp.init.sq_sig_all ||
+			    (w->flags & DPV_WR_F_SIGNALED);
 	struct dpv_cqe cqe;
 
-	/* IBTA 10.8: unsignaled WQEs complete silently unless they fail. */
-	if (status != DPV_WC_SUCCESS || q->qp.init.sq_sig_all || (w->flags & DPV_WR_F_SIGNALED)) {
+	if (signal) {
 		memset(&cqe, 0, sizeof(cqe));
 		cqe.wr_id = w->wr_id;
 		cqe.status = status;
@@ -172,11 +177,15 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 		cqe.qp_num = q->qp.qpn;
 		if (status == DPV_WC_SUCCESS)
 			cqe.byte_len = q->meta[head & sq->mask].len;
-		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
 	}
 	if (status == DPV_WC_WR_FLUSH_ERR)
 		XP_CNT(x, q, flushed_wrs);
+	/* The slot is free before the completion is visible: a poster on another thread
+	 * that has seen the completion may post again at once (ibv_post_send(3) promises
+	 * the room). */
 	dpv_ring_release(sq, 1);
+	if (signal)
+		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
 }
 
 static void flush_rq(struct dpv_xport *x, struct xp_qp *q)
@@ -195,10 +204,11 @@ static void flush_rq(struct dpv_xport *x, struct xp_qp *q)
 		cqe.status = DPV_WC_WR_FLUSH_ERR;
 		cqe.opcode = DPV_WC_RECV;
 		cqe.qp_num = q->qp.qpn;
+		/* Free before visible, as a send WQE's slot (xp_complete_swqe()). */
+		dpv_ring_release(rq, 1);
 		xp_cq_put(x, q->qp.init.recv_cq, &cqe, false);
 		XP_CNT(x, q, flushed_wrs);
 	}
-	dpv_ring_release(rq, n);
 }
 
 static void flush_sq(struct dpv_xport *x, struct xp_qp *q)
@@ -380,10 +390,16 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 	attr_apply(&qp->attr, attr, mask);
 	if ((mask & DPV_QP_RNR_RETRY) && next != DPV_QPS_RESET)
 		q->rnr_left = qp->attr.rnr_retry;
-	if ((mask & DPV_QP_RETRY_CNT) && next != DPV_QPS_RESET)
+	if ((mask & DPV_QP_RETRY_CNT) && next != DPV_QPS_RESET) {
 		q->retry_left = qp->attr.retry_cnt;
-	if (mask & DPV_QP_TIMEOUT)
+		q->defer_left = XP_DEFER_MAX;
+	}
+	if (mask & DPV_QP_TIMEOUT) {
 		q->ack_cycles = ack_cycles_of(x, qp->attr.timeout);
+		/* A probe an eighth of the timeout on, and within 1 ms. */
+		q->probe_cycles = q->ack_cycles / 8 < x->tsc_hz / 1000 ? q->ack_cycles / 8
+									: x->tsc_hz / 1000;
+	}
 	/* A state or attribute change may let the QP send (SQD to RTS) or flush. */
 	xp_kick(q);
 	if (next == cur)
