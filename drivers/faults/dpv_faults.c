@@ -517,7 +517,10 @@ static uint16_t faults_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_
 	return out;
 }
 
-/* Takes every frame: lost ones are gone as on a wire, the others held or sent. */
+/* Takes every frame while the wrapped port takes what is due: lost ones are gone as on
+ * a wire, the others held or sent. While frames that are due wait for the wrapped
+ * port, it takes none, so the caller keeps them and feels the wrapped port's
+ * back-pressure: the hold is for delays, not a queue in front of a full port. */
 static uint16_t faults_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct faults *f = port->priv;
@@ -526,6 +529,9 @@ static uint16_t faults_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_
 	if (!f->tx.on)
 		return f->inner.ops->tx_burst(&f->inner, pkts, n);
 	now = rte_get_tsc_cycles();
+	tx_service(f, now);
+	if (due(&f->tx, now))
+		return 0;
 	for (uint16_t i = 0; i < n; i++)
 		fault(f, &f->tx, pkts[i], now);
 	tx_service(f, now);
@@ -556,13 +562,25 @@ static void dir_free(struct fault_dir *d)
 	d->slot = NULL;
 }
 
+/* The spec in force, and what follows from it; held frames and counters stay. */
+static void spec_apply(struct faults *f, const struct dpv_faults_spec *s)
+{
+	const double us = (double)rte_get_tsc_hz() / 1e6;
+
+	f->spec = *s;
+	f->delay_cyc = (uint64_t)(s->delay_us * us);
+	f->jitter_cyc = (uint64_t)(s->jitter_us * us);
+	f->reorder_max_cyc = (uint64_t)(DPV_FAULTS_REORDER_MAX_US * us);
+	dir_init(&f->tx, s->seed, DPV_FAULTS_TX, s->dir);
+	dir_init(&f->rx, s->seed, DPV_FAULTS_RX, s->dir);
+}
+
 static int faults_open(struct dpv_port *port, const char *args, unsigned int pool_size)
 {
 	const char *at = strchr(args, '@'), *colon = at != NULL ? strchr(at + 1, ':') : NULL;
 	char spec[DPV_FAULTS_SPEC_MAX], driver[32], why[256];
 	struct dpv_faults_spec s;
 	struct faults *f;
-	double us;
 	int ret;
 
 	if (colon == NULL || (size_t)(colon - at - 1) >= sizeof(driver) ||
@@ -588,13 +606,7 @@ static int faults_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_free(f);
 		return ret;
 	}
-	f->spec = s;
-	us = (double)rte_get_tsc_hz() / 1e6;
-	f->delay_cyc = (uint64_t)(s.delay_us * us);
-	f->jitter_cyc = (uint64_t)(s.jitter_us * us);
-	f->reorder_max_cyc = (uint64_t)(DPV_FAULTS_REORDER_MAX_US * us);
-	dir_init(&f->tx, s.seed, DPV_FAULTS_TX, s.dir);
-	dir_init(&f->rx, s.seed, DPV_FAULTS_RX, s.dir);
+	spec_apply(f, &s);
 	port->priv = f;
 	port->ethdev_port = f->inner.ethdev_port;
 	port->socket = f->inner.socket;
@@ -617,6 +629,14 @@ static void faults_close(struct dpv_port *port)
 	port->pool = NULL;
 	port->priv = NULL;
 	rte_free(f);
+}
+
+int dpv_faults_set(struct dpv_port *port, const struct dpv_faults_spec *spec)
+{
+	if (port->ops != &dpv_faults_ops || port->priv == NULL)
+		return ENODEV;
+	spec_apply(port->priv, spec);
+	return 0;
 }
 
 int dpv_faults_stats(const struct dpv_port *port, struct dpv_faults_stats *st)

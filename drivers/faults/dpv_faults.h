@@ -120,6 +120,15 @@ int dpv_faults_parse(const char *spec, struct dpv_faults_spec *out, char *why,
  */
 int dpv_faults_stats(const struct dpv_port *port, struct dpv_faults_stats *st);
 
+/**
+ * Put a new spec in force on a faults port, from the next frame on: probabilities,
+ * delays, directions, and generators reseeded from @p spec->seed. Frames held now
+ * leave as they were due; the counters go on. For benchmarks that measure one link at
+ * several loss rates. Owner thread.
+ * @return 0; ENODEV if @p port is not a faults port.
+ */
+int dpv_faults_set(struct dpv_port *port, const struct dpv_faults_spec *spec);
+
 #ifdef __cplusplus
 }
 #endif

@@ -207,17 +207,24 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 	uint32_t work = 0, i;
 	uint16_t n;
 
+	/* Tag ops first: an ADD posted before a message arrived is in the list when the
+	 * message is matched, rather than one iteration later. */
+	for (i = 0; i < dev->n_tm_srqs; i++)
+		work += dpv_xport_srq_ops(dev->xport, dev->tm_srqs[i], 64);
 	n = dpv_port_rx(&dev->port, pkts, DPV_RX_BURST);
 	if (n) {
 		dpv_xport_rx(dev->xport, pkts, n);
 		work += n;
 	}
-	for (i = 0; i < dev->n_tm_srqs; i++)
-		work += dpv_xport_srq_ops(dev->xport, dev->tm_srqs[i], 64);
 	work += dpv_xport_tx(dev->xport, 64);
-	if ((dev->stats.polls & 63) == 0) {
+	/* Timers every 64 polls, once the port has no more frames waiting: an ACK still
+	 * in the receive queue is not a peer's silence, and a device that was not polled
+	 * for a while would otherwise time out what is acknowledged in its queue. A
+	 * receive queue that never empties delays them 1024 polls at the most. */
+	if ((++dev->tick_wait >= 64 && n < DPV_RX_BURST) || dev->tick_wait >= 1024) {
 		uint64_t now = rte_get_tsc_cycles();
 
+		dev->tick_wait = 0;
 		dpv_xport_tick(dev->xport, now);
 		dpv_port_arp_tick(&dev->port, now);
 	}

@@ -69,6 +69,7 @@ struct dpv_dev {
 	uint32_t n_tm_srqs;
 	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
 	struct dpv_dev_stats stats;
+	uint32_t tick_wait;          /**< owner: polls since the timers last ran */
 	uint32_t helper_seen_visits; /**< helper thread only: app_visits when last read */
 	uint64_t helper_seen_tsc;    /**< helper thread only: TSC when it last changed */
 };

@@ -759,8 +759,19 @@ static void timer_run(struct dpv_xport *x, struct xp_qp *q, uint64_t now)
 		xp_kick(q);
 	} else if (q->una == q->psn_hi || q->ack_cycles == 0) {
 		xp_timer_stop(x, q);
+	} else if (due && q->defer_left > 0 &&
+		   dpv_port_tx_room(x->port, q->qp.attr.dst_ip) == 0) {
+		/* The port holds the packets back (its TX queue is full, the link drains
+		 * slower than it is fed): the wait is ours, not the peer's silence. A link
+		 * that never drains still ends the QP, XP_DEFER_MAX timeouts later. */
+		q->defer_left--;
+		q->deadline = now + q->ack_cycles;
+		XP_CNT(x, q, timer_deferred);
 	} else if (due) {
 		xp_comp_timeout(x, q);
+	} else if (now - q->probe_tsc >= q->probe_cycles << q->probes && !q->rd_gap &&
+		   (q->psn == q->psn_hi || dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)) {
+		xp_comp_probe(x, q);
 	}
 }
 

@@ -413,8 +413,12 @@ struct dpv_qp_stats {
 	uint64_t retrans_rnr;       /**< resends after an RNR NAK's wait */
 	uint64_t retrans_read;      /**< READs asked again: a response lost (gap, or an ACK
 	                                 beyond the READ: IBTA's implied NAK) */
+	uint64_t retrans_probe;     /**< last packets sent again to ask for an ACK that
+	                                 is late (a tail loss probe) */
 	uint64_t retrans_packets;   /**< request packets sent again, by every cause */
 	uint64_t ack_timeouts;      /**< local ACK timer expiries */
+	uint64_t timer_deferred;    /**< expiries not counted: the port held the QP's
+	                                 packets back (its TX queue full) */
 	uint64_t retry_exceeded;    /**< WQEs failed with RETRY_EXC_ERR */
 	uint64_t rnr_retry_exceeded;/**< WQEs failed with RNR_RETRY_EXC_ERR */
 	uint64_t dup_responses;     /**< ACKs, NAKs and READ responses already seen */

@@ -13,11 +13,32 @@
  * ACK timer. */
 static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
-	if (dpv_wire_psn_diff(psn, q->una) >= 0) {
+	int32_t k = dpv_wire_psn_diff(psn, q->una) + 1;
+
+	if (k > 0) {
+		/* The window grows: by what is acknowledged below ssthresh, by one packet
+		 * per window acknowledged above it. */
+		if (q->cwnd < q->ssthresh) {
+			q->cwnd += (uint32_t)k;
+		} else {
+			q->cwnd_acc += (uint32_t)k;
+			while (q->cwnd_acc >= q->cwnd) {
+				q->cwnd_acc -= q->cwnd;
+				q->cwnd++;
+			}
+		}
+		if (q->cwnd >= XP_WINDOW) {
+			q->cwnd = XP_WINDOW;
+			q->cwnd_acc = 0;
+		}
 		q->una = psn_add(psn, 1);
+		q->probe_tsc = x->now;
+		q->probes = 0;
 		q->rnr_left = q->qp.attr.rnr_retry;
 		q->retry_left = q->qp.attr.retry_cnt;
+		q->defer_left = XP_DEFER_MAX;
 		q->deadline = x->now + q->ack_cycles;
+		q->retry_tsc = x->now;
 	}
 }
 
@@ -98,6 +119,14 @@ static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status, bool
 	xp_qp_error(x, q, event);
 }
 
+/* A loss: the window halves (a timeout: starts again from XP_CWND_MIN). */
+static void window_shrink(struct xp_qp *q, bool timeout)
+{
+	q->ssthresh = q->cwnd / 2 > XP_CWND_MIN ? q->cwnd / 2 : XP_CWND_MIN;
+	q->cwnd = timeout ? XP_CWND_MIN : q->ssthresh;
+	q->cwnd_acc = 0;
+}
+
 void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
 {
 	XP_CNT(x, q, ack_timeouts);
@@ -107,10 +136,31 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
 		return;
 	}
 	q->retry_left--;
+	q->retry_tsc = x->now;
+	window_shrink(q, true);
 	XP_CNT(x, q, retrans_timeout);
 	q->rd_gap = false;
 	xp_req_rewind(x, q, q->una);
 	q->deadline = x->now + q->ack_cycles;
+}
+
+/*
+ * A tail loss probe: while the requester can send nothing new (everything sent, or
+ * the window full) and nothing is acknowledged, the last packet it sent (or what is
+ * missing of that READ) goes again with AckReq, probe_cycles after the last progress,
+ * then twice as long after each probe that drew nothing new. It costs one
+ * packet, and the ACK or NAK it draws ends the wait long before the ACK timer would
+ * when the last packet, the last ACK or a NAK was lost: with a small window and
+ * coalesced ACKs one lost frame holds the whole window back.
+ */
+void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
+{
+	q->probe_tsc = x->now;
+	if (q->probes < 16)
+		q->probes++;
+	XP_CNT(x, q, retrans_probe);
+	q->ackreq_next = true;
+	xp_req_rewind(x, q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
@@ -174,16 +224,22 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 	XP_CNT(x, q, naks_received);
 	switch (syn) {
 	case DPV_AETH_NAK_PSN_SEQ:
-		/* IBTA 9.7.5.2.2: go back N; a sequence error counts against retry_cnt
-		 * as a timeout does, so a path that loses every resend ends. */
+		/* IBTA 9.7.5.2.2: go back N. Sequence errors without progress count
+		 * against retry_cnt as timeouts do, so a path that loses every resend
+		 * ends; one at most per timeout period, as the responder NAKs again
+		 * while a pass of resends is still under way. */
 		XP_CNT(x, q, seq_naks_received);
-		if (q->retry_left == 0) {
-			XP_CNT(x, q, retry_exceeded);
-			fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
-			break;
+		if (q->ack_cycles != 0 && x->now - q->retry_tsc >= q->ack_cycles) {
+			if (q->retry_left == 0) {
+				XP_CNT(x, q, retry_exceeded);
+				fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
+				break;
+			}
+			q->retry_left--;
+			q->retry_tsc = x->now;
 		}
-		q->retry_left--;
 		XP_CNT(x, q, retrans_seq_nak);
+		window_shrink(q, false);
 		xp_req_rewind(x, q, psn);
 		break;
 	case DPV_AETH_NAK_REM_ACCESS:

@@ -22,19 +22,25 @@
 #define XP_RX_CHUNK 32u
 /* Packets a QP may send in one visit of dpv_xport_tx(), so no QP starves the others. */
 #define XP_QUANTUM 16u
-/* PSNs a requester keeps unacknowledged. Go-back-N resends everything after a loss,
- * and a virtual port's rings hold about a thousand frames: the window keeps what one
- * QP has in flight within what the peer's queues absorb, so a long message does not
- * overflow them and turn every burst into a loss and a resend. */
+/* PSNs a requester keeps unacknowledged at most. Go-back-N resends everything after a
+ * loss, and a virtual port's rings hold about a thousand frames: the window keeps what
+ * one QP has in flight within what the peer's queues absorb, so a long message does
+ * not overflow them and turn every burst into a loss and a resend. */
 #define XP_WINDOW 256u
-/* A request packet asks for an ACK at least every so many packets (besides the last
- * packet of each message), so the window moves while a long message is sent. */
+/* The window a loss shrinks a QP's to at the least. Within XP_CWND_MIN..XP_WINDOW the
+ * window halves on a loss and grows back with acknowledgements (slow start, then one
+ * packet per window acknowledged), so a lossy path resends less with each loss. */
+#define XP_CWND_MIN 8u
+/* The responder NAKs again after so many packets dropped behind a NAK. */
 #define XP_ACKREQ_EVERY (XP_WINDOW / 4)
 /* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them.
  * It holds max_dest_rd_atomic new READs and as many duplicate READs, with at most one
  * ACK or NAK between each two (a newer one replaces the one at the tail): never full. */
 #define XP_RESPQ 128u
 #define XP_TIMED_NONE UINT32_MAX
+/* Expiries of the local ACK timer a QP lets pass without a retry while the port holds
+ * its packets back (the TX queue full), since its last progress. */
+#define XP_DEFER_MAX 32u
 /* Count a protocol event on a QP and on its device. */
 #define XP_CNT(x, q, field)                  \
 	do {                                 \
@@ -108,7 +114,6 @@ struct xp_write {
 enum xp_resp_kind {
 	XP_RESP_ACK = 0,  /**< an ACK or NAK: one frame */
 	XP_RESP_READ,     /**< the response packets of an RDMA READ */
-	XP_RESP_NONE,     /**< a READ a duplicate request made moot: skipped */
 };
 
 /* One entry of the responder queue, sent in order by dpv_xport_tx(). */
@@ -146,20 +151,32 @@ struct xp_qp {
 	uint32_t una;             /**< oldest PSN not acknowledged */
 	uint32_t reads_out;       /**< READ requests out, responses not all back */
 	uint32_t since_ackreq;    /**< request packets sent since one asked for an ACK */
+	uint32_t cwnd;            /**< window now, XP_CWND_MIN..XP_WINDOW packets */
+	uint32_t ssthresh;        /**< window below which it doubles per window acked */
+	uint32_t cwnd_acc;        /**< packets acknowledged towards the next increase */
 	uint8_t blocked_err;      /**< enum dpv_wc_status of a WQE refused at next_wqe */
 	uint8_t rnr_left;         /**< RNR retries left (rnr_retry 7: forever) */
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
+	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
 	bool rd_gap;              /**< a READ response went missing; asked again */
+	bool ackreq_next;         /**< the next request packet asks for an ACK */
 	/* Timers (IBTA 9.7.6): one deadline, the RNR wait's while rnr_wait, else the
 	 * local ACK timer's, restarted by forward progress. */
 	uint64_t ack_cycles;      /**< local ACK timeout in TSC cycles; 0: none */
+	uint64_t probe_cycles;    /**< no progress this long with all sent: probe */
 	uint64_t deadline;        /**< TSC */
+	uint64_t retry_tsc;       /**< TSC of the last progress or retry charged */
+	uint64_t probe_tsc;       /**< TSC of the last progress or tail loss probe */
+	uint8_t probes;           /**< probes since the last progress (each waits twice
+	                               as long as the one before) */
 	uint32_t timed_idx;       /**< position in x->timed, or XP_TIMED_NONE */
 	/* Responder (IBTA 9.7.5.1). */
 	uint32_t epsn;            /**< expected PSN */
 	uint32_t msn;
 	bool nak_sent;            /**< a NAK is out: drop later packets until ePSN comes */
+	uint32_t nak_hi;          /**< with nak_sent: the highest PSN dropped since */
+	uint32_t nak_drops;       /**< with nak_sent: packets dropped since the last NAK */
 	bool ack_pending;         /**< a coalesced ACK waits for the end of the burst */
 	uint8_t op;               /**< enum xp_resp_op in progress */
 	uint32_t ack_psn;
@@ -257,6 +274,9 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q);
 /* The local ACK timer of @p q expired (IBTA 9.7.6.1): go back N, or give up. */
 void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q);
+/* Nothing was acknowledged for probe_cycles while the requester can send nothing new
+ * (all sent, or the window full): send the last packet again, asking for an ACK. */
+void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q);
 
 /* The opcode of read response packet i of n (IBTA 9.7.5.1.4: ONLY, or FIRST..LAST):
  * the responder sends them, the completer checks them. */

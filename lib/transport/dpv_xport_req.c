@@ -107,6 +107,7 @@ static void psn_sent(struct dpv_xport *x, struct xp_qp *q, uint32_t n)
 		q->psn_hi = q->psn;
 	if (q->timed_idx == XP_TIMED_NONE && q->ack_cycles != 0) {
 		q->deadline = x->now + q->ack_cycles;
+		q->probe_tsc = q->retry_tsc = x->now;
 		xp_timer_start(x, q);
 	}
 }
@@ -150,10 +151,13 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		    q->psn, a->tos, a->ttl);
 	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
 	 * message that completes a receive (SEND, WRITE with immediate); a long message
-	 * asks on every XP_ACKREQ_EVERY-th packet too, so its window moves. */
-	p.ack_req = last || ++q->since_ackreq >= XP_ACKREQ_EVERY;
-	if (p.ack_req)
+	 * asks four times a window too, so its window moves. */
+	p.ack_req = last || q->ackreq_next ||
+		    ++q->since_ackreq >= (q->cwnd >= 4 ? q->cwnd / 4 : 1);
+	if (p.ack_req) {
 		q->since_ackreq = 0;
+		q->ackreq_next = false;
+	}
 	p.solicited = last && (w->flags & DPV_WR_F_SOLICITED) && w->opcode != DPV_WR_RDMA_WRITE;
 	p.imm = w->imm;
 	if (i == 0) {
@@ -271,7 +275,7 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 		} else if (q->next_off == 0 && !rc_start(x, q, w, m)) {
 			break;
 		}
-		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)XP_WINDOW)
+		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)
 			break;
 		if (w->opcode == DPV_WR_RDMA_READ) {
 			/* IBTA 9.5: no more READs in flight than max_rd_atomic (the

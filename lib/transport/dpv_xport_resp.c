@@ -136,6 +136,8 @@ static void rnr_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
 	XP_CNT(x, q, rnr_naks_sent);
 	q->nak_sent = true;
+	q->nak_hi = psn;
+	q->nak_drops = 0;
 	respond(x, q, psn, DPV_AETH_RNR_NAK | (q->qp.attr.min_rnr_timer & 0x1f));
 }
 
@@ -535,27 +537,32 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
 }
 
-/* A duplicate READ at @p psn says the requester has everything before it and goes back
- * N from there: the responses still queued for PSNs from @p psn on are not sent (the
- * requester would drop them), the duplicate and what follows it are answered anew. */
-static void read_restart(struct xp_qp *q, uint32_t psn)
+/*
+ * A duplicate READ at @p psn says the requester has everything before it and went back
+ * N from there. If the responses of that READ are still queued, they go again from
+ * @p psn in place: in the queue's order, so no ACK queued behind them overtakes them
+ * (the requester would take an ACK beyond an incomplete READ for a lost response).
+ * @return true when a queued READ took it; false: the duplicate is answered anew.
+ */
+static bool read_restart(struct xp_qp *q, uint32_t psn)
 {
-	uint32_t i, last;
+	uint32_t i, n;
+	int32_t d;
 
 	for (i = q->resp_head; i != q->resp_tail; i++) {
 		struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
 
 		if (e->kind != XP_RESP_READ)
 			continue;
-		last = psn_add(e->psn, npkts_of(e->len, q->mtu) - 1);
-		if (dpv_wire_psn_diff(last, psn) < 0)
+		n = npkts_of(e->len, q->mtu);
+		d = dpv_wire_psn_diff(psn, e->psn);
+		if (d < 0 || (uint32_t)d >= n)
 			continue;
-		e->kind = XP_RESP_NONE;
-		if (e->dup)
-			q->resp_dup_reads--;
-		else
-			q->resp_reads--;
+		if ((uint64_t)d * q->mtu < e->sent)
+			e->sent = (uint32_t)d * q->mtu;
+		return true;
 	}
+	return false;
 }
 
 /*
@@ -571,13 +578,14 @@ static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 			x->stats.access_errors++;
 			return;
 		}
+		if (read_restart(q, p->psn))
+			return;
 		/* With no slot for it, the duplicate is dropped: the requester's timer
 		 * asks again. */
 		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC || p->reth_len > (1u << 31)) {
 			XP_CNT(x, q, dup_reads_dropped);
 			return;
 		}
-		read_restart(q, p->psn);
 		ack_flush_one(x, q);
 		read_queue(q, p, true);
 		return;
@@ -606,14 +614,21 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	}
 	if (d > 0) {
 		/* IBTA 9.7.5.1: one PSN sequence error NAK; after a NAK (or an RNR NAK)
-		 * the packets already in flight behind it are dropped silently. */
+		 * the packets already in flight behind it are dropped silently. Where
+		 * silence would leave the wait to the requester's ACK timer, the NAK goes
+		 * again: for a packet at or below the highest one dropped since (the
+		 * requester went back again, and ePSN was lost once more), and after
+		 * XP_ACKREQ_EVERY packets dropped (the NAK itself was lost). */
 		XP_CNT(x, q, out_of_seq);
-		if (!q->nak_sent) {
+		if (!q->nak_sent || dpv_wire_psn_diff(p->psn, q->nak_hi) <= 0 ||
+		    ++q->nak_drops >= XP_ACKREQ_EVERY) {
 			q->nak_sent = true;
+			q->nak_drops = 0;
 			XP_CNT(x, q, naks_sent);
 			XP_CNT(x, q, seq_naks_sent);
 			respond(x, q, q->epsn, DPV_AETH_NAK_PSN_SEQ);
 		}
+		q->nak_hi = p->psn;
 		return;
 	}
 	q->nak_sent = false;
@@ -689,10 +704,6 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	while (sent < quota && !respq_empty(q)) {
 		struct xp_resp *e = &q->respq[q->resp_head & (XP_RESPQ - 1)];
 
-		if (e->kind == XP_RESP_NONE) {
-			q->resp_head++;
-			continue;
-		}
 		if (e->kind == XP_RESP_ACK) {
 			if (!ack_frame(x, q, e->psn, e->syndrome, e->msn))
 				break;

@@ -922,11 +922,15 @@ static void many_messages_with_faults(void **state)
 		if (strstr(getenv("DPV_FAULTS"), "corrupt=") != NULL)
 			assert_true(grew(before, after, "xport.rx_bad_icrc") > 0);
 	} else {
-		/* A link that loses nothing: not one retransmission, timeout or NAK. */
+		/* A link that loses nothing: not one retransmission, timeout or NAK. What
+		 * may be sent twice is a tail loss probe's one packet, when this busy
+		 * process left a device unpolled for a millisecond. */
 		assert_int_equal(retrans, 0);
-		assert_int_equal(grew(before, after, "qp.retrans_packets"), 0);
+		assert_true(grew(before, after, "qp.retrans_packets") <=
+			    grew(before, after, "qp.retrans_probe"));
 		assert_int_equal(grew(before, after, "qp.ack_timeouts"), 0);
-		assert_int_equal(grew(before, after, "qp.dup_requests"), 0);
+		assert_true(grew(before, after, "qp.dup_requests") <=
+			    grew(before, after, "qp.retrans_probe"));
 		assert_int_equal(grew(before, after, "qp.out_of_seq"), 0);
 		assert_int_equal(grew(before, after, "qp.seq_naks_sent"), 0);
 		assert_int_equal(grew(before, after, "xport.rx_bad_icrc"), 0);
