@@ -19,6 +19,8 @@ static const struct perf_cmd *const perf_cmds[] = {
 #ifdef DPV_PERF_VERBS
 	&perf_cmd_srq_post,
 	&perf_cmd_pingpong,
+	&perf_cmd_idle,
+	&perf_cmd_loss,
 #endif
 };
 #define PERF_NB_CMDS (sizeof(perf_cmds) / sizeof(perf_cmds[0]))

@@ -29,6 +29,8 @@ extern const struct perf_cmd perf_cmd_tm;
 /* The verbs benchmarks: built when DPDK (and so the verbs facade) is. */
 extern const struct perf_cmd perf_cmd_srq_post;
 extern const struct perf_cmd perf_cmd_pingpong;
+extern const struct perf_cmd perf_cmd_idle;
+extern const struct perf_cmd perf_cmd_loss;
 #endif
 
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */

@@ -1,0 +1,666 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dpv-perf idle and dpv-perf loss: what reliability costs.
+ *
+ * idle  the time of one dpv_dev_poll() on a device whose connected RC QPs are all
+ *       idle, with 1 QP and with --qps QPs (two ring pairs: dpv0-dpv1 with one QP
+ *       pair, dpv2-dpv3 with --qps), measured in interleaved blocks so a drift of the
+ *       machine hits both alike. Timers and doorbells mean an idle QP costs nothing
+ *       per poll: the ratio should be within noise of 1.
+ * loss  goodput of one RC connection (SENDs of --size bytes, --depth in flight, every
+ *       payload checked) while the faults port of each device loses 0, 0.1, 1 and 5 %
+ *       of the frames it sends, levels interleaved rep by rep; with the retransmit
+ *       counters that show how the losses were recovered.
+ *
+ * Both drive the devices from this one thread (inline progress) and own the device
+ * being timed while it is timed, so no helper thread polls it meanwhile.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dpv_engine.h"
+#include "dpv_faults.h"
+#include "dpv_verbs.h"
+#include "perf_verbs.h"
+
+#define IDLE_CMD "idle"
+#define LOSS_CMD "loss"
+#define MAX_DEVS 4
+#define IDLE_DEFAULT_QPS 1000u
+#define IDLE_MAX_QPS 4000u
+#define IDLE_DEFAULT_POLLS 200000u
+#define DEFAULT_REPS 9u
+#define MAX_REPS 101u
+#define LOSS_MAX_LEVELS 8u
+#define LOSS_DEFAULT_SIZE 65536u
+#define LOSS_MAX_SIZE (4u << 20)
+#define LOSS_DEFAULT_DEPTH 16u
+#define LOSS_MAX_DEPTH 256u
+
+struct rel_devs {
+	struct pv_dev d[MAX_DEVS];
+	struct dpv_dev *dev[MAX_DEVS];
+	unsigned int n;
+};
+
+/* Open the first @p want devices (EAL starts here) and find their engine devices. */
+static int rel_open(struct rel_devs *r, unsigned int want)
+{
+	struct dpv_dev *all[DPV_MAX_DEVS];
+	struct ibv_device **list;
+	unsigned int k, nall;
+	int n = 0;
+
+	memset(r, 0, sizeof(*r));
+	list = ibv_get_device_list(&n);
+	if (list == NULL || n < (int)want) {
+		perf_error("need %u verbs devices, found %d%s", want, n < 0 ? 0 : n,
+			   list == NULL ? " (see the dpverbs: line above)" : "");
+		if (list != NULL)
+			ibv_free_device_list(list);
+		return -1;
+	}
+	for (k = 0; k < want; k++) {
+		struct pv_dev *d = &r->d[k];
+
+		snprintf(d->name, sizeof(d->name), "%s", ibv_get_device_name(list[k]));
+		d->ctx = ibv_open_device(list[k]);
+		d->pd = d->ctx != NULL ? ibv_alloc_pd(d->ctx) : NULL;
+		if (d->pd == NULL || ibv_query_gid(d->ctx, 1, 0, &d->gid) != 0) {
+			perf_error("%s: cannot open it with a PD and GID 0", d->name);
+			ibv_free_device_list(list);
+			return -1;
+		}
+		r->n++;
+	}
+	ibv_free_device_list(list);
+	nall = dpv_engine_devices(all, DPV_MAX_DEVS);
+	for (k = 0; k < want; k++) {
+		for (unsigned int i = 0; i < nall; i++)
+			if (strcmp(all[i]->name, r->d[k].name) == 0)
+				r->dev[k] = all[i];
+		if (r->dev[k] == NULL) {
+			perf_error("%s: no engine device of that name", r->d[k].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void rel_close(struct rel_devs *r)
+{
+	for (unsigned int k = 0; k < r->n; k++) {
+		if (r->d[k].pd != NULL)
+			ibv_dealloc_pd(r->d[k].pd);
+		if (r->d[k].ctx != NULL)
+			ibv_close_device(r->d[k].ctx);
+	}
+}
+
+static struct ibv_qp *rel_qp(struct pv_dev *d, struct ibv_cq *cq, uint32_t depth)
+{
+	struct ibv_qp_init_attr a = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = depth, .max_recv_wr = depth, .max_send_sge = 1,
+			.max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(d->pd, &a);
+
+	if (qp == NULL)
+		perf_error("%s: ibv_create_qp: %s", d->name, strerror(errno));
+	return qp;
+}
+
+/* Connect @p n QP pairs between devices @p a and @p b, all on one CQ per device. */
+static int rel_connect(struct pv_dev *a, struct pv_dev *b, struct ibv_cq *ca, struct ibv_cq *cb,
+		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		qa[i] = rel_qp(a, ca, depth);
+		qb[i] = rel_qp(b, cb, depth);
+		if (qa[i] == NULL || qb[i] == NULL || pv_rc_init(qa[i]) != 0 ||
+		    pv_rc_init(qb[i]) != 0 || pv_rc_connect(qa[i], qb[i]->qp_num, &b->gid) != 0 ||
+		    pv_rc_connect(qb[i], qa[i]->qp_num, &a->gid) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void drive_ms(unsigned int ms)
+{
+	uint64_t end = perf_now_ns() + (uint64_t)ms * 1000000u;
+
+	while (perf_now_ns() < end)
+		dpv_engine_progress();
+}
+
+/* ---- idle ---- */
+
+struct idle_opts {
+	uint32_t qps, polls, reps;
+	bool json;
+};
+
+static double idle_block(struct dpv_dev *dev, uint32_t polls)
+{
+	uint64_t t0, t1;
+	uint32_t work = 0;
+
+	dpv_dev_own(dev);
+	t0 = perf_now_ns();
+	for (uint32_t i = 0; i < polls; i++)
+		work += dpv_dev_poll(dev);
+	t1 = perf_now_ns();
+	dpv_dev_disown(dev);
+	/* Work found means the QPs were not idle: the block measures something else. */
+	return work == 0 ? (double)(t1 - t0) / polls : -1.0;
+}
+
+static int idle_run(const struct idle_opts *o)
+{
+	struct ibv_qp **q = calloc(2u * (o->qps + 1), sizeof(*q));
+	double one[MAX_REPS], many[MAX_REPS], m1, mn;
+	struct ibv_cq *cq[MAX_DEVS] = {NULL};
+	struct rel_devs r;
+	int ret = PERF_EXIT_FAIL;
+
+	if (q == NULL || rel_open(&r, 4) != 0)
+		goto out;
+	for (unsigned int k = 0; k < 4; k++) {
+		cq[k] = ibv_create_cq(r.d[k].ctx, 4 * (int)o->qps + 64, NULL, NULL, 0);
+		if (cq[k] == NULL) {
+			perf_error("%s: ibv_create_cq: %s", r.d[k].name, strerror(errno));
+			goto out;
+		}
+	}
+	if (rel_connect(&r.d[0], &r.d[1], cq[0], cq[1], q, q + 1, 1, 1) != 0 ||
+	    rel_connect(&r.d[2], &r.d[3], cq[2], cq[3], q + 2, q + 2 + o->qps, o->qps, 1) != 0)
+		goto out;
+	/* ARP and anything the connections started settle first. */
+	drive_ms(50);
+	for (uint32_t i = 0; i < o->reps; i++) {
+		one[i] = idle_block(r.dev[0], o->polls);
+		many[i] = idle_block(r.dev[2], o->polls);
+		if (one[i] < 0 || many[i] < 0) {
+			perf_error("an idle device found work while it was timed");
+			goto out;
+		}
+	}
+	m1 = perf_median(one, o->reps);
+	mn = perf_median(many, o->reps);
+	if (o->json) {
+		struct perf_json j;
+
+		perf_json_init(&j, stdout);
+		perf_json_str(&j, "benchmark", IDLE_CMD);
+		perf_json_u64(&j, "polls_per_block", o->polls);
+		perf_json_u64(&j, "reps", o->reps);
+		perf_json_u64(&j, "qps", o->qps);
+		perf_json_double(&j, "ns_per_poll_1_qp", m1);
+		perf_json_double(&j, "ns_per_poll_many_qps", mn);
+		perf_json_double(&j, "ratio", mn / m1);
+		perf_json_finish(&j);
+	} else {
+		printf("dpv-perf idle: one dpv_dev_poll() of a device whose connected RC QPs are "
+		       "idle\n  EAL: %s\n  %u blocks of %u polls each, interleaved; medians\n\n",
+		       pv_env_eal_args(), o->reps, o->polls);
+		printf("  %-22s %12s\n", "connected idle RC QPs", "ns per poll");
+		printf("  %-22u %12.1f\n", 1u, m1);
+		printf("  %-22u %12.1f\n", o->qps, mn);
+		printf("\n  ratio %u/1: %.3f\n", o->qps, mn / m1);
+	}
+	ret = PERF_EXIT_OK;
+out:
+	if (q != NULL) {
+		for (uint32_t i = 0; i < 2u * (o->qps + 1); i++)
+			if (q[i] != NULL)
+				ibv_destroy_qp(q[i]);
+		free(q);
+	}
+	for (unsigned int k = 0; k < MAX_DEVS; k++)
+		if (cq[k] != NULL)
+			ibv_destroy_cq(cq[k]);
+	rel_close(&r);
+	return ret;
+}
+
+static void idle_usage(FILE *f)
+{
+	fprintf(f, "usage: dpv-perf idle [--qps N] [--polls N] [--reps N] [--json]\n\n"
+		   "The time of one dpv_dev_poll() with 1 and with N connected idle RC QPs.\n"
+		   "  --qps N     QPs of the second device (default %u, at most %u)\n"
+		   "  --polls N   polls per timed block (default %u)\n"
+		   "  --reps N    blocks per device, interleaved (default %u, at most %u)\n"
+		   "  --json      one JSON object instead of the table\n",
+		IDLE_DEFAULT_QPS, IDLE_MAX_QPS, IDLE_DEFAULT_POLLS, DEFAULT_REPS, MAX_REPS);
+}
+
+static int idle_main(int argc, char **argv)
+{
+	enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_HELP };
+	static const struct option longopts[] = {
+		{"qps", required_argument, NULL, OPT_QPS},
+		{"polls", required_argument, NULL, OPT_POLLS},
+		{"reps", required_argument, NULL, OPT_REPS},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct idle_opts o = {IDLE_DEFAULT_QPS, IDLE_DEFAULT_POLLS, DEFAULT_REPS, false};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_QPS:
+			if (perf_parse_u32(optarg, 1, IDLE_MAX_QPS, &o.qps) != 0)
+				return perf_usage_error(IDLE_CMD, "--qps wants 1..%u", IDLE_MAX_QPS);
+			break;
+		case OPT_POLLS:
+			if (perf_parse_u32(optarg, 1, 100000000, &o.polls) != 0)
+				return perf_usage_error(IDLE_CMD, "--polls wants 1..100000000");
+			break;
+		case OPT_REPS:
+			if (perf_parse_u32(optarg, 1, MAX_REPS, &o.reps) != 0)
+				return perf_usage_error(IDLE_CMD, "--reps wants 1..%u", MAX_REPS);
+			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
+		case 'h':
+		case OPT_HELP:
+			idle_usage(stdout);
+			return PERF_EXIT_OK;
+		default:
+			return perf_getopt_error(IDLE_CMD, c, argv);
+		}
+	}
+	if (perf_no_operands(IDLE_CMD, argc, argv) != 0)
+		return PERF_EXIT_USAGE;
+	/* Two ring pairs, unless the user set up the devices. */
+	if (getenv("DPV_EAL_ARGS") == NULL && getenv("DPV_CONFIG") == NULL) {
+		setenv("DPV_RING_PAIRS", "2", 0);
+		setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2,127.0.20.3,127.0.20.4", 0);
+	}
+	pv_env_defaults();
+	return idle_run(&o);
+}
+
+const struct perf_cmd perf_cmd_idle = {
+	.name = IDLE_CMD,
+	.summary = "the cost of a poll with 1 and with 1,000 connected idle RC QPs",
+	.run = idle_main,
+};
+
+/* ---- loss ---- */
+
+
+struct loss_opts {
+	double levels[LOSS_MAX_LEVELS]; /* percent */
+	unsigned int nlevels;
+	double seconds;
+	uint32_t size, depth, reps;
+	bool json;
+};
+
+struct loss_link {
+	struct rel_devs r;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_mr *smr, *rmr;
+	uint8_t *sbuf, *rbuf;
+};
+
+/* The payload of message @p seq: its number, then bytes that follow from it. */
+static void pattern(uint8_t *p, uint32_t len, uint64_t seq)
+{
+	uint32_t i = 0;
+
+	for (; i < 8 && i < len; i++)
+		p[i] = (uint8_t)(seq >> (8 * i));
+	for (; i < len; i++)
+		p[i] = (uint8_t)(seq * 131 + i * 7 + (i >> 9));
+}
+
+static bool pattern_ok(const uint8_t *p, uint32_t len, uint64_t seq)
+{
+	uint32_t i = 0;
+
+	for (; i < 8 && i < len; i++)
+		if (p[i] != (uint8_t)(seq >> (8 * i)))
+			return false;
+	for (; i < len; i++)
+		if (p[i] != (uint8_t)(seq * 131 + i * 7 + (i >> 9)))
+			return false;
+	return true;
+}
+
+static int loss_set(struct loss_link *l, double pct, uint64_t seed)
+{
+	struct dpv_faults_spec s;
+	char spec[64], why[128];
+	int ret = 0;
+
+	/* Each device loses what it sends: a link that loses pct of the frames each way. */
+	snprintf(spec, sizeof(spec), "loss=%.6f,dir=tx,seed=%" PRIu64, pct / 100.0, seed);
+	if (dpv_faults_parse(spec, &s, why, sizeof(why)) != 0) {
+		perf_error("faults spec %s: %s", spec, why);
+		return -1;
+	}
+	for (unsigned int k = 0; k < 2 && ret == 0; k++) {
+		dpv_dev_own(l->r.dev[k]);
+		ret = dpv_faults_set(&l->r.dev[k]->port, &s);
+		dpv_dev_disown(l->r.dev[k]);
+	}
+	if (ret != 0)
+		perf_error("%s is not a faults port: run with DPV_FAULTS set (dpv-perf sets "
+			   "DPV_FAULTS=seed=1 when it sets up the devices itself)", l->r.d[0].name);
+	return ret != 0 ? -1 : 0;
+}
+
+static uint64_t xstat_one(struct ibv_context *ctx, const char *name)
+{
+	struct dpv_verbs_xstat xs[256];
+	int n = dpv_verbs_query_xstats(ctx, xs, 256);
+
+	for (int i = 0; i < n && i < 256; i++)
+		if (strcmp(xs[i].name, name) == 0)
+			return xs[i].value;
+	return 0;
+}
+
+struct loss_result {
+	double mbps;
+	uint64_t msgs, retrans, timeouts; /* retrans: request packets sent again */
+};
+
+static int post_one_send(struct loss_link *l, const struct loss_opts *o, uint64_t seq)
+{
+	uint8_t *p = l->sbuf + (size_t)(seq % o->depth) * o->size;
+	struct ibv_sge sge = {(uintptr_t)p, o->size, l->smr->lkey};
+	struct ibv_send_wr wr = {.wr_id = seq, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+	struct ibv_send_wr *bad;
+
+	pattern(p, o->size, seq);
+	return ibv_post_send(l->qp[0], &wr, &bad);
+}
+
+static int post_one_recv(struct loss_link *l, const struct loss_opts *o, uint32_t slot)
+{
+	struct ibv_sge sge = {(uintptr_t)(l->rbuf + (size_t)slot * o->size), o->size,
+			      l->rmr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = slot, .sg_list = &sge, .num_sge = 1};
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(l->qp[1], &wr, &bad);
+}
+
+/* SENDs for o->seconds, then until every one in flight is in; every payload checked. */
+static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss_result *res)
+{
+	uint64_t sent = 0, done = 0, got = 0, t0, t_end, deadline;
+	uint64_t r0 = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
+		      xstat_one(l->r.d[1].ctx, "qp.retrans_packets");
+	uint64_t a0 = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
+		      xstat_one(l->r.d[1].ctx, "qp.ack_timeouts");
+	struct ibv_wc wc[32];
+	uint32_t calls = 0;
+	int n;
+
+	t0 = perf_now_ns();
+	t_end = t0 + (uint64_t)(o->seconds * 1e9);
+	deadline = pv_deadline();
+	while (got < sent || perf_now_ns() < t_end) {
+		while (sent - done < o->depth && perf_now_ns() < t_end) {
+			if (post_one_send(l, o, sent) != 0) {
+				perf_error("ibv_post_send failed");
+				return -1;
+			}
+			sent++;
+		}
+		n = ibv_poll_cq(l->cq[0], 32, wc);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != done) {
+				perf_error("send %" PRIu64 ": %s, wr_id %" PRIu64, done,
+					   ibv_wc_status_str(wc[i].status), wc[i].wr_id);
+				return -1;
+			}
+			done++;
+			deadline = pv_deadline();
+		}
+		n = ibv_poll_cq(l->cq[1], 32, wc);
+		for (int i = 0; i < n; i++) {
+			uint32_t slot = (uint32_t)wc[i].wr_id;
+
+			if (wc[i].status != IBV_WC_SUCCESS || wc[i].byte_len != o->size ||
+			    !pattern_ok(l->rbuf + (size_t)slot * o->size, o->size, got)) {
+				perf_error("receive %" PRIu64 ": %s, %u bytes, or a wrong payload",
+					   got, ibv_wc_status_str(wc[i].status), wc[i].byte_len);
+				return -1;
+			}
+			got++;
+			if (post_one_recv(l, o, slot) != 0) {
+				perf_error("ibv_post_recv failed");
+				return -1;
+			}
+		}
+		if (pv_stalled(deadline, &calls)) {
+			perf_error("no completion for %.0f s: %" PRIu64 " sent, %" PRIu64
+				   " completed, %" PRIu64 " received", PV_STALL_SECONDS, sent, done,
+				   got);
+			return -1;
+		}
+	}
+	while (done < sent) {
+		n = ibv_poll_cq(l->cq[0], 32, wc);
+		for (int i = 0; i < n; i++, done++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				return -1;
+		if (pv_stalled(deadline, &calls))
+			return -1;
+	}
+	res->mbps = (double)got * o->size / ((double)(perf_now_ns() - t0) / 1e9) / 1e6;
+	res->msgs = got;
+	res->retrans = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
+		       xstat_one(l->r.d[1].ctx, "qp.retrans_packets") - r0;
+	res->timeouts = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
+			xstat_one(l->r.d[1].ctx, "qp.ack_timeouts") - a0;
+	return 0;
+}
+
+static int loss_run(const struct loss_opts *o)
+{
+	struct loss_result res[LOSS_MAX_LEVELS][MAX_REPS];
+	size_t bytes = (size_t)o->size * o->depth;
+	struct loss_link l;
+	int ret = PERF_EXIT_FAIL;
+
+	memset(&l, 0, sizeof(l));
+	if (rel_open(&l.r, 2) != 0)
+		goto out;
+	l.sbuf = malloc(bytes);
+	l.rbuf = malloc(bytes);
+	for (unsigned int k = 0; k < 2; k++)
+		l.cq[k] = ibv_create_cq(l.r.d[k].ctx, 2 * (int)o->depth + 64, NULL, NULL, 0);
+	if (l.sbuf == NULL || l.rbuf == NULL || l.cq[0] == NULL || l.cq[1] == NULL) {
+		perf_error("no memory or CQ for the run");
+		goto out;
+	}
+	l.smr = ibv_reg_mr(l.r.d[0].pd, l.sbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
+	l.rmr = ibv_reg_mr(l.r.d[1].pd, l.rbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (l.smr == NULL || l.rmr == NULL ||
+	    rel_connect(&l.r.d[0], &l.r.d[1], l.cq[0], l.cq[1], &l.qp[0], &l.qp[1], 1,
+			o->depth) != 0)
+		goto out;
+	for (uint32_t s = 0; s < o->depth; s++)
+		if (post_one_recv(&l, o, s) != 0)
+			goto out;
+	for (uint32_t rep = 0; rep < o->reps; rep++) {
+		for (unsigned int v = 0; v < o->nlevels; v++) {
+			if (loss_set(&l, o->levels[v], 1 + rep * LOSS_MAX_LEVELS + v) != 0 ||
+			    loss_once(&l, o, &res[v][rep]) != 0)
+				goto out;
+		}
+	}
+	if (loss_set(&l, 0, 1) != 0)
+		goto out;
+	if (!o->json)
+		printf("dpv-perf loss: goodput of one RC connection (SENDs of %u bytes, %u in "
+		       "flight, payloads checked)\n  while each device's faults port loses the "
+		       "given share of the frames it sends\n  EAL: %s\n  %u runs of %.2f s per "
+		       "level, levels interleaved; medians\n\n  %8s %12s %10s %14s %12s\n",
+		       o->size, o->depth, pv_env_eal_args(), o->reps, o->seconds, "loss %",
+		       "goodput MB/s", "of 0 %", "resent pkts/s", "timeouts/s");
+	else
+		printf("{\"benchmark\": \"loss\", \"size\": %u, \"depth\": %u, \"levels\": [", o->size,
+		       o->depth);
+	{
+		double base = 0;
+
+		for (unsigned int v = 0; v < o->nlevels; v++) {
+			double mb[MAX_REPS], rt[MAX_REPS], to[MAX_REPS], m;
+
+			for (uint32_t rep = 0; rep < o->reps; rep++) {
+				double secs = (double)res[v][rep].msgs * o->size / 1e6 / res[v][rep].mbps;
+
+				mb[rep] = res[v][rep].mbps;
+				rt[rep] = (double)res[v][rep].retrans / secs;
+				to[rep] = (double)res[v][rep].timeouts / secs;
+			}
+			m = perf_median(mb, o->reps);
+			if (v == 0)
+				base = m;
+			if (o->json)
+				printf("%s{\"loss_pct\": %g, \"goodput_mbps\": %.1f, "
+				       "\"resent_packets_per_s\": %.1f, \"timeouts_per_s\": %.1f}",
+				       v ? ", " : "", o->levels[v], m, perf_median(rt, o->reps),
+				       perf_median(to, o->reps));
+			else
+				printf("  %8g %12.1f %10.3f %14.1f %12.1f\n", o->levels[v], m,
+				       base > 0 ? m / base : 0, perf_median(rt, o->reps),
+				       perf_median(to, o->reps));
+		}
+	}
+	if (o->json)
+		printf("]}\n");
+	ret = PERF_EXIT_OK;
+out:
+	for (unsigned int k = 0; k < 2; k++)
+		if (l.qp[k] != NULL)
+			ibv_destroy_qp(l.qp[k]);
+	if (l.smr != NULL)
+		ibv_dereg_mr(l.smr);
+	if (l.rmr != NULL)
+		ibv_dereg_mr(l.rmr);
+	for (unsigned int k = 0; k < 2; k++)
+		if (l.cq[k] != NULL)
+			ibv_destroy_cq(l.cq[k]);
+	free(l.sbuf);
+	free(l.rbuf);
+	rel_close(&l.r);
+	return ret;
+}
+
+static void loss_usage(FILE *f)
+{
+	fprintf(f, "usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
+		   "                     [--depth N] [--json]\n\n"
+		   "Goodput of one RC connection while the link loses a share of its frames.\n"
+		   "  --levels P,...  loss in percent of the frames each device sends\n"
+		   "                  (default 0,0.1,1,5)\n"
+		   "  --seconds S     length of one run (default 1)\n"
+		   "  --reps N        runs per level, levels interleaved (default 3)\n"
+		   "  --size B        bytes per SEND (default %u, at most %u)\n"
+		   "  --depth N       SENDs in flight (default %u, at most %u)\n"
+		   "  --json          one JSON object instead of the table\n",
+		LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
+}
+
+static int parse_levels(const char *s, struct loss_opts *o)
+{
+	char buf[256], *tok, *save = NULL, *end;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	o->nlevels = 0;
+	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		double v = strtod(tok, &end);
+
+		if (*end != '\0' || end == tok || v < 0 || v > 100 || o->nlevels == LOSS_MAX_LEVELS)
+			return -1;
+		o->levels[o->nlevels++] = v;
+	}
+	return o->nlevels > 0 ? 0 : -1;
+}
+
+static int loss_main(int argc, char **argv)
+{
+	enum { OPT_LEVELS = 256, OPT_SECONDS, OPT_REPS, OPT_SIZE, OPT_DEPTH, OPT_JSON, OPT_HELP };
+	static const struct option longopts[] = {
+		{"levels", required_argument, NULL, OPT_LEVELS},
+		{"seconds", required_argument, NULL, OPT_SECONDS},
+		{"reps", required_argument, NULL, OPT_REPS},
+		{"size", required_argument, NULL, OPT_SIZE},
+		{"depth", required_argument, NULL, OPT_DEPTH},
+		{"json", no_argument, NULL, OPT_JSON},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	struct loss_opts o = {{0, 0.1, 1, 5}, 4, 1.0, LOSS_DEFAULT_SIZE, LOSS_DEFAULT_DEPTH, 3,
+			      false};
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_LEVELS:
+			if (parse_levels(optarg, &o) != 0)
+				return perf_usage_error(LOSS_CMD, "--levels wants up to %u percentages "
+							"0..100, comma-separated", LOSS_MAX_LEVELS);
+			break;
+		case OPT_SECONDS:
+			if (perf_parse_seconds(optarg, 0.01, 3600, &o.seconds) != 0)
+				return perf_usage_error(LOSS_CMD, "--seconds wants 0.01..3600");
+			break;
+		case OPT_REPS:
+			if (perf_parse_u32(optarg, 1, MAX_REPS, &o.reps) != 0)
+				return perf_usage_error(LOSS_CMD, "--reps wants 1..%u", MAX_REPS);
+			break;
+		case OPT_SIZE:
+			if (perf_parse_u32(optarg, 8, LOSS_MAX_SIZE, &o.size) != 0)
+				return perf_usage_error(LOSS_CMD, "--size wants 8..%u", LOSS_MAX_SIZE);
+			break;
+		case OPT_DEPTH:
+			if (perf_parse_u32(optarg, 1, LOSS_MAX_DEPTH, &o.depth) != 0)
+				return perf_usage_error(LOSS_CMD, "--depth wants 1..%u", LOSS_MAX_DEPTH);
+			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
+		case 'h':
+		case OPT_HELP:
+			loss_usage(stdout);
+			return PERF_EXIT_OK;
+		default:
+			return perf_getopt_error(LOSS_CMD, c, argv);
+		}
+	}
+	if (perf_no_operands(LOSS_CMD, argc, argv) != 0)
+		return PERF_EXIT_USAGE;
+	/* Faults ports that lose nothing until a level is set, unless the user chose. */
+	if (pv_env_defaults() && getenv("DPV_FAULTS") == NULL)
+		setenv("DPV_FAULTS", "seed=1", 0);
+	return loss_run(&o);
+}
+
+const struct perf_cmd perf_cmd_loss = {
+	.name = LOSS_CMD,
+	.summary = "RC goodput while the link loses 0, 0.1, 1 and 5 % of its frames",
+	.run = loss_main,
+};
