@@ -700,9 +700,9 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_cqe = DPV_MAX_CQE;
 	a->max_mr = DPV_MAX_MR;
 	a->max_pd = 65536;
-	a->max_qp_rd_atom = 16;
-	a->max_qp_init_rd_atom = 16;
-	a->max_res_rd_atom = 16 * (DPV_MAX_QP - 2);
+	a->max_qp_rd_atom = DPV_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = DPV_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = DPV_MAX_RD_ATOMIC * (DPV_MAX_QP - 2);
 	a->max_srq = 65536;
 	a->max_srq_wr = DPV_MAX_SRQ_WR;
 	a->max_srq_sge = DPV_MAX_SGE;
