@@ -495,8 +495,10 @@ static int64_t frames_moved(void)
  * port's TX ring lives in this process, and a memif peer reads from this process's
  * memory and drops what it had not read when the process goes. A program that exits
  * right after its last completion (ibv_srq_pingpong) took the ACKs of its last
- * receives with it, and its peer waited for them for ever. The devices run on (their
- * lcore or service, or here) until nothing has come or gone for LINGER_QUIET_MS.
+ * receives with it. Its peer's requester then resends, but to QPs that are gone, and its
+ * WQEs end in RETRY_EXC_ERR: retransmission cannot mend what the process took away.
+ * So the devices run on (their lcore or service, or here) until nothing has come or
+ * gone for LINGER_QUIET_MS, which also answers a peer's last resends.
  */
 static void linger(void)
 {
