@@ -204,6 +204,8 @@ static void end_close(struct end *e)
 
 /* The local ACK timeout and retry count rc_up() gives (tests of loss change them). */
 static uint8_t rc_timeout = 14, rc_retry_cnt = 7;
+/* The READs rc_up() lets a QP have outstanding as requester and as responder. */
+static uint8_t rc_max_rd = DPV_MAX_RD_ATOMIC, rc_max_dest_rd = DPV_MAX_RD_ATOMIC;
 
 static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr_retry)
 {
@@ -220,7 +222,7 @@ static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr
 	a.rq_psn = PSN0;
 	a.dst_ip = dst_ip;
 	a.min_rnr_timer = 1; /* 10 us */
-	a.max_dest_rd_atomic = DPV_MAX_RD_ATOMIC;
+	a.max_dest_rd_atomic = rc_max_dest_rd;
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
 				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
 				       DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER), 0);
@@ -229,7 +231,7 @@ static void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr
 	a.timeout = rc_timeout;
 	a.retry_cnt = rc_retry_cnt;
 	a.rnr_retry = rnr_retry;
-	a.max_rd_atomic = DPV_MAX_RD_ATOMIC;
+	a.max_rd_atomic = rc_max_rd;
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN |
 				       DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY |
 				       DPV_QP_MAX_QP_RD_ATOMIC), 0);
@@ -2147,6 +2149,61 @@ static void one_mib_messages_over_a_lossy_link(void **state)
 	free(back);
 }
 
+/* IBTA 9.5: a requester keeps at most max_rd_atomic READs outstanding, and a responder
+ * refuses more than its max_dest_rd_atomic with an invalid request NAK. */
+static void max_rd_atomic_is_kept_and_max_dest_rd_atomic_enforced(void **state)
+{
+	const uint32_t len = 4096;
+	uint8_t *src = malloc(len), *back = calloc(4, len);
+	uint32_t ks = mr_reg(tb, src, len, DPV_ACCESS_REMOTE_READ);
+	uint32_t kb = mr_reg(ta, back, 4 * len, DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_cqe c[4];
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	fill(src, len, 21);
+	/* one READ at a time on both sides: four READs complete, none refused */
+	rc_max_rd = rc_max_dest_rd = 1;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	for (uint64_t i = 0; i < 4; i++) {
+		w = swqe(DPV_WR_RDMA_READ, i);
+		w.remote_addr = (uintptr_t)src;
+		w.rkey = ks;
+		swqe_sge(&w, back + i * len, len, kb);
+		post_send(a.qp, &w);
+	}
+	assert_int_equal(poll_n(a.scq, c, 4), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(c[i].status, DPV_WC_SUCCESS);
+		assert_memory_equal(back + (size_t)i * len, src, len);
+	}
+	end_close(&a);
+	end_close(&b);
+	/* a requester allowed two against a responder that takes one: refused */
+	rc_max_rd = 2;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	rc_max_rd = rc_max_dest_rd = DPV_MAX_RD_ATOMIC;
+	for (uint64_t i = 0; i < 2; i++) {
+		w = swqe(DPV_WR_RDMA_READ, 10 + i);
+		w.remote_addr = (uintptr_t)src;
+		w.rkey = ks;
+		swqe_sge(&w, back + i * len, len, kb);
+		post_send(a.qp, &w);
+	}
+	assert_int_equal(poll_n(a.scq, c, 2), 2);
+	assert_int_equal(c[0].status == DPV_WC_REM_INV_REQ_ERR ||
+				 c[1].status == DPV_WC_REM_INV_REQ_ERR,
+			 1);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_ERR);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(tb, ks);
+	mr_dereg(ta, kb);
+	free(src);
+	free(back);
+}
+
 static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 {
 	uint8_t src[3000] = {0}, dst[3000] = {0}, back[3000] = {0};
@@ -2705,6 +2762,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(vanished_peer_gives_retry_exc_err_within_the_bound),
 		cmocka_unit_test(messages_of_4_mib_on_send_write_and_read),
 		cmocka_unit_test(read_then_rnr_naks_then_read_keep_the_responder_bounded),
+		cmocka_unit_test(max_rd_atomic_is_kept_and_max_dest_rd_atomic_enforced),
 		cmocka_unit_test(duplicates_are_acknowledged_and_reads_answered_again),
 		cmocka_unit_test(malformed_frames_are_counted_and_ignored),
 		cmocka_unit_test(random_frames_never_touch_memory_outside_a_region),
