@@ -127,16 +127,25 @@ static void window_shrink(struct xp_qp *q, bool timeout)
 	q->cwnd_acc = 0;
 }
 
-void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
+/* One retry of retry_cnt (IBTA 9.7.6.1); with none left the oldest WQE fails with
+ * RETRY_EXC_ERR and the QP ends. @return false then. */
+static bool retry_charge(struct dpv_xport *x, struct xp_qp *q)
 {
-	XP_CNT(x, q, ack_timeouts);
 	if (q->retry_left == 0) {
 		XP_CNT(x, q, retry_exceeded);
 		fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
-		return;
+		return false;
 	}
 	q->retry_left--;
 	q->retry_tsc = x->now;
+	return true;
+}
+
+void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
+{
+	XP_CNT(x, q, ack_timeouts);
+	if (!retry_charge(x, q))
+		return;
 	window_shrink(q, true);
 	XP_CNT(x, q, retrans_timeout);
 	q->rd_gap = false;
@@ -229,15 +238,9 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 		 * ends; one at most per timeout period, as the responder NAKs again
 		 * while a pass of resends is still under way. */
 		XP_CNT(x, q, seq_naks_received);
-		if (q->ack_cycles != 0 && x->now - q->retry_tsc >= q->ack_cycles) {
-			if (q->retry_left == 0) {
-				XP_CNT(x, q, retry_exceeded);
-				fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
-				break;
-			}
-			q->retry_left--;
-			q->retry_tsc = x->now;
-		}
+		if (q->ack_cycles != 0 && x->now - q->retry_tsc >= q->ack_cycles &&
+		    !retry_charge(x, q))
+			break;
 		XP_CNT(x, q, retrans_seq_nak);
 		window_shrink(q, false);
 		xp_req_rewind(x, q, psn);
