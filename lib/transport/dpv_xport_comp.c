@@ -62,7 +62,7 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	if (!q->rd_gap) {
 		q->rd_gap = true;
 		XP_CNT(x, q, retrans_read);
-		xp_req_rewind(x, q, missing);
+		xp_req_rewind(q, missing);
 	}
 }
 
@@ -95,7 +95,7 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 				 : q->psn_hi;
 	}
 	if (dpv_wire_psn_diff(q->una, q->psn) > 0 && dpv_wire_psn_diff(q->una, q->psn_hi) < 0)
-		xp_req_rewind(x, q, q->una);
+		xp_req_rewind(q, q->una);
 	/* A WQE the requester refused fails in its turn, and ends the QP (IBTA 10.3.1). */
 	if (q->blocked_err != 0 && sq->cons_head == q->next_wqe && q->next_off == 0) {
 		st = q->blocked_err;
@@ -149,7 +149,7 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
 	window_shrink(q, true);
 	XP_CNT(x, q, retrans_timeout);
 	q->rd_gap = false;
-	xp_req_rewind(x, q, q->una);
+	xp_req_rewind(q, q->una);
 	q->deadline = x->now + q->ack_cycles;
 }
 
@@ -169,7 +169,7 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 		q->probes++;
 	XP_CNT(x, q, retrans_probe);
 	q->ackreq_next = true;
-	xp_req_rewind(x, q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
+	xp_req_rewind(q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
@@ -187,7 +187,7 @@ static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8
 		q->rnr_left--;
 	}
 	XP_CNT(x, q, retrans_rnr);
-	xp_req_rewind(x, q, psn);
+	xp_req_rewind(q, psn);
 	/* The wait is the one the responder asked for: its min_rnr_timer (IBTA Table 45).
 	 * The ACK timer stands still meanwhile and restarts when the wait ends. */
 	q->rnr_wait = true;
@@ -243,7 +243,7 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 			break;
 		XP_CNT(x, q, retrans_seq_nak);
 		window_shrink(q, false);
-		xp_req_rewind(x, q, psn);
+		xp_req_rewind(q, psn);
 		break;
 	case DPV_AETH_NAK_REM_ACCESS:
 		fail_head(x, q, DPV_WC_REM_ACCESS_ERR, false);
@@ -304,7 +304,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		if (!q->rd_gap) {
 			q->rd_gap = true;
 			XP_CNT(x, q, retrans_read);
-			xp_req_rewind(x, q, psn_add(m->first_psn, m->rd_pkts));
+			xp_req_rewind(q, psn_add(m->first_psn, m->rd_pkts));
 		}
 		return;
 	}

@@ -70,7 +70,6 @@ struct xp_swqe_meta {
 	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
 	uint32_t len;       /**< message bytes */
 	uint32_t rd_pkts;   /**< READ: response packets placed */
-	uint32_t rd_base;   /**< READ: response packets placed when it was last asked for */
 	bool rd_done;       /**< READ: last response placed */
 	bool req_sent;      /**< READ: request out and counted in reads_out */
 };
@@ -257,7 +256,7 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
 
 /* dpv_xport_req.c */
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
-void xp_req_rewind(struct dpv_xport *x, struct xp_qp *q, uint32_t psn);
+void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 
 /* dpv_xport_resp.c */
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,

@@ -208,7 +208,6 @@ static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		return false;
 	xp_frame_send(x, mb, a->dst_ip);
 	psn_sent(x, q, npkts_of(rest, q->mtu));
-	m->rd_base = q->next_off / q->mtu;
 	m->req_sent = true;
 	q->reads_out++;
 	q->next_wqe++;
@@ -241,7 +240,6 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->len = len;
 	m->npkts = npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
-	m->rd_base = 0;
 	m->rd_done = false;
 	m->req_sent = false;
 	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
@@ -361,7 +359,7 @@ uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  * for the part not yet received. Forward, within what was sent, it skips what an
  * acknowledgement says the peer has.
  */
-void xp_req_rewind(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
+void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 {
 	struct dpv_ring *sq = q->qp.sq;
 	struct xp_swqe_meta *m;
@@ -396,5 +394,4 @@ void xp_req_rewind(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 	q->blocked_err = 0;
 	q->since_ackreq = 0;
 	xp_kick(q);
-	(void)x;
 }
