@@ -3,9 +3,10 @@
  * A device answers while its program is away. Two processes, each with one device
  * (dpv0) over one memif link, in inline progress with the default DPV_INLINE_IDLE_US.
  * The passive side (the child, memif server) posts its receives and then stops calling
- * verbs for PAUSE_MS, once asleep in nanosleep() and once spinning on the clock; while
- * it is away the active side (the parent, memif client) completes RDMA WRITEs and
- * READs against its memory and SENDs to its receives. Every completion must come
+ * verbs for pause_ms (2 s, or DPV_IDLE_PAUSE_MS), once asleep in nanosleep() and once
+ * spinning on the clock; while it is away the active side (the parent, memif client)
+ * completes RDMA WRITEs and READs against its memory and SENDs to its receives, then
+ * goes on with WRITEs and READs until the pause is nearly over. Every completion must come
  * before the passive side says, through a pipe, that it is back; the passive side then
  * finds the written data and the received messages in place, and its engine counters
  * show that the helper thread drove its device meanwhile.
@@ -28,8 +29,12 @@
 #include "verbs_test.h"
 
 #define SKIP 77
-/* How long the passive side stays away from verbs in each round. */
+/* How long the passive side stays away from verbs in each round, by default. */
 #define PAUSE_MS 2000u
+/* The active side stops starting WRITEs and READs this long before the pause ends. */
+#define PAUSE_MARGIN_MS 500u
+
+static uint32_t pause_ms = PAUSE_MS;
 /* Messages of each kind per round, and their sizes (several packets at the 1024-byte
  * path MTU for the RDMA ones). */
 #define N_OPS 4u
@@ -186,13 +191,13 @@ static void end_close(void)
 	free(me.mem);
 }
 
-/* Away from verbs for PAUSE_MS: asleep, or busy with something else. */
+/* Away from verbs for pause_ms: asleep, or busy with something else. */
 static void stay_away(enum pause_kind kind)
 {
-	uint64_t until = now_ms() + PAUSE_MS;
+	uint64_t until = now_ms() + pause_ms;
 
 	if (kind == PAUSE_SLEEP) {
-		struct timespec ts = {PAUSE_MS / 1000u, (long)(PAUSE_MS % 1000u) * 1000000L};
+		struct timespec ts = {pause_ms / 1000u, (long)(pause_ms % 1000u) * 1000000L};
 
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
@@ -294,7 +299,7 @@ static void round_against_absent_peer(enum pause_kind kind)
 	struct ibv_wc wc[3 * N_OPS];
 	uint8_t round = (uint8_t)kind, echo, back;
 	uint64_t start, end;
-	uint32_t got = 0;
+	uint32_t got = 0, batches = 0;
 	bool early;
 
 	memset(src, 0, 2 * N_OPS * RDMA_LEN);
@@ -318,13 +323,34 @@ static void round_against_absent_peer(enum pause_kind kind)
 		assert_int_equal(post(IBV_WR_SEND, 200 + i,
 				      src + 2 * N_OPS * RDMA_LEN + i * SEND_LEN, SEND_LEN, 0), 0);
 	}
-	end = start + PAUSE_MS + WAIT_MS;
+	end = start + pause_ms + WAIT_MS;
 	while (got < n && now_ms() < end)
 		got += (uint32_t)ibv_poll_cq(me.cq, (int)(n - got), wc + got);
+	/* Then WRITEs and READs all through the pause, a batch at a time, each batch
+	 * completed before the next (same buffers, same patterns as the first). */
+	while (got == n && now_ms() < start + pause_ms - PAUSE_MARGIN_MS) {
+		struct ibv_wc more[2 * N_OPS];
+		uint32_t k = 0;
+
+		for (uint32_t i = 0; i < N_OPS; i++) {
+			assert_int_equal(post(IBV_WR_RDMA_WRITE, 300 + i, src + i * RDMA_LEN,
+					      RDMA_LEN, peer.addr + WRITE_OFF + i * RDMA_LEN), 0);
+			assert_int_equal(post(IBV_WR_RDMA_READ, 400 + i,
+					      src + N_OPS * RDMA_LEN + i * RDMA_LEN, RDMA_LEN,
+					      peer.addr + READ_OFF + i * RDMA_LEN), 0);
+		}
+		while (k < 2 * N_OPS && now_ms() < end)
+			k += (uint32_t)ibv_poll_cq(me.cq, (int)(2 * N_OPS - k), more + k);
+		assert_int_equal(k, 2 * N_OPS);
+		for (uint32_t i = 0; i < k; i++)
+			assert_int_equal(more[i].status, IBV_WC_SUCCESS);
+		batches++;
+	}
 	early = !passive_back();
-	printf("# round %s: %u of %u completions in %" PRIu64 " ms, passive side %s\n",
-	       kind == PAUSE_SLEEP ? "sleep" : "spin", got, n, now_ms() - start,
-	       early ? "still away" : "already back");
+	printf("# round %s: %u of %u completions, then %u batches of %u WRITEs and READs, "
+	       "in %" PRIu64 " ms of a %u ms pause, passive side %s\n",
+	       kind == PAUSE_SLEEP ? "sleep" : "spin", got, n, batches, 2 * N_OPS,
+	       now_ms() - start, pause_ms, early ? "still away" : "already back");
 	assert_int_equal(got, n);
 	for (uint32_t i = 0; i < n; i++) {
 		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
@@ -380,7 +406,7 @@ int main(void)
 		cmocka_unit_test(peer_completes_while_passive_side_sleeps),
 		cmocka_unit_test(peer_completes_while_passive_side_spins),
 	};
-	const char *mem = getenv("DPV_IDLE_MEM");
+	const char *mem = getenv("DPV_IDLE_MEM"), *pause = getenv("DPV_IDLE_PAUSE_MS");
 	char eal[512];
 	uint8_t done = N_ROUNDS;
 	int status, failed = 1;
@@ -388,6 +414,14 @@ int main(void)
 
 	if (mem == NULL)
 		mem = "--no-huge --no-shconf -m 512";
+	if (pause != NULL) {
+		pause_ms = (uint32_t)strtoul(pause, NULL, 10);
+		if (pause_ms < 2 * PAUSE_MARGIN_MS || pause_ms > 60000) {
+			fprintf(stderr, "DPV_IDLE_PAUSE_MS=%s: want %u..60000\n", pause,
+				2 * PAUSE_MARGIN_MS);
+			return 1;
+		}
+	}
 	if (strstr(mem, "--no-huge") == NULL && !hugepages_free()) {
 		printf("no free hugepages: skipped (the --no-huge run covers the test)\n");
 		return SKIP;
