@@ -204,8 +204,8 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		cqe.flags |= DPV_WC_F_TM_RELEASE;
 		if (status == DPV_WC_SUCCESS)
 			cqe.flags |= r->flags | DPV_WC_F_TM_DATA_VALID;
-		/* This issue does not read rendezvous data (SPEC §4 "Expected rendezvous"):
-		 * the headers are placed and software finishes the transfer itself. */
+		/* The device does not read rendezvous data (doc/guides/getting-started.md): the headers
+		 * are placed and software finishes the transfer itself. */
 		if (r->kind == XP_RECV_TM_RNDV && status == DPV_WC_SUCCESS)
 			cqe.status = DPV_WC_TM_RNDV_INCOMPLETE;
 		break;
@@ -338,7 +338,7 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	x->stats.tm_expected++;
 	if (m.kind == DPV_TM_EXPECTED_RNDV) {
 		/* The whole message (TMH, RVH, application header) goes to the buffer; see
-		 * recv_done() for the rendezvous read this issue does not make. */
+		 * recv_done() for the rendezvous read the device does not make. */
 		r->kind = XP_RECV_TM_RNDV;
 		r->flags = DPV_WC_F_TM_MATCH;
 		return true;

@@ -2706,7 +2706,7 @@ static void tm_rendezvous_and_too_long_eager(void **state)
 
 	(void)state;
 	tm_open(&t);
-	/* rendezvous is left to software in this issue: headers placed, RNDV_INCOMPLETE */
+	/* rendezvous is left to software: headers placed, RNDV_INCOMPLETE */
 	h = tm_post(&t, DPV_TM_OP_ADD, 0, 11, 0, 0, 4096, 1);
 	tm_send(&t, IBV_TMH_RNDV, 11, 0x99, 16 + 16 + 8);
 	assert_int_equal(tm_poll(&t, c, 1), 1);
