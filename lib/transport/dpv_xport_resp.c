@@ -204,8 +204,8 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		cqe.flags |= DPV_WC_F_TM_RELEASE;
 		if (status == DPV_WC_SUCCESS)
 			cqe.flags |= r->flags | DPV_WC_F_TM_DATA_VALID;
-		/* The device does not read rendezvous data (doc/guides/getting-started.md): the headers
-		 * are placed and software finishes the transfer itself. */
+		/* The device does not read rendezvous data (doc/guides/getting-started.md):
+		 * the headers are placed and software finishes the transfer itself. */
 		if (r->kind == XP_RECV_TM_RNDV && status == DPV_WC_SUCCESS)
 			cqe.status = DPV_WC_TM_RNDV_INCOMPLETE;
 		break;
