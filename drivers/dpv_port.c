@@ -142,23 +142,133 @@ static void capture(struct dpv_port *port, struct rte_mbuf *const *pkts, uint16_
 	}
 }
 
-static struct dpv_arp_entry *arp_slot(struct dpv_port *port, uint32_t ip, bool create)
+static unsigned int arp_home(uint32_t ip)
 {
-	uint32_t h = (ip * 2654435761u) >> 24; /* 256 entries */
+	return (ip * 2654435761u) >> 24; /* 256 entries */
+}
+
+static struct dpv_arp_entry *arp_find(struct dpv_port *port, uint32_t ip)
+{
+	unsigned int h = arp_home(ip);
 
 	for (unsigned int probe = 0; probe < DPV_ARP_ENTRIES; probe++) {
 		struct dpv_arp_entry *e = &port->arp[(h + probe) % DPV_ARP_ENTRIES];
 
 		if (e->ip == ip)
 			return e;
-		if (e->ip == 0) {
-			if (!create)
-				return NULL;
-			e->ip = ip;
-			return e;
-		}
+		if (e->ip == 0)
+			return NULL;
 	}
 	return NULL;
+}
+
+static uint64_t arp_lifetime(struct dpv_port *port)
+{
+	if (port->arp_lifetime_tsc == 0)
+		port->arp_lifetime_tsc = rte_get_tsc_hz() / 1000 * DPV_ARP_LIFETIME_MS_DEFAULT;
+	return port->arp_lifetime_tsc;
+}
+
+int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms)
+{
+	if (ms == 0 || ms > DPV_ARP_LIFETIME_MS_MAX)
+		return EINVAL;
+	port->arp_lifetime_tsc = rte_get_tsc_hz() / 1000 * ms;
+	return 0;
+}
+
+static bool arp_stale(struct dpv_port *port, const struct dpv_arp_entry *e, uint64_t now)
+{
+	return e->resolved && now - e->confirmed_tsc >= arp_lifetime(port);
+}
+
+/*
+ * Free a slot that holds no frames. Lookups stop at the first free slot, so the entries
+ * after it in the probe run move back into the hole when their home slot allows
+ * (backward-shift deletion): no tombstones pile up under churn.
+ */
+static void arp_remove(struct dpv_port *port, struct dpv_arp_entry *e)
+{
+	unsigned int hole = (unsigned int)(e - port->arp), j = hole;
+
+	memset(e, 0, sizeof(*e));
+	for (;;) {
+		struct dpv_arp_entry *n;
+		unsigned int home;
+
+		j = (j + 1) % DPV_ARP_ENTRIES;
+		n = &port->arp[j];
+		if (n->ip == 0)
+			break;
+		home = arp_home(n->ip);
+		/* n may sit in the hole when the hole lies between n's home and n */
+		if ((j - home + DPV_ARP_ENTRIES) % DPV_ARP_ENTRIES >=
+		    (j - hole + DPV_ARP_ENTRIES) % DPV_ARP_ENTRIES) {
+			port->arp[hole] = *n;
+			memset(n, 0, sizeof(*n));
+			hole = j;
+		}
+	}
+	port->arp_n--;
+}
+
+/*
+ * The entry to give up for a new neighbour: never one holding frames (they would be
+ * lost); entries learned from a request for us and never used go first, since a flood
+ * of spoofed requests makes exactly those; then the least recently used. @p stale_only:
+ * only entries past their lifetime.
+ */
+static struct dpv_arp_entry *arp_victim(struct dpv_port *port, uint64_t now, bool stale_only)
+{
+	struct dpv_arp_entry *best = NULL;
+
+	for (unsigned int i = 0; i < DPV_ARP_ENTRIES; i++) {
+		struct dpv_arp_entry *e = &port->arp[i];
+
+		if (e->ip == 0 || e->held != 0 || (stale_only && !arp_stale(port, e, now)))
+			continue;
+		if (best == NULL || (e->unsolicited && !best->unsolicited) ||
+		    (e->unsolicited == best->unsolicited && e->used_tsc < best->used_tsc))
+			best = e;
+	}
+	return best;
+}
+
+/*
+ * A new entry for @p ip (not in the table). A full table gives up an entry to
+ * arp_victim(): any for a neighbour we need (@p unsolicited false), only a stale one
+ * for a sender that merely asked for us. @return the entry, or NULL.
+ */
+static struct dpv_arp_entry *arp_insert(struct dpv_port *port, uint32_t ip, uint64_t now,
+					bool unsolicited)
+{
+	struct dpv_arp_entry *e;
+	unsigned int h;
+
+	if (port->arp_n == DPV_ARP_ENTRIES) {
+		e = arp_victim(port, now, unsolicited);
+		if (e == NULL) {
+			if (unsolicited)
+				port->stats.arp_ignored_unsolicited++;
+			else
+				port->stats.arp_table_full++;
+			return NULL;
+		}
+		arp_remove(port, e);
+		port->stats.arp_evicted++;
+	}
+	h = arp_home(ip);
+	for (unsigned int probe = 0;; probe++) {
+		e = &port->arp[(h + probe) % DPV_ARP_ENTRIES];
+		if (e->ip == 0)
+			break;
+	}
+	memset(e, 0, sizeof(*e));
+	e->ip = ip;
+	e->unsolicited = unsolicited;
+	e->used_tsc = now;
+	port->arp_n++;
+	return e;
 }
 
 static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_addr *dst_mac,
@@ -209,6 +319,32 @@ static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t
 	arp_send(port, RTE_ARP_OP_REQUEST, &bcast, e->ip, &zero);
 }
 
+/*
+ * A stale entry: ask the MAC we know directly, as Linux's PROBE state does (RFC 1122
+ * 2.3.2.1), every DPV_ARP_RETRY_MS; after DPV_ARP_PROBES unanswered the neighbour is
+ * unresolved again and asked by broadcast, which also finds a peer that moved to
+ * another MAC without telling us.
+ */
+static void arp_probe(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t now)
+{
+	static const struct rte_ether_addr zero;
+
+	if (e->probes != 0 && now - e->last_request_tsc < rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
+		return;
+	if (e->probes == 0)
+		port->stats.arp_expired++;
+	if (e->probes == DPV_ARP_PROBES) {
+		e->resolved = false;
+		e->probes = 0;
+		port->stats.arp_unreachable++;
+		arp_request(port, e, now);
+		return;
+	}
+	e->probes++;
+	e->last_request_tsc = now;
+	arp_send(port, RTE_ARP_OP_REQUEST, &e->mac, e->ip, &zero);
+}
+
 /* Hand the backlog to the driver, oldest first. @return whether it is empty now. */
 static bool backlog_flush(struct dpv_port *port)
 {
@@ -252,6 +388,34 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
+/*
+ * The entry a frame or a caller needs for @p ip: found, or made (arp_insert()); marks it
+ * used, asks again for a stale or unresolved one. @return the entry (its MAC valid when
+ * resolved), or NULL when the table has no room.
+ */
+static struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_t now)
+{
+	struct dpv_arp_entry *e = arp_find(port, ip);
+
+	if (e == NULL)
+		e = arp_insert(port, ip, now, false);
+	if (e == NULL)
+		return NULL;
+	e->used_tsc = now;
+	e->unsolicited = false;
+	if (e->resolved) {
+		if (arp_stale(port, e, now))
+			arp_probe(port, e, now);
+		return e;
+	}
+	/* Ask again every DPV_ARP_RETRY_MS while someone keeps asking: a lost request or
+	 * reply must not leave the neighbour unknown for good. */
+	if (e->last_request_tsc == 0 ||
+	    now - e->last_request_tsc >= rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
+		arp_request(port, e, now);
+	return e;
+}
+
 uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
 {
 	struct rte_ether_addr mac;
@@ -262,24 +426,25 @@ uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
 		return 0;
 	room = DPV_PORT_TX_BACKLOG;
 	if (!dpv_port_resolve(port, dst_ip, &mac)) {
-		e = arp_slot(port, dst_ip, false);
+		e = arp_find(port, dst_ip);
 		room = e != NULL ? DPV_ARP_HOLD - e->held : 0;
 	}
 	return room;
 }
 
-static void arp_learn(struct dpv_port *port, uint32_t ip, const struct rte_ether_addr *mac,
-		      bool create)
+/* The neighbour of @p e sent ARP: it is there, at @p mac; what waited for it leaves. */
+static void arp_confirm(struct dpv_port *port, struct dpv_arp_entry *e,
+			const struct rte_ether_addr *mac, uint64_t now)
 {
-	struct dpv_arp_entry *e = arp_slot(port, ip, create);
-
-	if (e == NULL)
-		return;
 	if (!e->resolved || !rte_is_same_ether_addr(&e->mac, mac)) {
+		if (e->resolved)
+			port->stats.arp_mac_changed++;
 		rte_ether_addr_copy(mac, &e->mac);
 		e->resolved = true;
 		port->stats.arp_learned++;
 	}
+	e->confirmed_tsc = now;
+	e->probes = 0;
 	for (unsigned int i = 0; i < e->held; i++)
 		rte_ether_addr_copy(mac, &rte_pktmbuf_mtod(e->hold[i], struct rte_ether_hdr *)->dst_addr);
 	send_now(port, e->hold, e->held);
@@ -289,21 +454,46 @@ static void arp_learn(struct dpv_port *port, uint32_t ip, const struct rte_ether
 static void arp_input(struct dpv_port *port, struct rte_mbuf *m)
 {
 	const struct rte_arp_hdr *arp;
+	struct dpv_arp_entry *e;
 	uint32_t sip, tip;
+	uint64_t now;
+	bool request;
 
-	if (rte_pktmbuf_data_len(m) < sizeof(struct rte_ether_hdr) + sizeof(*arp))
+	if (rte_pktmbuf_data_len(m) < sizeof(struct rte_ether_hdr) + sizeof(*arp)) {
+		port->stats.arp_invalid++;
 		return;
+	}
 	arp = rte_pktmbuf_mtod_offset(m, const struct rte_arp_hdr *, sizeof(struct rte_ether_hdr));
 	if (arp->arp_hardware != rte_cpu_to_be_16(RTE_ARP_HRD_ETHER) ||
 	    arp->arp_protocol != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4)
+	    arp->arp_hlen != RTE_ETHER_ADDR_LEN || arp->arp_plen != 4) {
+		port->stats.arp_invalid++;
 		return;
+	}
 	sip = rte_be_to_cpu_32(arp->arp_data.arp_sip);
 	tip = rte_be_to_cpu_32(arp->arp_data.arp_tip);
-	/* RFC 826: update a sender we know; add it if the request is for us. */
-	if (sip != 0)
-		arp_learn(port, sip, &arp->arp_data.arp_sha, tip == port->ipv4);
-	if (arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST) && tip == port->ipv4)
+	request = arp->arp_opcode == rte_cpu_to_be_16(RTE_ARP_OP_REQUEST);
+	/* A sender claiming our address or a group MAC is never a neighbour; sender 0 is a
+	 * host probing for an address (RFC 5227), answered and not learned. */
+	if (sip == port->ipv4 || !rte_is_unicast_ether_addr(&arp->arp_data.arp_sha)) {
+		port->stats.arp_invalid++;
+		return;
+	}
+	if (sip != 0) {
+		now = rte_get_tsc_cycles();
+		e = arp_find(port, sip);
+		/* RFC 826 merges a known sender from any ARP; an unknown one is added only
+		 * when it asks for us (we are about to talk to it), and then only into room
+		 * that costs no other neighbour a fresh entry, so spoofed senders cannot
+		 * push out the peers we talk to. */
+		if (e == NULL && request && tip == port->ipv4)
+			e = arp_insert(port, sip, now, true);
+		else if (e == NULL)
+			port->stats.arp_ignored_unsolicited++;
+		if (e != NULL)
+			arp_confirm(port, e, &arp->arp_data.arp_sha, now);
+	}
+	if (request && tip == port->ipv4)
 		arp_send(port, RTE_ARP_OP_REPLY, &arp->arp_data.arp_sha, sip,
 			 &arp->arp_data.arp_sha);
 }
@@ -343,30 +533,21 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac)
 {
 	struct dpv_arp_entry *e;
-	uint64_t now;
 
 	if (ip == port->ipv4) {
 		rte_ether_addr_copy(&port->mac, mac);
 		return true;
 	}
-	e = arp_slot(port, ip, true);
-	if (e == NULL)
+	e = arp_use(port, ip, rte_get_tsc_cycles());
+	if (e == NULL || !e->resolved)
 		return false;
-	if (e->resolved) {
-		rte_ether_addr_copy(&e->mac, mac);
-		return true;
-	}
-	/* Ask again every DPV_ARP_RETRY_MS while someone keeps asking: a lost request or
-	 * reply must not leave the neighbour unknown for good. */
-	now = rte_get_tsc_cycles();
-	if (e->last_request_tsc == 0 ||
-	    now - e->last_request_tsc >= rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
-		arp_request(port, e, now);
-	return false;
+	rte_ether_addr_copy(&e->mac, mac);
+	return true;
 }
 
 uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
+	uint64_t now = rte_get_tsc_cycles();
 	uint16_t ready = 0;
 
 	for (uint16_t i = 0; i < n; i++) {
@@ -376,12 +557,16 @@ uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 		uint32_t dst = rte_be_to_cpu_32(ip->dst_addr);
 		struct dpv_arp_entry *e;
 
-		if (dpv_port_resolve(port, dst, &eth->dst_addr)) {
+		if (dst == port->ipv4) {
+			rte_ether_addr_copy(&port->mac, &eth->dst_addr);
 			pkts[ready++] = m;
 			continue;
 		}
-		e = arp_slot(port, dst, true);
-		if (e != NULL && e->held < DPV_ARP_HOLD) {
+		e = arp_use(port, dst, now);
+		if (e != NULL && e->resolved) {
+			rte_ether_addr_copy(&e->mac, &eth->dst_addr);
+			pkts[ready++] = m;
+		} else if (e != NULL && e->held < DPV_ARP_HOLD) {
 			e->hold[e->held++] = m;
 		} else {
 			port->stats.arp_unresolved_drops++;
@@ -398,8 +583,11 @@ void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc)
 	for (unsigned int i = 0; i < DPV_ARP_ENTRIES; i++) {
 		struct dpv_arp_entry *e = &port->arp[i];
 
-		if (e->ip != 0 && !e->resolved && e->held > 0 &&
-		    now_tsc - e->last_request_tsc >= gap)
+		if (e->ip == 0)
+			continue;
+		if (!e->resolved && e->held > 0 && now_tsc - e->last_request_tsc >= gap)
 			arp_request(port, e, now_tsc);
+		else if (e->resolved && e->probes > 0)
+			arp_probe(port, e, now_tsc);
 	}
 }

@@ -34,6 +34,16 @@ extern "C" {
 #define DPV_ARP_HOLD 16u
 /** Milliseconds between ARP requests for a neighbour that has not answered. */
 #define DPV_ARP_RETRY_MS 200u
+/**
+ * Milliseconds a neighbour's MAC is trusted after the neighbour last sent us ARP (Linux's
+ * base_reachable_time). An entry older than that is stale: it is still used, and asked
+ * again (DPV_ARP_PROBES unicast requests, DPV_ARP_RETRY_MS apart) before it is dropped.
+ */
+#define DPV_ARP_LIFETIME_MS_DEFAULT 30000u
+/** The longest lifetime dpv_port_set_arp_lifetime() takes: a day. */
+#define DPV_ARP_LIFETIME_MS_MAX 86400000u
+/** Unanswered unicast requests after which a stale neighbour is unresolved again. */
+#define DPV_ARP_PROBES 3u
 /** Frames a port keeps when its driver's TX queue is full, to send on the next call. */
 #define DPV_PORT_TX_BACKLOG 256u
 
@@ -60,16 +70,32 @@ struct dpv_port_stats {
 	uint64_t tx_dropped;   /**< frames lost: the TX backlog was full */
 	uint64_t tx_deferred;  /**< frames the TX queue refused, kept in the backlog */
 	uint64_t rx_not_ipv4;  /**< frames neither ARP nor IPv4: dropped */
-	uint64_t arp_requests_sent, arp_replies_sent, arp_learned;
+	uint64_t arp_requests_sent, arp_replies_sent;
+	uint64_t arp_learned;          /**< neighbours resolved, or whose MAC changed */
 	uint64_t arp_unresolved_drops; /**< frames dropped when ARP hold or table ran out */
+	uint64_t arp_invalid;          /**< ARP frames malformed or naming a bogus sender */
+	/** ARP from an unknown sender not taken into the table: a reply or gratuitous ARP
+	 *  we did not ask for, a request for another address, or a request for ours while
+	 *  no slot was free or stale */
+	uint64_t arp_ignored_unsolicited;
+	uint64_t arp_mac_changed;      /**< a known neighbour announced another MAC */
+	uint64_t arp_expired;          /**< entries used past their lifetime: asked again */
+	uint64_t arp_unreachable;      /**< stale entries that did not answer: unresolved */
+	uint64_t arp_evicted;          /**< entries dropped to make room for another */
+	uint64_t arp_table_full;       /**< a neighbour needed a slot and every entry held frames */
 };
 
+/** A neighbour; the table is open-addressed by IPv4 address, ip 0 marks a free slot. */
 struct dpv_arp_entry {
 	uint32_t ip;
 	struct rte_ether_addr mac;
 	bool resolved;
+	bool unsolicited;          /**< learned from a request for us, never used since */
 	uint8_t held;
+	uint8_t probes;            /**< unicast requests sent since the entry went stale */
 	uint64_t last_request_tsc;
+	uint64_t confirmed_tsc;    /**< when the neighbour last sent us ARP */
+	uint64_t used_tsc;         /**< when a frame or a caller last asked for it (LRU) */
 	struct rte_mbuf *hold[DPV_ARP_HOLD];
 };
 
@@ -87,6 +113,8 @@ struct dpv_port {
 	/** When set, every frame sent or received is appended here (DPV_CAPTURE). */
 	struct dpv_pcap *capture;
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
+	uint16_t arp_n;            /**< entries in use */
+	uint64_t arp_lifetime_tsc; /**< 0: DPV_ARP_LIFETIME_MS_DEFAULT */
 	uint16_t backlog_n;       /**< frames in backlog, oldest first */
 	struct rte_mbuf *backlog[DPV_PORT_TX_BACKLOG];
 };
@@ -149,6 +177,11 @@ void dpv_port_close(struct dpv_port *port);
 /**
  * Receive IPv4 frames: ARP frames are answered and learned from and not returned;
  * anything else that is not IPv4 is dropped and counted.
+ * What ARP may change in the table: any ARP from a known neighbour (a reply, a request,
+ * a gratuitous ARP) refreshes its entry and takes its MAC; an unknown sender is added
+ * only by a request for our address, and only into a free slot or over a stale entry
+ * that holds no frames; anything else from an unknown sender is counted
+ * (arp_ignored_unsolicited) and not learned. Received IPv4 frames do not refresh entries.
  * @return frames in @p pkts (the caller frees them)
  */
 uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
@@ -174,15 +207,31 @@ uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
  */
 uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip);
 
-/** Re-send ARP requests for neighbours still unresolved (call from the poll loop). */
+/**
+ * Re-send ARP requests for neighbours still unresolved that hold frames, and the unicast
+ * requests of stale neighbours being asked again (call from the poll loop).
+ */
 void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc);
 
 /**
- * MAC of a neighbour if known.
+ * MAC of a neighbour if known. A neighbour not in the table gets an entry: a free slot,
+ * or else the least recently used entry that holds no frames is evicted (entries learned
+ * from a request for us and never used first; arp_evicted), so a full table never stops
+ * a new neighbour from being resolved; when every entry holds frames, arp_table_full.
+ * A stale entry (older than the ARP lifetime) is still returned while it is asked again.
  * @return true and @p mac set, or false (an ARP request goes out when none went out in
  *         the last DPV_ARP_RETRY_MS, so a caller that keeps asking recovers from loss)
  */
 bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr *mac);
+
+/**
+ * How long a neighbour's MAC is trusted after its last ARP (DPV_ARP_LIFETIME_MS_DEFAULT
+ * until set); entries already in the table age by the new lifetime from now on.
+ * Owner thread, or a control thread while nobody polls the port.
+ * @param ms  1..DPV_ARP_LIFETIME_MS_MAX
+ * @return 0, or EINVAL for @p ms out of range (the lifetime is unchanged)
+ */
+int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms);
 
 #ifdef __cplusplus
 }
