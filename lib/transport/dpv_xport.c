@@ -146,8 +146,36 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
 	       bool solicited)
 {
 	/* IBTA 11.4.2: a completion in error wakes a solicited-only waiter too. */
-	if (!dpv_cq_push(cq, cqe, solicited || cqe->status != DPV_WC_SUCCESS))
+	if (!dpv_cq_push(cq, cqe, solicited || cqe->status != DPV_WC_SUCCESS)) {
+		/* The completion is lost: the CQ says so once (CQ_ERR), and its QPs end
+		 * (xp_cq_overruns()), so the application cannot miss it. */
 		x->stats.cq_overflows++;
+		x->cq_overrun = true;
+		if (!cq->error) {
+			cq->error = true;
+			if (cq->error_event != NULL)
+				cq->error_event(cq, cq->error_arg);
+		}
+	}
+}
+
+/* IBTA 11.4.2.2 and ibv_get_async_event(3): a QP whose CQ overran is in error and
+ * raises QP_FATAL; what it still holds flushes into the CQ as the application frees
+ * room. The flushes may overrun again: rounds until one moves no QP. */
+void xp_cq_overruns(struct dpv_xport *x)
+{
+	struct xp_qp *q;
+	uint32_t i;
+
+	while (x->cq_overrun) {
+		x->cq_overrun = false;
+		for (i = 0; i < x->nlive; i++) {
+			q = x->live[i];
+			if (q->qp.attr.state != DPV_QPS_RESET && q->qp.attr.state != DPV_QPS_ERR &&
+			    (q->qp.init.send_cq->error || xp_recv_cq(q)->error))
+				xp_qp_error(x, q, DPV_QP_EV_FATAL);
+		}
+	}
 }
 
 /* ---- shared receive queues (IBTA 10.2) ---- */
@@ -592,6 +620,8 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 		rx_burst(x, pkts + done, k);
 	}
 	loop_drain(x);
+	if (unlikely(x->cq_overrun))
+		xp_cq_overruns(x);
 }
 
 /* What one QP sends in one visit. */
@@ -704,6 +734,8 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget)
 	} while (progress > 0 && sent < budget);
 	xp_tx_flush(x);
 	loop_drain(x);
+	if (unlikely(x->cq_overrun))
+		xp_cq_overruns(x);
 	return sent;
 }
 
@@ -783,4 +815,6 @@ void dpv_xport_tick(struct dpv_xport *x, uint64_t now)
 	/* From the end: a QP that leaves the list takes the last one's place. */
 	for (i = x->ntimed; i-- > 0;)
 		timer_run(x, x->timed[i], now);
+	if (unlikely(x->cq_overrun))
+		xp_cq_overruns(x);
 }

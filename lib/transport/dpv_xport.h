@@ -178,6 +178,17 @@ struct dpv_cq {
 	void (*notify)(struct dpv_cq *cq, void *arg);
 	void *notify_arg;
 	uint32_t armed;          /**< 0, or 1 any / 2 solicited only; device clears */
+	/**
+	 * Overrun (IBTA 11.4.2.2): set by the device at the first completion that found
+	 * the ring full, and never cleared. That completion is lost and counted; the CQ's
+	 * error_event is called once, and every QP that completes into the CQ is moved to
+	 * ERR with DPV_QP_EV_FATAL, so the loss is never silent. Completions that find
+	 * room later (the flushes of those QPs) are still written.
+	 */
+	bool error;
+	/** Called by the device when error is set (lib/verbs queues IBV_EVENT_CQ_ERR). */
+	void (*error_event)(struct dpv_cq *cq, void *arg);
+	void *error_arg;
 };
 
 /**
@@ -365,6 +376,20 @@ struct dpv_qp_init {
 };
 
 /**
+ * Why the device moved a QP to ERR on its own: the affiliated asynchronous error of
+ * IBTA 11.6.3 that lib/verbs raises (IBV_EVENT_QP_*). dpv_qp.event holds it when
+ * fatal_event is called.
+ */
+enum dpv_qp_event {
+	DPV_QP_EV_NONE = 0,    /**< an error completion tells the application: no event */
+	DPV_QP_EV_FATAL,       /**< retries exhausted, or a CQ of the QP overrun */
+	DPV_QP_EV_REQ_ERR,     /**< the responder got an invalid request (opcode
+	                            sequence, length, too many READs) */
+	DPV_QP_EV_ACCESS_ERR,  /**< the responder found a remote access violation
+	                            (R_Key, range, access rights) */
+};
+
+/**
  * A queue pair. The SQ and RQ rings are written by the application (through lib/verbs)
  * and read in place by the device; a send WQE stays in its slot until it completes.
  */
@@ -377,9 +402,11 @@ struct dpv_qp {
 	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
 	struct dpv_qp_attr attr;   /**< current attributes (state included) */
 	void *xport_state;         /**< requester/responder/completer state (dpv_xport.c) */
-	/** Called by the device when the QP enters ERR on its own (async event). */
+	/** Called by the device when the QP enters ERR on its own with an event to
+	 *  raise (async event); event says which. */
 	void (*fatal_event)(struct dpv_qp *qp, void *arg);
 	void *fatal_arg;
+	uint8_t event;             /**< enum dpv_qp_event: set before fatal_event */
 };
 
 /**

@@ -101,7 +101,7 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 		st = q->blocked_err;
 		q->blocked_err = 0;
 		xp_complete_swqe(x, q, st);
-		xp_qp_error(x, q, false);
+		xp_qp_error(x, q, DPV_QP_EV_NONE);
 	}
 }
 
@@ -116,7 +116,7 @@ static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status, bool
 
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		xp_complete_swqe(x, q, status);
-	xp_qp_error(x, q, event);
+	xp_qp_error(x, q, event ? DPV_QP_EV_FATAL : DPV_QP_EV_NONE);
 }
 
 /* A loss: the window halves (a timeout: starts again from XP_CWND_MIN). */

@@ -214,6 +214,8 @@ struct dpv_xport {
 	struct rte_mbuf *loopq[XP_LOOPQ];
 	uint32_t nack;
 	struct xp_qp *ackq[XP_ACKQ];
+	bool cq_overrun;                 /**< a completion found its CQ full since the last
+	                                      xp_cq_overruns() */
 };
 
 static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
@@ -231,6 +233,10 @@ void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, ui
 		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl);
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
 	       bool solicited);
+/* Move the QPs of overrun CQs to ERR (xp_cq_put() found a ring full). Called where no
+ * QP is halfway through an update: the ends of dpv_xport_rx(), _tx(), _tick() and
+ * dpv_qp_modify(). */
+void xp_cq_overruns(struct dpv_xport *x);
 uint8_t xp_sgl_scatter(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
 uint8_t xp_sgl_gather(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
@@ -242,7 +248,9 @@ uint32_t xp_active_mtu(const struct dpv_port *port);
 uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */
-void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal);
+/* Move @p q to ERR (IBTA 10.3.1), flushing what it holds; @p event (enum dpv_qp_event)
+ * is raised through fatal_event unless DPV_QP_EV_NONE. */
+void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event);
 /* Timers: run @p q's from now on (it has something outstanding, or an RNR wait). */
 void xp_timer_start(struct dpv_xport *x, struct xp_qp *q);
 void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q);

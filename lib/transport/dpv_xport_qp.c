@@ -229,7 +229,7 @@ void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q)
 		flush_rq(x, q);
 }
 
-void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal)
+void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event)
 {
 	if (q->qp.attr.state == DPV_QPS_ERR)
 		return;
@@ -238,8 +238,10 @@ void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, bool fatal)
 	flush_sq(x, q);
 	xp_resp_abort(x, q, true);
 	flush_rq(x, q);
-	if (fatal && q->qp.fatal_event != NULL)
+	if (event != DPV_QP_EV_NONE && q->qp.fatal_event != NULL) {
+		q->qp.event = event;
 		q->qp.fatal_event(&q->qp, q->qp.fatal_arg);
+	}
 }
 
 /* IBTA 10.3.1 / ibv_modify_qp(3): the attributes a transition requires and those it
@@ -409,7 +411,10 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 		qp_reset(x, q);
 		break;
 	case DPV_QPS_ERR:
-		xp_qp_error(x, q, false);
+		xp_qp_error(x, q, DPV_QP_EV_NONE);
+		/* The flush may have found a CQ full. */
+		if (unlikely(x->cq_overrun))
+			xp_cq_overruns(x);
 		return 0;
 	case DPV_QPS_RTR:
 		/* A path MTU above the port's active MTU runs at the active MTU: a larger

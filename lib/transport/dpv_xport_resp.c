@@ -144,15 +144,23 @@ static void rnr_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 /*
  * IBTA 9.9: a NAK of the error classes ends the connection at the responder. The
  * NAK leaves at once (the queue behind it is dropped with the QP); @p fatal when no
- * completion tells the application (the affiliated asynchronous error of IBTA 11.6).
+ * completion tells the application: the affiliated asynchronous error of IBTA 11.6.3
+ * is then the syndrome's own kind, an access violation (QP_ACCESS_ERR) or an invalid
+ * request (QP_REQ_ERR), else a catastrophic one (QP_FATAL).
  */
 static void nak_fatal(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t syndrome,
 		      bool fatal)
 {
+	uint8_t event = DPV_QP_EV_NONE;
+
+	if (fatal)
+		event = syndrome == DPV_AETH_NAK_REM_ACCESS ? DPV_QP_EV_ACCESS_ERR
+			: syndrome == DPV_AETH_NAK_INV_REQ ? DPV_QP_EV_REQ_ERR
+							   : DPV_QP_EV_FATAL;
 	ack_flush_one(x, q);
 	XP_CNT(x, q, naks_sent);
 	ack_frame(x, q, psn, syndrome, q->msn);
-	xp_qp_error(x, q, fatal);
+	xp_qp_error(x, q, event);
 }
 
 /* ---- placing a message into a receive WQE ---- */
@@ -752,7 +760,7 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
 		recv_done(x, q, st, NULL, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);
-		xp_qp_error(x, q, false);
+		xp_qp_error(x, q, DPV_QP_EV_NONE);
 		return;
 	}
 	recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);

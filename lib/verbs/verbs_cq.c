@@ -250,6 +250,15 @@ static void cq_notify(struct dpv_cq *dcq, void *arg)
 	pthread_mutex_unlock(&ch->lock);
 }
 
+/* Called by the device at the CQ's first overrun (ibv_get_async_event(3): CQ_ERR). */
+static void cq_error(struct dpv_cq *dcq, void *arg)
+{
+	struct dpv_cq_v *cq = arg;
+
+	(void)dcq;
+	dpv_verbs_async_event(cq->ctx, IBV_EVENT_CQ_ERR, ibv_cq_ex_to_cq(&cq->ibcq));
+}
+
 struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 					 struct ibv_cq_init_attr_ex *attr)
 {
@@ -280,12 +289,17 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->wc_flags = attr->wc_flags;
 	cq->cq->notify = cq_notify;
 	cq->cq->notify_arg = cq;
+	cq->cq->error_event = cq_error;
+	cq->cq->error_arg = cq;
+	if (attr->channel != NULL)
+		__atomic_add_fetch(&to_channel(attr->channel)->users, 1, __ATOMIC_RELAXED);
 	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
 	cq->ibcq.context = context;
 	cq->ibcq.channel = attr->channel;
 	cq->ibcq.cq_context = attr->cq_context;
 	cq->ibcq.handle = cq->cq->id;
-	cq->ibcq.cqe = (int)(dpv_ring_count(cq->cq->ring) - 1);
+	/* Every slot of the ring holds a completion (ibv_create_cq(3): at least cqe). */
+	cq->ibcq.cqe = (int)dpv_ring_count(cq->cq->ring);
 	pthread_mutex_init(&cq->ibcq.mutex, NULL);
 	pthread_cond_init(&cq->ibcq.cond, NULL);
 	cq->ibcq.start_poll = cq_ex_start_poll;
@@ -324,11 +338,14 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct dpv_cq_v *cq = to_cq(ibcq);
 	struct dpv_dev *dev = cq->ctx->dev;
 
+	/* ibv_destroy_cq(3): EBUSY while a QP or SRQ uses it. */
 	if (cq->users != 0)
 		return EBUSY;
 	dpv_dev_own(dev);
 	dpv_cq_destroy(cq->cq);
 	dpv_dev_disown(dev);
+	if (ibcq->channel != NULL)
+		__atomic_sub_fetch(&to_channel(ibcq->channel)->users, 1, __ATOMIC_RELAXED);
 	pthread_spin_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
@@ -382,6 +399,9 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct dpv_channel *ch = to_channel(channel);
 
+	/* ibv_create_comp_channel(3): it fails while a CQ uses it (libibverbs: EBUSY). */
+	if (__atomic_load_n(&ch->users, __ATOMIC_RELAXED) != 0)
+		return EBUSY;
 	dpv_engine_helper_put();
 	close(channel->fd);
 	pthread_mutex_destroy(&ch->lock);

@@ -25,8 +25,26 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 	return &pd->ibpd;
 }
 
+/*
+ * ibv_alloc_pd(3): EBUSY while an MR, QP, SRQ or AH is on the PD. QPs, SRQs and AHs
+ * count themselves in users; the MRs are looked up in the device's key table (a
+ * control-path scan, under the lock registration takes), so no count has to follow
+ * ibv_rereg_mr(3)'s change of PD.
+ */
 int ibv_dealloc_pd(struct ibv_pd *pd)
 {
+	const struct dpv_mr_table *t = to_ctx(pd->context)->dev->mrs;
+	const struct dpv_mr *mr;
+	bool busy = __atomic_load_n(&to_pd(pd)->users, __ATOMIC_ACQUIRE) != 0;
+
+	pthread_mutex_lock(&mr_lock);
+	for (uint32_t i = 1; i < DPV_MAX_MR && !busy; i++) {
+		mr = __atomic_load_n(&t->slot[i], __ATOMIC_ACQUIRE);
+		busy = mr != NULL && container_of(mr, struct dpv_mr_v, mr)->ibmr.pd == pd;
+	}
+	pthread_mutex_unlock(&mr_lock);
+	if (busy)
+		return EBUSY;
 	free(to_pd(pd));
 	return 0;
 }

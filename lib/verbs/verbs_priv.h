@@ -54,6 +54,8 @@ struct dpv_context {
 struct dpv_pd {
 	struct ibv_pd ibpd;
 	uint32_t id;
+	uint32_t users;               /* QPs, SRQs and AHs on it (atomics); its MRs are
+	                                 found in the device's key table */
 };
 
 struct dpv_mr_v {
@@ -71,6 +73,7 @@ struct dpv_channel {
 	struct ibv_cq *pending[DPV_CHANNEL_QUEUE];
 	uint32_t head, tail;
 	uint64_t lost;
+	uint32_t users;               /* CQs using it (atomics) */
 };
 
 /* TM SRQs whose completions one CQ carries. */

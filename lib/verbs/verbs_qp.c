@@ -22,13 +22,22 @@ static enum ibv_qp_state qp_state(const struct dpv_qp_v *qp)
 	return (enum ibv_qp_state)__atomic_load_n(&qp->qp->attr.state, __ATOMIC_ACQUIRE);
 }
 
+/* The device moved the QP to ERR on its own: the affiliated asynchronous error of its
+ * kind (IBTA 11.6.3, ibv_get_async_event(3)). */
 static void qp_fatal(struct dpv_qp *dqp, void *arg)
 {
+	static const enum ibv_event_type event[] = {
+		[DPV_QP_EV_FATAL] = IBV_EVENT_QP_FATAL,
+		[DPV_QP_EV_REQ_ERR] = IBV_EVENT_QP_REQ_ERR,
+		[DPV_QP_EV_ACCESS_ERR] = IBV_EVENT_QP_ACCESS_ERR,
+	};
 	struct dpv_qp_v *qp = arg;
+	enum ibv_event_type type = IBV_EVENT_QP_FATAL;
 
-	(void)dqp;
+	if (dqp->event != DPV_QP_EV_NONE && dqp->event < RTE_DIM(event))
+		type = event[dqp->event];
 	qp->ibqp.state = IBV_QPS_ERR;
-	dpv_verbs_async_event(qp->ctx, IBV_EVENT_QP_FATAL, &qp->ibqp);
+	dpv_verbs_async_event(qp->ctx, type, &qp->ibqp);
 }
 
 static int check_caps(const struct ibv_qp_cap *cap, bool srq)
@@ -88,6 +97,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		to_cq(attr->recv_cq)->users++;
 		if (attr->srq != NULL)
 			to_srq(attr->srq)->users++;
+		__atomic_add_fetch(&to_pd(attr->pd)->users, 1, __ATOMIC_RELAXED);
 	}
 	dpv_dev_disown(c->dev);
 	if (ret != 0) {
@@ -154,6 +164,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	to_cq(ibqp->recv_cq)->users--;
 	if (ibqp->srq != NULL)
 		to_srq(ibqp->srq)->users--;
+	__atomic_sub_fetch(&to_pd(ibqp->pd)->users, 1, __ATOMIC_RELAXED);
 	dpv_dev_disown(dev);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
@@ -290,7 +301,8 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	op = wr_opcode[wr->opcode] - 1;
 	if (ud && op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM)
 		return EINVAL;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
+	    (wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
 	if (wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
 			       IBV_SEND_INLINE))
@@ -389,7 +401,8 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	for (; wr != NULL; wr = wr->next, n++) {
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge ||
+		    (wr->num_sge > 0 && wr->sg_list == NULL)) {
 			ret = EINVAL;
 			break;
 		}
@@ -427,11 +440,13 @@ struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	}
 	ah->ibah.context = pd->context;
 	ah->ibah.pd = pd;
+	__atomic_add_fetch(&to_pd(pd)->users, 1, __ATOMIC_RELAXED);
 	return &ah->ibah;
 }
 
 int ibv_destroy_ah(struct ibv_ah *ah)
 {
+	__atomic_sub_fetch(&to_pd(ah->pd)->users, 1, __ATOMIC_RELAXED);
 	free(to_ah(ah));
 	return 0;
 }

@@ -118,6 +118,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 			return NULL;
 		}
 	}
+	__atomic_add_fetch(&to_pd(attr->pd)->users, 1, __ATOMIC_RELAXED);
 	srq->ibsrq.context = context;
 	srq->ibsrq.srq_context = attr->srq_context;
 	srq->ibsrq.pd = attr->pd;
@@ -173,6 +174,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct dpv_dev *dev = srq->ctx->dev;
 	struct dpv_cq_v *cq;
 
+	/* ibv_destroy_srq(3): EBUSY while a QP is attached. */
 	if (srq->users != 0)
 		return EBUSY;
 	dpv_dev_own(dev);
@@ -189,6 +191,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	}
 	dpv_srq_destroy(dev->xport, srq->srq);
 	dpv_dev_disown(dev);
+	__atomic_sub_fetch(&to_pd(ibsrq->pd)->users, 1, __ATOMIC_RELAXED);
 	free(srq);
 	return 0;
 }
@@ -204,7 +207,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
 		/* SPEC §1: post-time checks, in list order; earlier WRs stay posted. */
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge || srq->srq->error) {
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge || srq->srq->error ||
+		    (wr->num_sge > 0 && wr->sg_list == NULL)) {
 			ret = EINVAL;
 			break;
 		}
@@ -240,7 +244,8 @@ static int tm_op_of(const struct dpv_srq_v *srq, const struct ibv_ops_wr *wr,
 	op->unexpected_cnt = wr->tm.unexpected_cnt;
 	switch (wr->opcode) {
 	case IBV_WR_TAG_ADD:
-		if (wr->tm.add.num_sge < 0 || (uint32_t)wr->tm.add.num_sge > srq->max_sge)
+		if (wr->tm.add.num_sge < 0 || (uint32_t)wr->tm.add.num_sge > srq->max_sge ||
+		    (wr->tm.add.num_sge > 0 && wr->tm.add.sg_list == NULL))
 			return EINVAL;
 		op->opcode = DPV_TM_OP_ADD;
 		op->tag = wr->tm.add.tag;

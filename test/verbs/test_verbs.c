@@ -57,6 +57,7 @@ int main(void)
 		failed += run_ud_tests();
 		failed += run_error_tests();
 		failed += run_channel_tests();
+		failed += run_misuse_tests();
 	}
 	sides_close();
 	return failed ? 1 : 0;
