@@ -20,12 +20,11 @@ const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, ui
 				  uint64_t addr, uint64_t len, uint32_t access)
 {
 	const struct dpv_mr *mr;
-	uint32_t idx = key >> 8;
+	uint32_t idx = dpv_mr_key_slot(key);
 
-	if (idx >= DPV_MAX_MR)
-		return NULL;
 	mr = __atomic_load_n(&t->slot[idx], __ATOMIC_ACQUIRE);
-	/* The key carries the generation, so a stale key does not name a reused slot. */
+	/* The whole key must match: it carries the generation, so a stale or guessed key
+	 * does not name the region in its slot. */
 	if (mr == NULL || mr->lkey != key || mr->pd != pd || (mr->access & access) != access)
 		return NULL;
 	if (len == 0)

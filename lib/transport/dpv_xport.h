@@ -50,7 +50,10 @@ struct dpv_xport;
 
 /* Limits (also reported by query_device). */
 #define DPV_MAX_QP 4096u          /**< QP numbers 2 .. DPV_MAX_QP-1 (0, 1 reserved) */
-#define DPV_MAX_MR 65536u
+#define DPV_MAX_MR 65536u         /**< key slots; dpv_mr_key() holds 16 bits of index */
+/** Bytes one region may cover: a fixed cap, the same on every host, so that one remote
+ *  key never opens more than this much of a process's memory. */
+#define DPV_MAX_MR_SIZE (64ull << 30)
 #define DPV_MAX_SGE 16u
 #define DPV_MAX_INLINE 256u
 #define DPV_MAX_QP_WR 16384u
@@ -81,21 +84,49 @@ enum dpv_access {
 struct dpv_mr {
 	uint64_t addr;    /**< start of the registered range (virtual address = iova) */
 	uint64_t length;
-	uint32_t lkey;    /**< index << 8 | generation */
+	uint32_t lkey;    /**< dpv_mr_key(slot index, generation) */
 	uint32_t rkey;    /**< == lkey */
 	uint32_t access;  /**< enum dpv_access */
 	uint32_t pd;      /**< protection domain id */
 };
 
 /**
- * Key table: slot index = key >> 8, generation = key & 0xff. Registration writes the
- * dpv_mr and then publishes its pointer (release); the device reads it (acquire). A
- * deregistered key's slot is NULL, and its generation changes at reuse, so a stale
- * key never finds a new region.
+ * Keys. A key is 32 bits: generation bits 15..8 in key bits 31..24, the slot index in
+ * key bits 23..8, generation bits 7..0 in key bits 7..0. The device finds a region by
+ * its slot index (dpv_mr_key_slot()) and accepts a key only if it is the whole key of
+ * the region in that slot, so the 16 generation bits are what a peer must guess.
+ *
+ * They are not guessable: each slot's generation starts at a random value (getrandom(2),
+ * drawn when a device's first region is registered), and free slots are handed out in a
+ * random order drawn at the same time. A freed slot goes to the back of the free list
+ * (the least recently freed slot is reused first) and its generation steps by one at
+ * each reuse, so a deregistered key is refused until every other free slot has been
+ * used and then for 65535 further reuses of its own slot.
+ */
+static inline uint32_t dpv_mr_key(uint32_t slot, uint16_t gen)
+{
+	return (uint32_t)(gen >> 8) << 24 | slot << 8 | (gen & 0xffu);
+}
+
+static inline uint32_t dpv_mr_key_slot(uint32_t key)
+{
+	return (key >> 8) & (DPV_MAX_MR - 1);
+}
+
+/**
+ * Key table. Registration writes the dpv_mr and then publishes its pointer (release);
+ * the device reads it (acquire). A deregistered key's slot is NULL, and its generation
+ * changes at reuse, so a stale key never finds a new region. Slot 0 is never used, so
+ * key 0 is never valid. gen, free_slot, free_head, free_count and seeded belong to
+ * lib/verbs (under its lock); the device reads only slot.
  */
 struct dpv_mr_table {
 	struct dpv_mr *slot[DPV_MAX_MR];
-	uint8_t gen[DPV_MAX_MR];
+	uint16_t gen[DPV_MAX_MR];
+	uint16_t free_slot[DPV_MAX_MR]; /**< ring of free slot indexes, oldest first */
+	uint32_t free_head;             /**< ring index of the next slot to hand out */
+	uint32_t free_count;
+	bool seeded;                    /**< gen and free_slot drawn */
 };
 
 /**

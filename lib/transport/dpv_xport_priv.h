@@ -196,7 +196,8 @@ struct dpv_xport {
 	struct xp_qp *live[DPV_MAX_QP];  /**< dense, for the round robin of dpv_xport_tx() */
 	uint32_t nlive;
 	uint32_t cursor;                 /**< live index dpv_xport_tx() starts at */
-	uint32_t next_qpn;
+	uint32_t next_qpn;               /**< place in the QP number permutation */
+	uint32_t qpn_key;                /**< its key; 0 until the first QP */
 	uint32_t next_id;                /**< CQ and SRQ ids (atomics: any thread creates) */
 	uint32_t ntimed;
 	struct xp_qp *timed[DPV_MAX_QP]; /**< QPs with a timer running (dense) */

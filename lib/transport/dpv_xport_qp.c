@@ -7,9 +7,11 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <rte_ether.h>
 #include <rte_malloc.h>
+#include <rte_random.h>
 
 #include "dpv_xport_priv.h"
 
@@ -30,18 +32,49 @@ static struct dpv_ring *qp_ring(int socket, uint32_t wr, uint32_t slot_size)
 	return mem != NULL ? dpv_ring_init(mem, count, slot_size) : NULL;
 }
 
-/* QP numbers go round the whole space before one is reused, so a late packet for a
- * destroyed QP is unlikely to find a new one. */
+_Static_assert(DPV_MAX_QP == 1u << 12, "qpn_permute() is a 12-bit permutation");
+
+/* A permutation of 0 .. DPV_MAX_QP-1 keyed by @p key: four Feistel rounds over two 6-bit
+ * halves. Any round function makes a Feistel network a bijection. */
+static uint32_t qpn_permute(uint32_t key, uint32_t c)
+{
+	uint32_t l = c >> 6, r = c & 63u;
+
+	for (int i = 0; i < 4; i++) {
+		uint32_t k = key >> (6 * i) & 63u;
+		uint32_t f = ((r ^ k) * 37u + (r >> 3) + k) & 63u;
+		uint32_t t = r;
+
+		r = l ^ f;
+		l = t;
+	}
+	return l << 6 | r;
+}
+
+/*
+ * QP numbers come in the order of a random permutation of the QP number space (its key
+ * drawn with getrandom(2) at the device's first QP), so a peer cannot guess the number
+ * of the next QP from the last. next_qpn counts through the permutation: the whole
+ * space goes round before a number is reused, so a late packet for a destroyed QP is
+ * unlikely to find a new one. Numbers 0 and 1 are skipped.
+ */
 static int qpn_alloc(struct dpv_xport *x, uint32_t *qpn)
 {
-	const uint32_t span = DPV_MAX_QP - 2;
-	uint32_t k, n;
+	uint32_t k, c, n;
 
-	for (k = 0; k < span; k++) {
-		n = 2 + (x->next_qpn - 2 + k) % span;
-		if (x->qps[n] == NULL) {
+	if (x->qpn_key == 0) {
+		uint32_t key = 0;
+
+		if (getrandom(&key, sizeof(key), 0) != sizeof(key))
+			key = (uint32_t)rte_rand();
+		x->qpn_key = key | 1u << 31; /* nonzero: drawn */
+	}
+	for (k = 0; k < DPV_MAX_QP; k++) {
+		c = (x->next_qpn + k) % DPV_MAX_QP;
+		n = qpn_permute(x->qpn_key, c);
+		if (n >= 2 && x->qps[n] == NULL) {
 			*qpn = n;
-			x->next_qpn = 2 + (n - 2 + 1) % span;
+			x->next_qpn = (c + 1) % DPV_MAX_QP;
 			return 0;
 		}
 	}

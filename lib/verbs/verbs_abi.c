@@ -525,52 +525,10 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 	return 0;
 }
 
-/* ---- memory regions (ibv_rereg_mr(3), ibv_reg_mr(3)) ---- */
+/* ---- memory regions ---- */
 
-/*
- * Change a registered region in place: its range (IBV_REREG_MR_CHANGE_TRANSLATION,
- * @p addr and @p length), its PD (_CHANGE_PD) and its access (_CHANGE_ACCESS, @p access
- * as ibv_reg_mr(3) takes it). lkey and rkey stay what they were, so keys already handed
- * to peers keep working. The change is made while the device is owned: no packet is
- * being copied through the region, and every later one sees it whole.
- * @return 0; IBV_REREG_MR_ERR_INPUT with errno EINVAL, the region unchanged: unknown
- *         flag bits, @p access without _CHANGE_ACCESS or breaking ibv_reg_mr(3)'s rules,
- *         no @p pd or one of another device, or no @p addr or @p length for a new range.
- *         No other error can happen: nothing is pinned and no command can fail.
- */
-int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
-		 int access)
-{
-	struct dpv_mr_v *m = to_mr(ibmr);
-	struct dpv_dev *dev = to_ctx(ibmr->context)->dev;
-	unsigned int acc = (unsigned int)access;
-
-	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
-	    (acc != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !dpv_verbs_access_ok(acc)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL || pd->context != ibmr->context)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == NULL || length == 0))) {
-		errno = EINVAL;
-		return IBV_REREG_MR_ERR_INPUT;
-	}
-	dpv_dev_own(dev);
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		m->mr.addr = (uintptr_t)addr;
-		m->mr.length = length;
-	}
-	if (flags & IBV_REREG_MR_CHANGE_PD)
-		m->mr.pd = to_pd(pd)->id;
-	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
-		m->mr.access = dpv_verbs_access_kept(acc);
-	dpv_dev_disown(dev);
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		ibmr->addr = addr;
-		ibmr->length = length;
-	}
-	if (flags & IBV_REREG_MR_CHANGE_PD)
-		ibmr->pd = pd;
-	return 0;
-}
+/* ibv_rereg_mr(3) is in verbs_mem.c, with the checks and locking it shares with
+ * ibv_reg_mr(3). */
 
 /*
  * dma-buf regions are memory of another device (a GPU's) that dpverbs' CPU copies

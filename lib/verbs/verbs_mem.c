@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Protection domains and memory regions (ibv_alloc_pd(3), ibv_reg_mr(3)). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <rte_random.h>
 
 #include "verbs_priv.h"
 
@@ -49,23 +55,250 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	return 0;
 }
 
-/* A free key slot (1.. DPV_MAX_MR-1; 0 stays unused so key 0 is never valid). */
-static int slot_alloc(struct dpv_mr_table *t, uint32_t *slot)
+/* ---- checks of a range (ibv_reg_mr(3), ibv_rereg_mr(3)) ---- */
+
+/* The access rights that need a writable mapping: the device stores into the region. */
+#define WRITE_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+
+static uintptr_t page_down(uintptr_t a)
 {
-	for (uint32_t i = 1; i < DPV_MAX_MR; i++) {
-		if (__atomic_load_n(&t->slot[i], __ATOMIC_ACQUIRE) == NULL) {
-			*slot = i;
-			return 0;
-		}
-	}
-	return ENOMEM;
+	return a & ~((uintptr_t)getpagesize() - 1);
 }
 
+/* The end of the last page of a range; the caller has checked it does not wrap. */
+static uintptr_t page_up(uintptr_t a)
+{
+	return page_down(a + (uintptr_t)getpagesize() - 1);
+}
+
+/*
+ * Without /proc, presence is all that can be checked: mincore(2) fails with ENOMEM when
+ * a page of the range is not mapped.
+ */
+static int range_present(uintptr_t lo, uintptr_t hi)
+{
+	unsigned char vec[256];
+	const uintptr_t ps = (uintptr_t)getpagesize();
+
+	while (lo < hi) {
+		uintptr_t n = (hi - lo) / ps < sizeof(vec) ? hi - lo : sizeof(vec) * ps;
+
+		if (mincore((void *)lo, n, vec) != 0)
+			return EFAULT;
+		lo += n;
+	}
+	return 0;
+}
+
+/*
+ * 0 if every page of [lo, hi) (page-aligned) is mapped readable and, with @p write,
+ * writable; EFAULT if not. The device reads and writes a region with the CPU, so the
+ * mapping's protections are what decide whether a copy faults. /proc/self/maps lists
+ * mappings in address order with their protections: the range must be covered by
+ * consecutive mappings, each with the rights asked for. mincore(2) alone would tell
+ * presence but not protections, and a probe (reading and writing back a byte of each
+ * page) would race with the program's own stores. This runs at registration only.
+ */
+static int range_mapped(uintptr_t lo, uintptr_t hi, bool write)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	unsigned long start, end;
+	uintptr_t cur = lo;
+	char perms[5];
+	int ret = EFAULT;
+
+	if (f == NULL)
+		return range_present(lo, hi);
+	while (fscanf(f, "%lx-%lx %4s %*[^\n]", &start, &end, perms) == 3) {
+		if (end <= cur)
+			continue;
+		if (start > cur || perms[0] != 'r' || (write && perms[1] != 'w'))
+			break;
+		cur = end;
+		if (cur >= hi) {
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/*
+ * The errno ibv_reg_mr(3) and ibv_rereg_mr(3) give a range with @p access, 0 if it can
+ * be registered: EINVAL if it wraps past the top of the address space, ENOMEM if it is
+ * longer than DPV_MAX_MR_SIZE (a device limit, as a kernel provider reports a range it
+ * cannot pin), EFAULT if a page of it is not mapped with the rights @p access needs (as
+ * ib_umem_get() reports an address it cannot pin).
+ */
+static int range_check(const void *addr, size_t length, unsigned int access)
+{
+	uintptr_t a = (uintptr_t)addr;
+
+	if (length == 0)
+		return 0;
+	if (length > UINTPTR_MAX - a || a + length > UINTPTR_MAX - (uintptr_t)getpagesize())
+		return EINVAL;
+	if (length > DPV_MAX_MR_SIZE)
+		return ENOMEM;
+	return range_mapped(page_down(a), page_up(a + length), (access & WRITE_ACCESS) != 0);
+}
+
+/* ---- pinning ---- */
+
+/*
+ * A registered region's pages are locked (mlock(2)) when RLIMIT_MEMLOCK allows, so the
+ * device never waits for a page to come back from swap. mlock(2) does not nest: one
+ * munlock(2) unlocks a page however many regions locked it. So every locked region is
+ * on this list (process-wide, as locks are, under mr_lock), and unlocking one locks
+ * again what other locked regions share with it.
+ *
+ * When the limit refuses, the region is registered unlocked: the device copies with the
+ * CPU, so an unlocked page that was swapped out faults back in and the copy is correct,
+ * only slower. Failing instead (ENOMEM, as ib_umem_get() does for hardware that DMAs into
+ * pinned pages) would refuse most programs under the default limit of 8 MiB.
+ */
+struct mr_full {
+	struct dpv_mr_v v;
+	uintptr_t lock_lo, lock_hi;  /* the locked pages; lock_lo == lock_hi if none */
+	struct mr_full *prev, *next; /* on the locked list while lock_lo < lock_hi */
+};
+
+static struct mr_full *locked_list;
+
+static struct mr_full *to_full(struct dpv_mr_v *m)
+{
+	return container_of(m, struct mr_full, v);
+}
+
+static void pin(struct mr_full *f, const void *addr, size_t length)
+{
+	uintptr_t lo = page_down((uintptr_t)addr), hi = lo;
+
+	if (length > 0)
+		hi = page_up((uintptr_t)addr + length);
+	f->lock_lo = f->lock_hi = 0;
+	if (lo == hi || mlock((void *)lo, hi - lo) != 0)
+		return;
+	f->lock_lo = lo;
+	f->lock_hi = hi;
+	f->prev = NULL;
+	f->next = locked_list;
+	if (locked_list != NULL)
+		locked_list->prev = f;
+	locked_list = f;
+}
+
+static void unpin(struct mr_full *f)
+{
+	if (f->lock_lo == f->lock_hi)
+		return;
+	if (f->prev != NULL)
+		f->prev->next = f->next;
+	else
+		locked_list = f->next;
+	if (f->next != NULL)
+		f->next->prev = f->prev;
+	munlock((void *)f->lock_lo, f->lock_hi - f->lock_lo);
+	for (struct mr_full *o = locked_list; o != NULL; o = o->next) {
+		uintptr_t lo = o->lock_lo > f->lock_lo ? o->lock_lo : f->lock_lo;
+		uintptr_t hi = o->lock_hi < f->lock_hi ? o->lock_hi : f->lock_hi;
+
+		/* These pages were locked a moment ago, so the limit allows them again. */
+		if (lo < hi)
+			mlock((void *)lo, hi - lo);
+	}
+	f->lock_lo = f->lock_hi = 0;
+}
+
+/* ---- keys ---- */
+
+_Static_assert(DPV_MAX_MR == 1u << 16, "dpv_mr_key() holds a 16-bit slot index");
+
+/* @p len random bytes: getrandom(2), or rte_rand() where the kernel has none. */
+static void random_bytes(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n <= 0) {
+			if (n < 0 && errno == EINTR)
+				continue;
+			for (; len > 0; len--)
+				*p++ = (uint8_t)rte_rand();
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * Draw a device's key secrets once, at its first registration: every slot's first
+ * generation and the order free slots are handed out in (a Fisher-Yates shuffle of
+ * 1 .. DPV_MAX_MR-1). ENOMEM if the shuffle's random numbers cannot be held.
+ */
+static int table_seed(struct dpv_mr_table *t)
+{
+	const uint32_t n = DPV_MAX_MR - 1;
+	uint32_t *r = malloc(n * sizeof(*r));
+
+	if (r == NULL)
+		return ENOMEM;
+	random_bytes(t->gen, sizeof(t->gen));
+	random_bytes(r, n * sizeof(*r));
+	for (uint32_t i = 0; i < n; i++)
+		t->free_slot[i] = (uint16_t)(i + 1);
+	for (uint32_t i = n - 1; i > 0; i--) {
+		uint32_t j = r[i] % (i + 1);
+		uint16_t s = t->free_slot[i];
+
+		t->free_slot[i] = t->free_slot[j];
+		t->free_slot[j] = s;
+	}
+	free(r);
+	t->free_head = 0;
+	t->free_count = n;
+	t->seeded = true;
+	return 0;
+}
+
+/* The least recently freed slot; ENOMEM when every slot holds a region. */
+static int slot_alloc(struct dpv_mr_table *t, uint32_t *slot)
+{
+	if (!t->seeded && table_seed(t) != 0)
+		return ENOMEM;
+	if (t->free_count == 0)
+		return ENOMEM;
+	*slot = t->free_slot[t->free_head];
+	t->free_head = (t->free_head + 1) % DPV_MAX_MR;
+	t->free_count--;
+	return 0;
+}
+
+static void slot_free(struct dpv_mr_table *t, uint32_t slot)
+{
+	t->free_slot[(t->free_head + t->free_count) % DPV_MAX_MR] = (uint16_t)slot;
+	t->free_count++;
+}
+
+/* ---- ibv_reg_mr(3), ibv_dereg_mr(3), ibv_rereg_mr(3) ---- */
+
+/*
+ * Register [addr, addr + length) for @p access. Besides ibv_reg_mr(3)'s EINVAL for bad
+ * access flags or an iova other than @p addr: EINVAL for a range that wraps, ENOMEM for
+ * one longer than DPV_MAX_MR_SIZE or when every key slot is taken, EFAULT for a range
+ * not mapped with the rights @p access needs (doc/guides/memory.md). The pages are
+ * locked when RLIMIT_MEMLOCK allows.
+ */
 struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 				unsigned int access)
 {
 	struct dpv_context *c = to_ctx(pd->context);
 	struct dpv_mr_table *t = c->dev->mrs;
+	struct mr_full *f;
 	struct dpv_mr_v *m;
 	uint32_t slot;
 	int ret;
@@ -75,23 +308,30 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 		errno = EINVAL;
 		return NULL;
 	}
-	m = calloc(1, sizeof(*m));
-	if (m == NULL) {
+	ret = range_check(addr, length, access);
+	if (ret != 0) {
+		errno = ret;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	m = &f->v;
 	pthread_mutex_lock(&mr_lock);
 	ret = slot_alloc(t, &slot);
 	if (ret != 0) {
 		pthread_mutex_unlock(&mr_lock);
-		free(m);
+		free(f);
 		errno = ret;
 		return NULL;
 	}
+	pin(f, addr, length);
 	m->slot = slot;
 	m->mr.addr = (uintptr_t)addr;
 	m->mr.length = length;
-	m->mr.lkey = slot << 8 | t->gen[slot];
+	m->mr.lkey = dpv_mr_key(slot, t->gen[slot]);
 	m->mr.rkey = m->mr.lkey;
 	m->mr.access = dpv_verbs_access_kept(access);
 	m->mr.pd = to_pd(pd)->id;
@@ -121,6 +361,10 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uin
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 }
 
+/*
+ * When this returns, the device copies nothing through the region any more, so the
+ * program may unmap its memory; not before (doc/guides/memory.md).
+ */
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct dpv_context *c = to_ctx(mr->context);
@@ -132,8 +376,87 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	pthread_mutex_lock(&mr_lock);
 	__atomic_store_n(&t->slot[m->slot], NULL, __ATOMIC_RELEASE);
 	t->gen[m->slot]++; /* a stale key never finds the slot's next region */
+	slot_free(t, m->slot);
+	unpin(to_full(m));
 	pthread_mutex_unlock(&mr_lock);
 	dpv_dev_disown(c->dev);
-	free(m);
+	free(to_full(m));
+	return 0;
+}
+
+/*
+ * Change a registered region in place: its range (IBV_REREG_MR_CHANGE_TRANSLATION,
+ * @p addr and @p length), its PD (_CHANGE_PD) and its access (_CHANGE_ACCESS, @p access
+ * as ibv_reg_mr(3) takes it). lkey and rkey stay what they were, so keys already handed
+ * to peers keep working. The change is made while the device is owned: no packet is
+ * being copied through the region, and every later one sees it whole. The range the
+ * region ends with, and the access it ends with, pass ibv_reg_mr(3)'s checks; a new
+ * range is locked and the old one unlocked.
+ * @return 0; IBV_REREG_MR_ERR_INPUT, the region unchanged, with errno EINVAL: unknown
+ *         flag bits, @p access without _CHANGE_ACCESS or breaking ibv_reg_mr(3)'s rules,
+ *         no @p pd or one of another device, no @p addr or @p length for a new range, or
+ *         a new range that wraps; ENOMEM: a new range longer than DPV_MAX_MR_SIZE;
+ *         EFAULT: the resulting range not mapped with the rights the resulting access
+ *         needs. No other error can happen: no command can fail.
+ */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	struct dpv_mr_v *m = to_mr(ibmr);
+	struct dpv_dev *dev = to_ctx(ibmr->context)->dev;
+	unsigned int acc = (unsigned int)access;
+	bool translate = (flags & IBV_REREG_MR_CHANGE_TRANSLATION) != 0;
+	struct mr_full *f = to_full(m), moved;
+	int ret;
+
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
+	    (acc != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !dpv_verbs_access_ok(acc)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL || pd->context != ibmr->context)) ||
+	    (translate && (addr == NULL || length == 0))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (translate || (flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+		/* m->mr.access is IBV_ACCESS_* bits too (enum dpv_access has their values). */
+		ret = range_check(translate ? addr : ibmr->addr,
+				  translate ? length : ibmr->length,
+				  (flags & IBV_REREG_MR_CHANGE_ACCESS) ? acc : m->mr.access);
+		if (ret != 0) {
+			errno = ret;
+			return IBV_REREG_MR_ERR_INPUT;
+		}
+	}
+	dpv_dev_own(dev);
+	pthread_mutex_lock(&mr_lock);
+	if (translate) {
+		/* The new pages are locked, and on the list, before the old are unlocked,
+		 * so pages the two ranges share end locked. */
+		pin(&moved, addr, length);
+		unpin(f);
+		if (moved.lock_lo != moved.lock_hi) {
+			if (moved.next != NULL)
+				moved.next->prev = f;
+			locked_list = f;
+			f->prev = NULL;
+			f->next = moved.next;
+		}
+		f->lock_lo = moved.lock_lo;
+		f->lock_hi = moved.lock_hi;
+		m->mr.addr = (uintptr_t)addr;
+		m->mr.length = length;
+	}
+	pthread_mutex_unlock(&mr_lock);
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		m->mr.pd = to_pd(pd)->id;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS)
+		m->mr.access = dpv_verbs_access_kept(acc);
+	dpv_dev_disown(dev);
+	if (translate) {
+		ibmr->addr = addr;
+		ibmr->length = length;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = pd;
 	return 0;
 }

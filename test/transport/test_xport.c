@@ -124,7 +124,7 @@ static uint32_t mr_reg_pd(struct dpv_mr_table *t, void *buf, size_t len, uint32_
 	assert_non_null(mr);
 	mr->addr = (uintptr_t)buf;
 	mr->length = len;
-	mr->lkey = mr->rkey = idx << 8 | t->gen[idx];
+	mr->lkey = mr->rkey = dpv_mr_key(idx, t->gen[idx]);
 	mr->access = access;
 	mr->pd = pd;
 	__atomic_store_n(&t->slot[idx], mr, __ATOMIC_RELEASE);
@@ -138,10 +138,10 @@ static uint32_t mr_reg(struct dpv_mr_table *t, void *buf, size_t len, uint32_t a
 
 static void mr_dereg(struct dpv_mr_table *t, uint32_t key)
 {
-	struct dpv_mr *mr = t->slot[key >> 8];
+	struct dpv_mr *mr = t->slot[dpv_mr_key_slot(key)];
 
-	__atomic_store_n(&t->slot[key >> 8], NULL, __ATOMIC_RELEASE);
-	t->gen[key >> 8]++;
+	__atomic_store_n(&t->slot[dpv_mr_key_slot(key)], NULL, __ATOMIC_RELEASE);
+	t->gen[dpv_mr_key_slot(key)]++;
 	free(mr);
 }
 
@@ -1304,17 +1304,24 @@ static void qp_numbers_run_out_with_enospc(void **state)
 				   .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1};
 	struct dpv_cq *cq;
 	struct dpv_qp *qp;
-	uint32_t n = 0, freed;
+	static bool seen[DPV_MAX_QP];
+	uint32_t n = 0, freed, steps_of_one = 0;
 
 	(void)state;
 	assert_int_equal(dpv_cq_create(xb, 1, &cq), 0);
 	init.send_cq = init.recv_cq = cq;
 	while (dpv_qp_create(xb, &init, &qps[n]) == 0) {
 		assert_true(qps[n]->qpn >= 2 && qps[n]->qpn < DPV_MAX_QP);
+		assert_false(seen[qps[n]->qpn]);
+		seen[qps[n]->qpn] = true;
+		if (n > 0 && qps[n]->qpn == qps[n - 1]->qpn + 1)
+			steps_of_one++;
 		n++;
 	}
 	/* numbers 0 and 1 are reserved; xb holds no other QP now */
 	assert_int_equal(n, DPV_MAX_QP - 2);
+	/* in a random order, not counted up */
+	assert_true(steps_of_one < n / 64);
 	assert_int_equal(dpv_qp_create(xb, &init, &qp), ENOSPC);
 	/* a freed number comes back, and only when no other is free */
 	freed = qps[100]->qpn;
