@@ -4,7 +4,8 @@
  * must: a CQ too small for its completions overruns loudly (IBV_EVENT_CQ_ERR, its QPs
  * in ERR with IBV_EVENT_QP_FATAL), a CQ reports at least the entries asked for, a
  * destroy of an object still in use is EBUSY, an access violation at the responder
- * raises IBV_EVENT_QP_ACCESS_ERR there, and a NULL scatter list is EINVAL at post time.
+ * raises IBV_EVENT_QP_ACCESS_ERR there and an invalid request IBV_EVENT_QP_REQ_ERR, and
+ * a NULL scatter list is EINVAL at post time.
  */
 #include <errno.h>
 #include <string.h>
@@ -308,6 +309,83 @@ static void misuse_bad_rkey_write_access_err_at_responder(void **state)
 	assert_false(wait_event_of(B.ctx, IBV_EVENT_QP_FATAL, p.b, QUIET_MS));
 }
 
+/* Take @p qp to RTS towards @p peer, accepting @p max_dest_rd_atomic READs. */
+static void to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const union ibv_gid *peer_gid,
+		   uint8_t max_dest_rd_atomic)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = TEST_MTU;
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = 0x300;
+	a.max_dest_rd_atomic = max_dest_rd_atomic;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *peer_gid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.sq_psn = 0x300;
+	a.max_rd_atomic = 16;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+/*
+ * Two READs at a responder that accepts one outstanding (max_dest_rd_atomic 1, the
+ * requester told it may have 16): the second is an invalid request (IBTA 9.5), and the
+ * responder's program gets IBV_EVENT_QP_REQ_ERR about its QP.
+ */
+static void misuse_too_many_reads_req_err_at_responder(void **state)
+{
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad = NULL;
+	struct ibv_mr *smr, *rmr;
+	struct ibv_cq *acq, *bcq;
+	struct ibv_qp *qa, *qb;
+
+	(void)state;
+	acq = new_cq(&A, 16, NULL, NULL);
+	bcq = new_cq(&B, 16, NULL, NULL);
+	qa = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 16, 4);
+	qb = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 4);
+	to_rts(qa, qb, &B.gid, 16);
+	to_rts(qb, qa, &A.gid, 1);
+	smr = new_mr(&A, 128, LW);
+	rmr = new_mr(&B, 128, LW | IBV_ACCESS_REMOTE_READ);
+	memset(wr, 0, sizeof(wr));
+	for (int i = 0; i < 2; i++) {
+		sge[i] = (struct ibv_sge){.addr = (uintptr_t)smr->addr + 64 * (unsigned int)i,
+					  .length = 64, .lkey = smr->lkey};
+		wr[i].wr_id = (uint64_t)i + 1;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_READ;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)rmr->addr + 64 * (unsigned int)i;
+		wr[i].wr.rdma.rkey = rmr->rkey;
+		wr[i].next = i == 0 ? &wr[1] : NULL;
+	}
+	assert_int_equal(ibv_post_send(qa, wr, &bad), 0);
+	assert_true(wait_event_of(B.ctx, IBV_EVENT_QP_REQ_ERR, qb, WAIT_MS));
+	assert_int_equal(qp_state_of(qb), IBV_QPS_ERR);
+	assert_false(wait_event_of(B.ctx, IBV_EVENT_QP_FATAL, qb, QUIET_MS));
+}
+
 /* A NULL sg_list with num_sge > 0 is EINVAL with the WR in *bad_wr, on every post
  * verb (SPEC-SRQ-TM §3 for TAG_ADD), and an earlier good WR stays posted. */
 static void misuse_null_sg_list_einval(void **state)
@@ -378,6 +456,7 @@ int run_misuse_tests(void)
 		VT(misuse_destroy_srq_busy),
 		VT(misuse_destroy_channel_busy),
 		VT(misuse_bad_rkey_write_access_err_at_responder),
+		VT(misuse_too_many_reads_req_err_at_responder),
 		VT(misuse_null_sg_list_einval),
 	};
 
