@@ -106,7 +106,7 @@ static uint32_t mr_reg(struct dpv_mr_table *t, void *buf, size_t len, uint32_t a
 		abort();
 	mr->addr = (uintptr_t)buf;
 	mr->length = len;
-	mr->lkey = mr->rkey = idx << 8 | t->gen[idx];
+	mr->lkey = mr->rkey = dpv_mr_key(idx, t->gen[idx]);
 	mr->access = access;
 	mr->pd = PD;
 	__atomic_store_n(&t->slot[idx], mr, __ATOMIC_RELEASE);
