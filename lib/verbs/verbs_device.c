@@ -688,7 +688,7 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "dpverbs %s", DPV_VERSION);
 	a->node_guid = node_guid(dev);
 	a->sys_image_guid = a->node_guid;
-	a->max_mr_size = UINT64_MAX;
+	a->max_mr_size = DPV_MAX_MR_SIZE;
 	a->page_size_cap = 4096;
 	a->vendor_id = 0;
 	a->hw_ver = 1;

@@ -42,6 +42,10 @@ static void query_device_ex_reports_tm_caps(void **state)
 	assert_true(attr.orig_attr.max_srq_wr > 0);
 	assert_true(attr.orig_attr.max_srq_sge >= 1);
 	assert_true(attr.orig_attr.max_qp_wr > 0);
+	/* What ibv_reg_mr() and the READ limits enforce (test_mr.c, test_misuse.c). */
+	assert_true(attr.orig_attr.max_mr_size == 64ull << 30);
+	assert_int_equal(attr.orig_attr.max_qp_rd_atom, 16);
+	assert_int_equal(attr.orig_attr.max_qp_init_rd_atom, 16);
 }
 
 static void query_port_active_ethernet_with_active_mtu(void **state)
