@@ -177,6 +177,17 @@ static void accepted_regions_are_locked_and_shared_pages_stay_locked(void **stat
 	struct ibv_mr *whole, *half;
 
 	(void)state;
+	/* Where RLIMIT_MEMLOCK leaves no room a region is registered unlocked, and
+	 * AddressSanitizer's runtime makes mlock(2) do nothing: either way there is nothing
+	 * to see in VmLck. */
+	if (mlock(p, len) != 0 || vm_locked_kb() < before + (long)(len >> 10)) {
+		whole = ibv_reg_mr(A.pd, p, len, RW);
+		assert_non_null(whole);
+		assert_int_equal(ibv_dereg_mr(whole), 0);
+		munmap(p, len);
+		skip();
+	}
+	munlock(p, len);
 	whole = ibv_reg_mr(A.pd, p, len, RW);
 	assert_non_null(whole);
 	assert_true(vm_locked_kb() >= before + (long)(len >> 10));
