@@ -32,7 +32,7 @@
  * packet per window acknowledged), so a lossy path resends less with each loss. */
 #define XP_CWND_MIN 8u
 /* The responder NAKs again after so many packets dropped behind a NAK. */
-#define XP_ACKREQ_EVERY (XP_WINDOW / 4)
+#define XP_RENAK_DROPS (XP_WINDOW / 4)
 /* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them.
  * It holds max_dest_rd_atomic new READs and as many duplicate READs, with at most one
  * ACK or NAK between each two (a newer one replaces the one at the tail): never full. */

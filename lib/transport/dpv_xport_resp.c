@@ -626,10 +626,10 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		 * silence would leave the wait to the requester's ACK timer, the NAK goes
 		 * again: for a packet at or below the highest one dropped since (the
 		 * requester went back again, and ePSN was lost once more), and after
-		 * XP_ACKREQ_EVERY packets dropped (the NAK itself was lost). */
+		 * XP_RENAK_DROPS packets dropped (the NAK itself was lost). */
 		XP_CNT(x, q, out_of_seq);
 		if (!q->nak_sent || dpv_wire_psn_diff(p->psn, q->nak_hi) <= 0 ||
-		    ++q->nak_drops >= XP_ACKREQ_EVERY) {
+		    ++q->nak_drops >= XP_RENAK_DROPS) {
 			q->nak_sent = true;
 			q->nak_drops = 0;
 			XP_CNT(x, q, naks_sent);

@@ -1978,7 +1978,7 @@ static void vanished_peer_gives_retry_exc_err_within_the_bound(void **state)
 	mr_dereg(ta, ks);
 }
 
-/* Messages far longer than the window: AckReq every XP_ACKREQ_EVERY packets keeps it
+/* Messages far longer than the window: AckReq four times a window keeps it
  * moving (before, 256 unacknowledged packets stopped the requester for good). */
 static void messages_of_4_mib_on_send_write_and_read(void **state)
 {
