@@ -576,6 +576,13 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 			xp_ud_rx(x, q, &p, frame);
 		return;
 	}
+	/* An RC QP talks to one peer (its AH): frames from any other address are not its
+	 * connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
+	 * has no peer yet leaves the refusal to its state check. */
+	if (p.src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0) {
+		x->stats.rx_bad_src++;
+		return;
+	}
 	if (p.opcode > DPV_OP_RC_ACK)
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	else if (rc_request(p.opcode))

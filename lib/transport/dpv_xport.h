@@ -501,6 +501,7 @@ struct dpv_xport_stats {
 	uint64_t rx_packets, tx_packets;
 	uint64_t rx_bad[DPV_WIRE_E_ICRC + 1]; /**< by enum dpv_wire_err */
 	uint64_t rx_unknown_qp, rx_bad_state, rx_bad_qkey, rx_bad_pkey;
+	uint64_t rx_bad_src;       /**< RC frames from an address not the QP's peer */
 	struct dpv_qp_stats qps;  /**< the protocol counters of every QP, summed */
 	uint64_t access_errors;   /**< bad rkey / lkey / range / access flags */
 	uint64_t tm_expected, tm_unexpected, tm_no_tag;

@@ -2352,7 +2352,13 @@ static void malformed_frames_are_counted_and_ignored(void **state)
 	p.dst_ip = RTE_IPV4(127, 0, 20, 99);
 	m = frame(&p, payload, 10);
 	dpv_xport_rx(xb, &m, 1);
+	/* from an address that is not the QP's peer, with every other field right */
+	pkt_to(&p, DPV_OP_RC_SEND_ONLY, b.qp->qpn, PSN0);
+	p.src_ip = RTE_IPV4(127, 0, 20, 98);
+	m = frame(&p, payload, 10);
+	dpv_xport_rx(xb, &m, 1);
 	after = stats(xb);
+	assert_int_equal(after.rx_bad_src - before.rx_bad_src, 1);
 	assert_int_equal(after.rx_unknown_qp - before.rx_unknown_qp, 1);
 	assert_int_equal(after.rx_bad_state - before.rx_bad_state, 1);
 	assert_int_equal(after.rx_bad[DPV_WIRE_E_ICRC] - before.rx_bad[DPV_WIRE_E_ICRC], 1);
@@ -2360,7 +2366,7 @@ static void malformed_frames_are_counted_and_ignored(void **state)
 	assert_int_equal(after.rx_bad[DPV_WIRE_E_OPCODE] - before.rx_bad[DPV_WIRE_E_OPCODE], 2);
 	assert_int_equal(after.rx_bad_pkey - before.rx_bad_pkey, 1);
 	assert_int_equal(after.rx_bad[DPV_WIRE_E_NOT_ROCE] - before.rx_bad[DPV_WIRE_E_NOT_ROCE], 1);
-	assert_int_equal(after.rx_packets - before.rx_packets, 8);
+	assert_int_equal(after.rx_packets - before.rx_packets, 9);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
 	end_close(&a);
 	end_close(&b);
