@@ -45,7 +45,9 @@ static struct {
 	char port_faults[DPV_MAX_DEVS][DPV_FAULTS_SPEC_MAX]; /* [portN] faults */
 	unsigned int ring_pairs;
 	uint32_t inline_idle_us;
-} conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT};
+	uint32_t arp_lifetime_ms;
+} conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT,
+	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT};
 
 /* Say what is wrong once, in words a person can act on. */
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -102,13 +104,41 @@ static int load_port_faults(struct rte_cfgfile *cf, const char *path)
 	return 0;
 }
 
+/*
+ * A number setting, from the environment (@p env) or the file's [dpverbs] @p key: @p min
+ * to @p max, else refused with what it means (@p what) and EINVAL.
+ */
+static int take_number(const char *value, bool from_env, const char *env, const char *key,
+		       const char *path, const char *what, unsigned long min, unsigned long max,
+		       uint32_t *out)
+{
+	char *end;
+	unsigned long v;
+
+	if (value[0] == '\0')
+		return 0;
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < min ||
+	    v > max) {
+		if (from_env)
+			complain("%s=%s: want %s, %lu to %lu", env, value, what, min, max);
+		else
+			complain("%s = %s in [dpverbs] of %s: want %s, %lu to %lu", key, value, path,
+				 what, min, max);
+		return EINVAL;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* Environment first; the INI file fills what the environment left unset. */
 static int load_config(void)
 {
 	const char *path = getenv("DPV_CONFIG"), *v;
 	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "", idle_us[16] = "";
-	bool idle_from_env;
+	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "";
+	bool idle_from_env, arp_from_env;
 
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
@@ -116,7 +146,9 @@ static int load_config(void)
 	copy_setting(conf.capture, sizeof(conf.capture), getenv("DPV_CAPTURE"));
 	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
 	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
+	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
 	idle_from_env = idle_us[0] != '\0';
+	arp_from_env = arp_ms[0] != '\0';
 	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
 		return EINVAL;
 	if (path != NULL && path[0] != '\0') {
@@ -135,6 +167,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
 		copy_setting(idle_us, sizeof(idle_us),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
+		copy_setting(arp_ms, sizeof(arp_ms),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "arp_lifetime_ms"));
 		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
 		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
 				"dpverbs", path) != 0) {
@@ -168,25 +202,14 @@ static int load_config(void)
 		}
 		conf.ring_pairs = (unsigned int)n;
 	}
-	if (idle_us[0] != '\0') {
-		char *end;
-		unsigned long us = strtoul(idle_us, &end, 10);
-
-		if (!isdigit((unsigned char)idle_us[0]) || *end != '\0' ||
-		    us > DPV_INLINE_IDLE_US_MAX) {
-			if (idle_from_env)
-				complain("DPV_INLINE_IDLE_US=%s: want the microseconds an inline "
-					 "device may go undriven before the helper thread drives "
-					 "it, 0 (never) to %u", idle_us, DPV_INLINE_IDLE_US_MAX);
-			else
-				complain("inline_idle_us = %s in [dpverbs] of %s: want the "
-					 "microseconds an inline device may go undriven before the "
-					 "helper thread drives it, 0 (never) to %u", idle_us, path,
-					 DPV_INLINE_IDLE_US_MAX);
-			return EINVAL;
-		}
-		conf.inline_idle_us = (uint32_t)us;
-	}
+	if (take_number(idle_us, idle_from_env, "DPV_INLINE_IDLE_US", "inline_idle_us", path,
+			"the microseconds an inline device may go undriven before the helper "
+			"thread drives it (0: never)", 0, DPV_INLINE_IDLE_US_MAX,
+			&conf.inline_idle_us) != 0 ||
+	    take_number(arp_ms, arp_from_env, "DPV_ARP_LIFETIME_MS", "arp_lifetime_ms", path,
+			"the milliseconds a neighbour's MAC is trusted after its last ARP", 1,
+			DPV_ARP_LIFETIME_MS_MAX, &conf.arp_lifetime_ms) != 0)
+		return EINVAL;
 	return 0;
 }
 
@@ -564,6 +587,9 @@ static int open_dev(struct dpv_device *d)
 				 strerror(ret));
 		else
 			ret = start_capture(d);
+		/* Before the progress mode: nobody polls the port yet. */
+		if (ret == 0)
+			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
 		/* After the mode: a device that went to an lcore or a service needs no

@@ -62,6 +62,12 @@ printf '[dpverbs]\neal_args = %s --vdev=net_null0\ninline_idle_us = 2000000\n[po
 	"$base" >"$tmp/idle.ini"
 check "inline idle interval too long in the file" EINVAL "inline_idle_us = 2000000 in [dpverbs] of $tmp/idle.ini" \
 	DPV_CONFIG="$tmp/idle.ini"
+check "ARP lifetime of 0" EINVAL "DPV_ARP_LIFETIME_MS=0: want the milliseconds" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_ARP_LIFETIME_MS=0
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\narp_lifetime_ms = 30s\n[port0]\nipv4 = 127.0.0.1\n' \
+	"$base" >"$tmp/arp.ini"
+check "ARP lifetime that is not a number in the file" EINVAL "arp_lifetime_ms = 30s in [dpverbs] of $tmp/arp.ini" \
+	DPV_CONFIG="$tmp/arp.ini"
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
 printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \
