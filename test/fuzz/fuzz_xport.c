@@ -7,8 +7,10 @@
  * QP, memory regions of every access inside guard pages. Each input is a string of
  * steps; a step either builds a frame from fuzzed fields (opcode, QP, a PSN near the
  * one expected, RETH/AETH/DETH/ImmDt, a TMH in the payload, a key of a real region or
- * not) with a valid ICRC, or hands raw bytes to the device, or makes a device post a
- * real WQE, so requests and responses cross both ways while the fuzzed frames land.
+ * not) with a valid ICRC, or hands raw bytes to the device, or a frame of a real
+ * capture pointed at this run's QPs and regions (the seeds, seeds.py), or makes a
+ * device post a real WQE, so requests and responses cross both ways while the fuzzed
+ * frames land.
  * The devices are pumped after each step. What must hold: no crash, no byte written
  * outside a region (the guard pages fault, and the bytes around each region are
  * checked), every mbuf back in its pool at the end of the input. The QPs are taken
@@ -421,6 +423,57 @@ static void raw(struct in *in, int to)
 	inject(&dv[to], frame, len);
 }
 
+/*
+ * A frame of a real capture (seeds.py turns dpverbs' captures into such steps), pointed
+ * at this run's devices: its MACs, addresses and QP number become the target's (QP
+ * chosen by the captured number), an R_Key and address one of the target's regions at
+ * the captured offset, a UD frame's Q_Key and source QP the peer's; opcode, PSN,
+ * lengths, flags and payload stay as captured, and the ICRC is made right again.
+ * What does not parse goes in as it is.
+ */
+static void captured(struct in *in, int to)
+{
+	static uint8_t frame[2048], out[2048];
+	struct dev *d = &dv[to], *peer = &dv[1 - to];
+	uint32_t len = take(in, 2) % sizeof(frame), flen, hl;
+	struct dpv_wire_pkt p;
+	struct dpv_qp *qp;
+
+	for (uint32_t i = 0; i < len; i++)
+		frame[i] = (uint8_t)take(in, 1);
+	if (dpv_wire_parse(frame, len, &p) != DPV_WIRE_OK) {
+		inject(d, frame, len);
+		return;
+	}
+	if (p.opcode == DPV_OP_UD_SEND_ONLY || p.opcode == DPV_OP_UD_SEND_ONLY_IMM) {
+		qp = d->ud;
+		p.deth_qkey = 0x1234;
+		p.deth_src_qp = peer->ud->qpn;
+	} else {
+		qp = p.dest_qp % 2 == 0 ? d->rc : d->rc_srq;
+	}
+	memcpy(p.dst_mac, d->port.mac.addr_bytes, 6);
+	memcpy(p.src_mac, peer->port.mac.addr_bytes, 6);
+	p.src_ip = peer->port.ipv4;
+	p.dst_ip = d->port.ipv4;
+	p.dest_qp = qp->qpn;
+	if (dpv_wire_opcode_info(p.opcode) & DPV_WIRE_EXT_RETH) {
+		unsigned int mr = p.reth_rkey % N_MR;
+
+		p.reth_rkey = d->key[mr];
+		p.reth_va = (uintptr_t)d->mem[mr] + (p.reth_va & (MR_LEN - 1));
+	}
+	flen = dpv_wire_frame_len(p.opcode, p.payload_len);
+	if (flen > sizeof(out))
+		return;
+	hl = dpv_wire_write_headers(out, &p, p.payload_len);
+	if (hl == 0)
+		return;
+	memcpy(out + hl, frame + p.hdr_len, p.payload_len);
+	dpv_wire_finish(out, flen);
+	inject(d, out, flen);
+}
+
 /* A real WQE on one side, so requests and responses cross while fuzzed frames land. */
 static void real(struct in *in, int from)
 {
@@ -488,6 +541,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 2:
 			tag_add(&dv[side], take(&in, 1) % 8, take(&in, 2));
+			break;
+		case 3:
+			captured(&in, side);
 			break;
 		default:
 			crafted(&in, side);

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""Seeds for fuzz_xport from real traffic, and the replay of seeds and past crashes.
+
+  seeds.py REPLAY CAPTURE_VERBS SEED_DIR CRASH_DIR
+
+Runs CAPTURE_VERBS (test/wire: two dpverbs devices exchange every kind of message while
+their ports are captured), turns the captured RoCE frames into fuzz_xport inputs in
+SEED_DIR (a "captured frame" step each: fuzz_xport points it at its own QPs and
+regions), the whole exchange in order and each kind of frame alone, and then has
+REPLAY (fuzz_xport built with replay_main.c) run every seed and every file of CRASH_DIR,
+the inputs that once crashed a fuzzer. Any crash, write outside a region or lost mbuf
+fails it. libFuzzer's own run takes SEED_DIR as a second corpus.
+
+Reads both capture formats dpverbs has written: pcap and pcapng.
+"""
+import glob
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+STEP_CAPTURED = 3      # fuzz_xport.c: (kind >> 1) % 8 == 3
+MAX_STEPS = 64         # fuzz_xport.c: MAX_STEPS
+ROCE_PORT = 4791
+
+
+def frames_pcap(data, end):
+    off = 24
+    while off + 16 <= len(data):
+        incl = struct.unpack(end + "I", data[off + 8:off + 12])[0]
+        yield data[off + 16:off + 16 + incl]
+        off += 16 + incl
+
+
+def frames_pcapng(data, end):
+    off = 0
+    while off + 12 <= len(data):
+        btype, blen = struct.unpack(end + "II", data[off:off + 8])
+        if blen < 12:
+            break
+        body = data[off + 8:off + blen - 4]
+        if btype == 6:      # enhanced packet block
+            cap = struct.unpack(end + "I", body[12:16])[0]
+            yield body[20:20 + cap]
+        elif btype == 3:    # simple packet block
+            orig = struct.unpack(end + "I", body[:4])[0]
+            yield body[4:4 + orig]
+        off += blen
+
+
+def read_frames(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = data[:4]
+    if magic == b"\x0a\x0d\x0d\x0a":
+        return list(frames_pcapng(data, "<" if data[8:12] == b"\x4d\x3c\x2b\x1a" else ">"))
+    if magic in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+        return list(frames_pcap(data, "<"))
+    if magic in (b"\xa1\xb2\xc3\xd4", b"\xa1\xb2\x3c\x4d"):
+        return list(frames_pcap(data, ">"))
+    sys.exit(f"seeds.py: {path} is neither pcap nor pcapng")
+
+
+def roce_dst(frame):
+    """The IPv4 destination of a RoCEv2 frame, or None for anything else."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 17:
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    if struct.unpack("!H", frame[14 + ihl + 2:14 + ihl + 4])[0] != ROCE_PORT:
+        return None
+    return frame[30:34]
+
+
+def step(side, frame):
+    return bytes([STEP_CAPTURED << 1 | side]) + struct.pack("!H", len(frame)) + frame
+
+
+def main(argv):
+    if len(argv) != 5:
+        sys.exit("usage: seeds.py REPLAY CAPTURE_VERBS SEED_DIR CRASH_DIR")
+    replay, capture_verbs, seed_dir, crash_dir = argv[1:]
+    tmp = tempfile.mkdtemp(prefix="dpv-seeds.")
+    try:
+        subprocess.run([capture_verbs, os.path.join(tmp, "")], check=True,
+                       stdout=subprocess.DEVNULL)
+        captures = sorted(glob.glob(os.path.join(tmp, "*.pcap*")))
+        if not captures:
+            sys.exit(f"seeds.py: {capture_verbs} captured nothing in {tmp}")
+        # Every frame is in both devices' captures (sent by one, received by the
+        # other): the first device's holds both directions.
+        frames = [f for f in read_frames(captures[0]) if roce_dst(f) is not None]
+    finally:
+        shutil.rmtree(tmp)
+    if len(frames) < 10:
+        sys.exit(f"seeds.py: only {len(frames)} RoCE frames captured")
+    # Side 1 is the device at the higher address: fuzz_xport's B, like dpv1.
+    addrs = sorted({roce_dst(f) for f in frames})
+    steps = [step(1 if roce_dst(f) == addrs[-1] else 0, f) for f in frames]
+    os.makedirs(seed_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(seed_dir, "capture-*")):
+        os.unlink(old)
+    seeds = []
+    for i in range(0, len(steps), MAX_STEPS):
+        seeds.append(b"".join(steps[i:i + MAX_STEPS]))
+    by_opcode = {}
+    for s in steps:
+        by_opcode.setdefault(s[3 + 42], s)  # the BTH opcode of the frame in the step
+    seeds += list(by_opcode.values())
+    for n, s in enumerate(seeds):
+        with open(os.path.join(seed_dir, f"capture-{n:03d}"), "wb") as f:
+            f.write(s)
+    crashes = sorted(p for p in glob.glob(os.path.join(crash_dir, "*"))
+                     if os.path.isfile(p) and not p.endswith(".md"))
+    print(f"{len(frames)} RoCE frames captured, {len(by_opcode)} opcodes: "
+          f"{len(seeds)} seeds; {len(crashes)} past crashes")
+    inputs = sorted(glob.glob(os.path.join(seed_dir, "capture-*"))) + crashes
+    return subprocess.run([replay] + inputs).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
