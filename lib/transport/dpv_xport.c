@@ -158,6 +158,18 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
 	}
 }
 
+/* A TM SRQ whose CQ overran lost completions of its messages (its ops wait for room
+ * instead): it goes to error, once, and says so (IBV_EVENT_SRQ_ERR), as its QPs do
+ * with QP_FATAL. */
+static void srq_overrun(struct dpv_srq *srq)
+{
+	if (srq->cq == NULL || !srq->cq->error || __atomic_load_n(&srq->error, __ATOMIC_RELAXED))
+		return;
+	__atomic_store_n(&srq->error, true, __ATOMIC_RELEASE);
+	if (srq->error_event != NULL)
+		srq->error_event(srq, srq->event_arg);
+}
+
 /* IBTA 11.4.2.2 and ibv_get_async_event(3): a QP whose CQ overran is in error and
  * raises QP_FATAL; what it still holds flushes into the CQ as the application frees
  * room. The flushes may overrun again: rounds until one moves no QP. */
@@ -170,6 +182,8 @@ void xp_cq_overruns(struct dpv_xport *x)
 		x->cq_overrun = false;
 		for (i = 0; i < x->nlive; i++) {
 			q = x->live[i];
+			if (q->qp.init.srq != NULL)
+				srq_overrun(q->qp.init.srq);
 			if (q->qp.attr.state != DPV_QPS_RESET && q->qp.attr.state != DPV_QPS_ERR &&
 			    (q->qp.init.send_cq->error || xp_recv_cq(q)->error))
 				xp_qp_error(x, q, DPV_QP_EV_FATAL);
@@ -311,7 +325,7 @@ bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r)
 	if (limit != 0 && posted < limit) {
 		__atomic_store_n(&srq->limit, 0, __ATOMIC_RELEASE);
 		if (srq->limit_event != NULL)
-			srq->limit_event(srq, srq->limit_arg);
+			srq->limit_event(srq, srq->event_arg);
 	}
 	return true;
 }

@@ -303,10 +303,14 @@ struct dpv_srq {
 	/** Posted and not yet consumed (posters add, device subtracts; atomics). */
 	uint32_t posted;
 	uint32_t limit;              /**< armed limit; 0: disarmed (device clears) */
+	/** Set by the device when the CQ of a TM SRQ overran (TM completions were lost):
+	 *  the SRQ takes no more receive WRs. Read by posters (atomic). */
 	bool error;
 	/** Called by the device when the limit fires (lib/verbs queues the async event). */
 	void (*limit_event)(struct dpv_srq *srq, void *arg);
-	void *limit_arg;
+	/** Called by the device once, when the SRQ goes to error (IBV_EVENT_SRQ_ERR). */
+	void (*error_event)(struct dpv_srq *srq, void *arg);
+	void *event_arg;             /**< the argument of both callbacks */
 	struct dpv_cq *cq;           /**< TM: TM op completions (and SRQ_TM CQ) */
 	struct dpv_tm *tm;           /**< NULL for a basic SRQ */
 	struct dpv_lanes tm_ops;     /**< TM: slots struct dpv_tm_op, one lane per poster */

@@ -27,6 +27,14 @@ static void srq_limit(struct dpv_srq *dsrq, void *arg)
 	dpv_verbs_async_event(srq->ctx, IBV_EVENT_SRQ_LIMIT_REACHED, &srq->ibsrq);
 }
 
+static void srq_error(struct dpv_srq *dsrq, void *arg)
+{
+	struct dpv_srq_v *srq = arg;
+
+	(void)dsrq;
+	dpv_verbs_async_event(srq->ctx, IBV_EVENT_SRQ_ERR, &srq->ibsrq);
+}
+
 struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 					struct ibv_srq_init_attr_ex *attr)
 {
@@ -99,7 +107,8 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	srq->tm = type == IBV_SRQT_TM;
 	srq->max_sge = attr->attr.max_sge;
 	srq->srq->limit_event = srq_limit;
-	srq->srq->limit_arg = srq;
+	srq->srq->error_event = srq_error;
+	srq->srq->event_arg = srq;
 	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
 		pthread_spin_init(&srq->lane_lock[i], PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&srq->ops_lock, PTHREAD_PROCESS_PRIVATE);
@@ -207,7 +216,7 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	pthread_spin_lock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
 		/* SPEC §1: post-time checks, in list order; earlier WRs stay posted. */
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge || srq->srq->error ||
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge || __atomic_load_n(&srq->srq->error, __ATOMIC_ACQUIRE) ||
 		    (wr->num_sge > 0 && wr->sg_list == NULL)) {
 			ret = EINVAL;
 			break;

@@ -137,6 +137,48 @@ static void misuse_cq_overrun_cq_err_and_qp_fatal(void **state)
 	assert_int_equal(qp_state_of(qb), IBV_QPS_RTS);
 }
 
+/*
+ * The CQ of a TM SRQ overrun by its messages: CQ_ERR for the CQ, SRQ_ERR for the SRQ
+ * (its completions were lost), QP_FATAL for the QP that received them; the SRQ takes no
+ * more receive WRs.
+ */
+static void misuse_tm_cq_overrun_srq_err(void **state)
+{
+	struct ibv_cq_ex *cq;
+	struct ibv_srq *srq;
+	struct ibv_cq *acq, *bcq;
+	struct ibv_qp *qa, *qb;
+	struct ibv_mr *smr, *rmr;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr, *rbad;
+
+	(void)state;
+	cq = new_cq_ex(&B, 4, IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_TM_INFO);
+	srq = new_tm_srq(&B, cq, 32, 16, 16);
+	acq = new_cq(&A, 64, NULL, NULL);
+	bcq = new_cq(&B, 16, NULL, NULL);
+	qa = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 32, 4);
+	qb = new_qp(&B, IBV_QPT_RC, bcq, bcq, srq, 0, 0);
+	connect_rc(qa, qb, &conn_default);
+	smr = new_mr(&A, 64, LW);
+	rmr = new_mr(&B, 16 * 64, LW);
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(post_srq_recv(srq, (uint64_t)i, (uint8_t *)rmr->addr + i * 64, 64,
+					       rmr->lkey), 0);
+	/* Untagged SENDs: each takes an SRQ WR and completes into the TM SRQ's CQ. */
+	for (int i = 0; i < 12; i++)
+		assert_int_equal(post_send(qa, IBV_WR_SEND, (uint64_t)i, smr->addr, 8, smr->lkey, 0),
+				 0);
+	assert_true(wait_event_of(B.ctx, IBV_EVENT_CQ_ERR, ibv_cq_ex_to_cq(cq), WAIT_MS));
+	assert_true(wait_event_of(B.ctx, IBV_EVENT_SRQ_ERR, srq, WAIT_MS));
+	assert_int_equal(qp_state_of(qb), IBV_QPS_ERR);
+	sge = (struct ibv_sge){(uintptr_t)rmr->addr, 64, rmr->lkey};
+	rwr = (struct ibv_recv_wr){.wr_id = 99, .sg_list = &sge, .num_sge = 1};
+	rbad = NULL;
+	assert_int_equal(ibv_post_srq_recv(srq, &rwr, &rbad), EINVAL);
+	assert_ptr_equal(rbad, &rwr);
+}
+
 /* ibv_create_cq(3): cq->cqe is at least what was asked for. */
 static void misuse_cqe_at_least_asked(void **state)
 {
@@ -450,6 +492,7 @@ int run_misuse_tests(void)
 {
 	const struct CMUnitTest tests[] = {
 		VT(misuse_cq_overrun_cq_err_and_qp_fatal),
+		VT(misuse_tm_cq_overrun_srq_err),
 		VT(misuse_cqe_at_least_asked),
 		VT(misuse_dealloc_pd_busy),
 		VT(misuse_destroy_cq_busy),
