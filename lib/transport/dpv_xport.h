@@ -508,6 +508,7 @@ struct dpv_xport_stats {
 	uint64_t rx_bad_src;       /**< RC frames from an address not the QP's peer */
 	struct dpv_qp_stats qps;  /**< the protocol counters of every QP, summed */
 	uint64_t access_errors;   /**< bad rkey / lkey / range / access flags */
+	uint64_t mem_faults;      /**< copies that faulted: a region's memory unmapped */
 	uint64_t tm_expected, tm_unexpected, tm_no_tag;
 	uint64_t cq_overflows;
 	uint64_t tx_no_mbuf;

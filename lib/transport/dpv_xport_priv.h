@@ -238,9 +238,12 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
  * QP is halfway through an update: the ends of dpv_xport_rx(), _tx(), _tick() and
  * dpv_qp_modify(). */
 void xp_cq_overruns(struct dpv_xport *x);
-uint8_t xp_sgl_scatter(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+/* memcpy() through registered memory that may have been unmapped under its region:
+ * false (counted in mem_faults) when the copy faulted, with part of it done. */
+bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
+uint8_t xp_sgl_scatter(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
-uint8_t xp_sgl_gather(const struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
+uint8_t xp_sgl_gather(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		      uint32_t pd, uint64_t off, void *dst, uint32_t len);
 bool xp_srq_ready(struct dpv_srq *srq);
 bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);

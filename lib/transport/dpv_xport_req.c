@@ -62,7 +62,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	return DPV_WC_SUCCESS;
 }
 
-static uint8_t gather(const struct dpv_xport *x, const struct xp_qp *q, const struct dpv_swqe *w,
+static uint8_t gather(struct dpv_xport *x, const struct xp_qp *q, const struct dpv_swqe *w,
 		      uint32_t off, uint8_t *dst, uint32_t n)
 {
 	if (w->flags & DPV_WR_F_INLINE) {

@@ -165,7 +165,7 @@ static void nak_fatal(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 
 /* ---- placing a message into a receive WQE ---- */
 
-static uint8_t place(const struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
+static uint8_t place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
 		     uint32_t len)
 {
 	uint32_t off = r->msg_len, s = 0;
@@ -479,7 +479,11 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 			nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, !q->rcv.active);
 			return;
 		}
-		memcpy((void *)(uintptr_t)(w->va + w->done), payload, p->payload_len);
+		if (!xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
+			x->stats.access_errors++;
+			nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, !q->rcv.active);
+			return;
+		}
 		w->done += p->payload_len;
 	}
 	q->epsn = psn_add(q->epsn, 1);
@@ -690,8 +694,12 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 	m = xp_frame_alloc(x, &p, plen, &payload);
 	if (m == NULL)
 		return false;
-	if (plen != 0)
-		memcpy(payload, (const void *)(uintptr_t)(e->va + e->sent), plen);
+	if (plen != 0 && !xp_copy(x, payload, (const void *)(uintptr_t)(e->va + e->sent), plen)) {
+		rte_pktmbuf_free(m);
+		x->stats.access_errors++;
+		nak_fatal(x, q, psn, DPV_AETH_NAK_REM_ACCESS, true);
+		return false;
+	}
 	xp_frame_send(x, m, a->dst_ip);
 	XP_CNT(x, q, tx_packets);
 	e->sent += plen;

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Memory unmapped under a registered region (the program broke ibv_reg_mr(3)'s rule,
+ * doc/guides/memory.md): a peer's WRITE into it, a peer's READ of it, a local SEND
+ * from it and a receive into it each end in an error completion and the QP's error,
+ * counted in xport.mem_faults, and never crash the process; the device goes on serving
+ * other QPs. A fault that is not the device's still ends the process as before.
+ * Not under valgrind: it reports the very accesses this test makes on purpose.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "dpv_verbs.h"
+#include "verbs_test.h"
+
+#define LW IBV_ACCESS_LOCAL_WRITE
+#define LEN 8192u
+
+/* dpverbs' SIGSEGV and SIGBUS handlers, as the device installed them. cmocka puts its
+ * own in place while a test runs (a program's own handler takes dpverbs' protection
+ * away, memory.md): each test puts dpverbs' back first. */
+static struct sigaction dpv_segv, dpv_bus;
+
+static void device_handlers(void)
+{
+	assert_int_equal(sigaction(SIGSEGV, &dpv_segv, NULL), 0);
+	assert_int_equal(sigaction(SIGBUS, &dpv_bus, NULL), 0);
+}
+
+static uint64_t xstat(struct ibv_context *ctx, const char *name)
+{
+	struct dpv_verbs_xstat xs[512];
+	int n = dpv_verbs_query_xstats(ctx, xs, 512);
+
+	assert_true(n > 0 && n <= 512);
+	for (int i = 0; i < n; i++)
+		if (strcmp(xs[i].name, name) == 0)
+			return xs[i].value;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+/* A region of its own pages on A, registered, then unmapped under it. */
+static struct ibv_mr *unmapped_mr(unsigned int access)
+{
+	void *p = mmap(NULL, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	assert_true(p != MAP_FAILED);
+	memset(p, 0x11, LEN);
+	mr = ibv_reg_mr(A.pd, p, LEN, access);
+	assert_non_null(mr);
+	assert_int_equal(munmap(p, LEN), 0);
+	return mr;
+}
+
+static void wait_qp_event(struct ibv_qp *qp, enum ibv_event_type type)
+{
+	struct ibv_async_event ev;
+	uint64_t end = now_ms() + WAIT_MS;
+
+	while (now_ms() < end) {
+		if (!wait_async_event(qp->context, &ev, WAIT_MS))
+			break;
+		bool found = ev.event_type == type && ev.element.qp == qp;
+
+		ibv_ack_async_event(&ev);
+		if (found)
+			return;
+	}
+	fail_msg("no %s for QP %u", ibv_event_type_str(type), qp->qp_num);
+}
+
+/* The device goes on: a fresh pair exchanges a message. */
+static void still_serving(void)
+{
+	struct rc_pair p;
+	struct ibv_mr *amr = new_mr(&A, 4096, LW), *bmr = new_mr(&B, 4096, LW);
+	struct ibv_wc wc;
+
+	rc_pair(&p, &conn_default);
+	fill_pattern(bmr->addr, 4096, 7);
+	assert_int_equal(post_recv(p.a, 1, amr->addr, 4096, amr->lkey), 0);
+	assert_int_equal(post_send(p.b, IBV_WR_SEND, 2, bmr->addr, 4096, bmr->lkey,
+				   IBV_SEND_SIGNALED), 0);
+	expect_send_ok(p.bcq, 2, IBV_WC_SEND);
+	expect_wc(p.acq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(check_pattern(amr->addr, 4096, 7));
+}
+
+static void unmapped_peer_write_rem_access_err(void **state)
+{
+	struct ibv_mr *mr = unmapped_mr(LW | IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *src = new_mr(&B, LEN, LW);
+	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	struct rc_pair p;
+	struct ibv_wc wc;
+
+	(void)state;
+	device_handlers();
+	rc_pair(&p, &conn_default);
+	assert_int_equal(post_rdma(p.b, IBV_WR_RDMA_WRITE, 1, src->addr, LEN, src->lkey,
+				   (uintptr_t)mr->addr, mr->rkey), 0);
+	expect_wc(p.bcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	wait_qp_event(p.a, IBV_EVENT_QP_ACCESS_ERR);
+	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	still_serving();
+}
+
+static void unmapped_peer_read_rem_access_err(void **state)
+{
+	struct ibv_mr *mr = unmapped_mr(LW | IBV_ACCESS_REMOTE_READ);
+	struct ibv_mr *dst = new_mr(&B, LEN, LW);
+	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	struct rc_pair p;
+	struct ibv_wc wc;
+
+	(void)state;
+	device_handlers();
+	rc_pair(&p, &conn_default);
+	assert_int_equal(post_rdma(p.b, IBV_WR_RDMA_READ, 1, dst->addr, LEN, dst->lkey,
+				   (uintptr_t)mr->addr, mr->rkey), 0);
+	expect_wc(p.bcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	wait_qp_event(p.a, IBV_EVENT_QP_ACCESS_ERR);
+	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	still_serving();
+}
+
+static void unmapped_local_send_loc_prot_err(void **state)
+{
+	struct ibv_mr *mr = unmapped_mr(LW);
+	struct ibv_mr *dst = new_mr(&B, LEN, LW);
+	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	struct rc_pair p;
+	struct ibv_wc wc;
+
+	(void)state;
+	device_handlers();
+	rc_pair(&p, &conn_default);
+	assert_int_equal(post_recv(p.b, 1, dst->addr, LEN, dst->lkey), 0);
+	assert_int_equal(post_send(p.a, IBV_WR_SEND, 2, mr->addr, LEN, mr->lkey,
+				   IBV_SEND_SIGNALED), 0);
+	expect_wc(p.acq, &wc);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	still_serving();
+}
+
+static void unmapped_receive_loc_prot_err(void **state)
+{
+	struct ibv_mr *mr = unmapped_mr(LW);
+	struct ibv_mr *src = new_mr(&B, LEN, LW);
+	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	struct rc_pair p;
+	struct ibv_wc wc;
+
+	(void)state;
+	device_handlers();
+	rc_pair(&p, &conn_default);
+	assert_int_equal(post_recv(p.a, 1, mr->addr, LEN, mr->lkey), 0);
+	assert_int_equal(post_send(p.b, IBV_WR_SEND, 2, src->addr, LEN, src->lkey,
+				   IBV_SEND_SIGNALED), 0);
+	expect_wc(p.acq, &wc);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	/* The sender learns of it as of any receiver's protection error. */
+	expect_wc(p.bcq, &wc);
+	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	still_serving();
+}
+
+/* A fault outside the device's copies is the program's: it still ends the process. */
+static void other_faults_still_end_the_process(void **state)
+{
+	int status;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		device_handlers();
+		volatile int *bad = (volatile int *)mmap(NULL, 4096, PROT_NONE,
+							  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		*bad = 1;
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGSEGV);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		VT(unmapped_peer_write_rem_access_err),
+		VT(unmapped_peer_read_rem_access_err),
+		VT(unmapped_local_send_loc_prot_err),
+		VT(unmapped_receive_loc_prot_err),
+		VT(other_faults_still_end_the_process),
+	};
+	const char *ipv4 = getenv("DPV_PORT_IPV4");
+	int ret;
+
+	if (ipv4 == NULL || !sides_open(ipv4)) {
+		sides_close();
+		return 1;
+	}
+	sigaction(SIGSEGV, NULL, &dpv_segv);
+	sigaction(SIGBUS, NULL, &dpv_bus);
+	ret = cmocka_run_group_tests_name("unmapped", tests, NULL, NULL);
+	sides_close();
+	return ret;
+}
