@@ -96,16 +96,47 @@ struct dpv_mr {
  * its slot index (dpv_mr_key_slot()) and accepts a key only if it is the whole key of
  * the region in that slot, so the 16 generation bits are what a peer must guess.
  *
- * They are not guessable: each slot's generation starts at a random value (getrandom(2),
- * drawn when a device's first region is registered), and free slots are handed out in a
- * random order drawn at the same time. A freed slot goes to the back of the free list
- * (the least recently freed slot is reused first) and its generation steps by one at
- * each reuse, so a deregistered key is refused until every other free slot has been
- * used and then for 65535 further reuses of its own slot.
+ * They are not guessable: each slot counts its uses from a random value, and the
+ * generation is that count through dpv_mr_gen(), a permutation keyed with a secret of
+ * the table; the secret, the first counts and the order free slots are handed out in
+ * are drawn (getrandom(2)) when a device's first region is registered. A freed slot
+ * goes to the back of the free list (the least recently freed slot is reused first)
+ * and its count steps by one at each reuse, so a deregistered key is refused until
+ * every other free slot has been used and then for 65535 further reuses of its own
+ * slot, and a slot's next key does not follow from its last.
  */
 static inline uint32_t dpv_mr_key(uint32_t slot, uint16_t gen)
 {
 	return (uint32_t)(gen >> 8) << 24 | slot << 8 | (gen & 0xffu);
+}
+
+/**
+ * The generation of use @p n of key slot @p slot: a permutation of the 16-bit counts
+ * (a four-round Feistel network on bytes, its round keys from @p secret and a hash
+ * of the slot),
+ * so that distinct uses of a slot get distinct generations and consecutive ones do not
+ * follow from each other for a peer without @p secret. Not a cipher: it makes keys
+ * unpredictable to someone who guesses, not to someone who can compute.
+ */
+static inline uint16_t dpv_mr_gen(uint64_t secret, uint32_t slot, uint16_t n)
+{
+	/* The slot, hashed with the secret: each slot gets round keys of its own. */
+	uint32_t h = (slot ^ (uint32_t)(secret >> 32)) * 0x9e3779b1u;
+	uint8_t l = (uint8_t)(n >> 8), r = (uint8_t)n;
+
+	h ^= h >> 15;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	for (unsigned int i = 0; i < 4; i++) {
+		uint8_t k = (uint8_t)(secret >> (8 * i)) ^ (uint8_t)(h >> (8 * i));
+		uint8_t f = (uint8_t)((uint8_t)(r ^ k) * 167u + (uint8_t)(secret >> (8 * i + 32)));
+		uint8_t t = r;
+
+		f ^= (uint8_t)(f >> 3 | f << 5);
+		r = l ^ f;
+		l = t;
+	}
+	return (uint16_t)(l << 8 | r);
 }
 
 static inline uint32_t dpv_mr_key_slot(uint32_t key)
@@ -122,7 +153,8 @@ static inline uint32_t dpv_mr_key_slot(uint32_t key)
  */
 struct dpv_mr_table {
 	struct dpv_mr *slot[DPV_MAX_MR];
-	uint16_t gen[DPV_MAX_MR];
+	uint16_t gen[DPV_MAX_MR];       /**< each slot's use count (dpv_mr_gen() of it) */
+	uint64_t gen_secret;            /**< the key of dpv_mr_gen() */
 	uint16_t free_slot[DPV_MAX_MR]; /**< ring of free slot indexes, oldest first */
 	uint32_t free_head;             /**< ring index of the next slot to hand out */
 	uint32_t free_count;

@@ -248,6 +248,7 @@ static int table_seed(struct dpv_mr_table *t)
 	if (r == NULL)
 		return ENOMEM;
 	random_bytes(t->gen, sizeof(t->gen));
+	random_bytes(&t->gen_secret, sizeof(t->gen_secret));
 	random_bytes(r, n * sizeof(*r));
 	for (uint32_t i = 0; i < n; i++)
 		t->free_slot[i] = (uint16_t)(i + 1);
@@ -331,7 +332,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	m->slot = slot;
 	m->mr.addr = (uintptr_t)addr;
 	m->mr.length = length;
-	m->mr.lkey = dpv_mr_key(slot, t->gen[slot]);
+	m->mr.lkey = dpv_mr_key(slot, dpv_mr_gen(t->gen_secret, slot, t->gen[slot]));
 	m->mr.rkey = m->mr.lkey;
 	m->mr.access = dpv_verbs_access_kept(access);
 	m->mr.pd = to_pd(pd)->id;

@@ -2743,10 +2743,35 @@ static void tm_rendezvous_and_too_long_eager(void **state)
 	tm_close(&t);
 }
 
+/* dpv_mr_gen(): every use of a slot a distinct generation, and the next one not the
+ * last plus one (nor the same for two slots, or two secrets). */
+static void mr_gen_permutes_and_does_not_step(void **state)
+{
+	static uint8_t seen[65536];
+	unsigned int steps = 0, same_slot = 0, same_secret = 0;
+
+	(void)state;
+	memset(seen, 0, sizeof(seen));
+	for (uint32_t n = 0; n < 65536; n++) {
+		uint16_t g = dpv_mr_gen(0x0123456789abcdefull, 77, (uint16_t)n);
+
+		assert_int_equal(seen[g], 0);
+		seen[g] = 1;
+		steps += dpv_mr_gen(0x0123456789abcdefull, 77, (uint16_t)(n + 1)) == (uint16_t)(g + 1);
+		same_slot += dpv_mr_gen(0x0123456789abcdefull, 78, (uint16_t)n) == g;
+		same_secret += dpv_mr_gen(0xfedcba9876543210ull, 77, (uint16_t)n) == g;
+	}
+	/* As for a random permutation: about one in 65,536 of each by chance. */
+	assert_true(steps < 16);
+	assert_true(same_slot < 16);
+	assert_true(same_secret < 16);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(mr_check_covers_key_pd_range_and_access),
+		cmocka_unit_test(mr_gen_permutes_and_does_not_step),
 		cmocka_unit_test(rc_send_single_packet),
 		cmocka_unit_test(rc_send_64k_multi_packet_sges),
 		cmocka_unit_test(rc_send_with_imm_solicited_notifies),
