@@ -316,6 +316,8 @@ static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t
 	static const struct rte_ether_addr zero;
 
 	e->last_request_tsc = now;
+	if (e->probes < UINT8_MAX)
+		e->probes++;
 	arp_send(port, RTE_ARP_OP_REQUEST, &bcast, e->ip, &zero);
 }
 
@@ -585,9 +587,19 @@ void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc)
 
 		if (e->ip == 0)
 			continue;
-		if (!e->resolved && e->held > 0 && now_tsc - e->last_request_tsc >= gap)
-			arp_request(port, e, now_tsc);
-		else if (e->resolved && e->probes > 0)
+		if (!e->resolved && e->held > 0 && now_tsc - e->last_request_tsc >= gap) {
+			if (e->probes < DPV_ARP_SOLICIT) {
+				arp_request(port, e, now_tsc);
+				continue;
+			}
+			/* Nobody answers: what waits is dropped, not kept for good, and the
+			 * entry (holding nothing now) may give its slot to another. */
+			port->stats.arp_unresolved_drops += e->held;
+			rte_pktmbuf_free_bulk(e->hold, e->held);
+			e->held = 0;
+			e->probes = 0;
+		} else if (e->resolved && e->probes > 0) {
 			arp_probe(port, e, now_tsc);
+		}
 	}
 }

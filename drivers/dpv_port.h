@@ -35,6 +35,12 @@ extern "C" {
 /** Milliseconds between ARP requests for a neighbour that has not answered. */
 #define DPV_ARP_RETRY_MS 200u
 /**
+ * Broadcast requests a neighbour may leave unanswered while frames wait for it; at the
+ * next one due, the frames are dropped (port.arp_unresolved_drops) instead, as Linux's
+ * FAILED state drops its queue: about 3 s. A frame sent to it later asks again.
+ */
+#define DPV_ARP_SOLICIT 15u
+/**
  * Milliseconds a neighbour's MAC is trusted after the neighbour last sent us ARP (Linux's
  * base_reachable_time). An entry older than that is stale: it is still used, and asked
  * again (DPV_ARP_PROBES unicast requests, DPV_ARP_RETRY_MS apart) before it is dropped.
@@ -92,7 +98,8 @@ struct dpv_arp_entry {
 	bool resolved;
 	bool unsolicited;          /**< learned from a request for us, never used since */
 	uint8_t held;
-	uint8_t probes;            /**< unicast requests sent since the entry went stale */
+	uint8_t probes;            /**< requests unanswered: unicast ones since the entry
+	                                went stale, or broadcast ones while unresolved */
 	uint64_t last_request_tsc;
 	uint64_t confirmed_tsc;    /**< when the neighbour last sent us ARP */
 	uint64_t used_tsc;         /**< when a frame or a caller last asked for it (LRU) */

@@ -365,6 +365,38 @@ static void a_full_table_evicts_but_never_drops_held_frames(void **state)
 	assert_int_equal(held_frames(&a), 0);
 }
 
+/* Frames for a neighbour that never answers wait DPV_ARP_SOLICIT requests, then are
+ * dropped and counted; the entry holds nothing and may be evicted. */
+static void frames_for_a_silent_neighbour_are_dropped_in_the_end(void **state)
+{
+	const uint32_t silent = RTE_IPV4(127, 9, 9, 9);
+	uint64_t gap = rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS, now = rte_get_tsc_cycles();
+	uint64_t drops = a.stats.arp_unresolved_drops, reqs = a.stats.arp_requests_sent;
+	unsigned int held0 = held_frames(&a);
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		struct rte_mbuf *m = ipv4_frame(&a, silent);
+
+		assert_int_equal(dpv_port_tx(&a, &m, 1), 0);
+	}
+	assert_int_equal(held_frames(&a), held0 + 4);
+	/* The clock of the ticks runs ahead of the port's: one retry interval a tick. */
+	for (unsigned int i = 1; i <= DPV_ARP_SOLICIT; i++) {
+		struct rte_mbuf *rx[BURST];
+
+		dpv_port_arp_tick(&a, now + i * gap);
+		rte_pktmbuf_free_bulk(rx, dpv_port_rx(&b, rx, BURST));
+		assert_int_equal(held_frames(&a), held0 + 4);
+		assert_int_equal(a.stats.arp_unresolved_drops, drops);
+	}
+	assert_int_equal(a.stats.arp_requests_sent, reqs + DPV_ARP_SOLICIT);
+	dpv_port_arp_tick(&a, now + (DPV_ARP_SOLICIT + 1) * gap);
+	assert_int_equal(held_frames(&a), held0);
+	assert_int_equal(a.stats.arp_unresolved_drops, drops + 4);
+	assert_int_equal(a.stats.arp_requests_sent, reqs + DPV_ARP_SOLICIT);
+}
+
 static void every_mbuf_returns_to_its_pool(void **state)
 {
 	(void)state;
@@ -384,6 +416,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(a_peer_changing_its_mac_by_gratuitous_arp_is_followed),
 		cmocka_unit_test(an_entry_past_its_lifetime_is_used_while_asked_again),
 		cmocka_unit_test(a_full_table_evicts_but_never_drops_held_frames),
+		cmocka_unit_test(frames_for_a_silent_neighbour_are_dropped_in_the_end),
 		cmocka_unit_test(every_mbuf_returns_to_its_pool),
 	};
 
