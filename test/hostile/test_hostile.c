@@ -41,44 +41,6 @@ extern char **environ;
 
 static const char *dir;
 
-/* ---- counters ---- */
-
-static uint64_t find_xstat(const struct dpv_verbs_xstat *xs, int n, const char *name)
-{
-	for (int i = 0; i < n; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return xs[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
-}
-
-static uint64_t dev_stat(struct side *s, const char *name)
-{
-	struct dpv_verbs_xstat xs[256];
-	int n = dpv_verbs_query_xstats(s->ctx, xs, 256);
-
-	assert_true(n > 0 && n <= 256);
-	return find_xstat(xs, n, name);
-}
-
-static uint64_t qp_stat(struct ibv_qp *qp, const char *name)
-{
-	struct dpv_verbs_xstat xs[64];
-	int n = dpv_verbs_query_qp_xstats(qp, xs, 64);
-
-	assert_true(n > 0 && n <= 64);
-	return find_xstat(xs, n, name);
-}
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
-
-	assert_int_equal(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
-	return a.qp_state;
-}
-
 /* ---- talking to the attacker ---- */
 
 static char *path_in_dir(const char *name)
@@ -339,11 +301,11 @@ static void arp_flood_leaves_resolution_working(void **state)
 	struct new_peer np = {0};
 	struct ibv_ah_attr ah_attr = {.is_global = 1, .port_num = 1,
 				      .grh = {.sgid_index = 0, .hop_limit = 64}};
-	uint64_t inv0 = dev_stat(&A, "port.arp_invalid");
-	uint64_t ign0 = dev_stat(&A, "port.arp_ignored_unsolicited");
-	uint64_t learn0 = dev_stat(&A, "port.arp_learned");
-	uint64_t evict0 = dev_stat(&A, "port.arp_evicted");
-	uint64_t rep0 = dev_stat(&A, "port.arp_replies_sent");
+	uint64_t inv0 = dev_xstat(A.ctx, "port.arp_invalid");
+	uint64_t ign0 = dev_xstat(A.ctx, "port.arp_ignored_unsolicited");
+	uint64_t learn0 = dev_xstat(A.ctx, "port.arp_learned");
+	uint64_t evict0 = dev_xstat(A.ctx, "port.arp_evicted");
+	uint64_t rep0 = dev_xstat(A.ctx, "port.arp_replies_sent");
 	struct ibv_wc wc;
 	uint64_t ign;
 
@@ -369,16 +331,16 @@ static void arp_flood_leaves_resolution_working(void **state)
 	expect_send_ok(np.cq, 1, IBV_WC_SEND);
 	assert_int_equal(ibv_destroy_ah(np.ah), 0);
 
-	assert_int_equal(dev_stat(&A, "port.arp_invalid") - inv0, 1000);
-	ign = dev_stat(&A, "port.arp_ignored_unsolicited") - ign0;
+	assert_int_equal(dev_xstat(A.ctx, "port.arp_invalid") - inv0, 1000);
+	ign = dev_xstat(A.ctx, "port.arp_ignored_unsolicited") - ign0;
 	/* Every frame nobody asked for, and the requests that found the table full. */
 	assert_true(ign >= 5000 && ign <= 5000 + 1500);
 	/* The strangers filled the table... */
-	assert_true(dev_stat(&A, "port.arp_learned") - learn0 >= 200);
+	assert_true(dev_xstat(A.ctx, "port.arp_learned") - learn0 >= 200);
 	/* ...and the new peer still found a slot. */
-	assert_true(dev_stat(&A, "port.arp_evicted") - evict0 >= 1);
+	assert_true(dev_xstat(A.ctx, "port.arp_evicted") - evict0 >= 1);
 	/* A request for dpv0's address is answered, learned or not. */
-	assert_true(dev_stat(&A, "port.arp_replies_sent") - rep0 >= 1500);
+	assert_true(dev_xstat(A.ctx, "port.arp_replies_sent") - rep0 >= 1500);
 	assert_int_equal(ibv_poll_cq(np.cq, 1, &wc), 0);
 	normal_exchange();
 }
@@ -395,8 +357,8 @@ static void spoofed_requests_outside_window_do_nothing(void **state)
 	struct rc_pair p;
 	struct ibv_mr *amr, *smr;
 	struct ibv_wc wc;
-	uint64_t src0 = dev_stat(&A, "xport.rx_bad_src");
-	uint64_t acc0 = dev_stat(&A, "xport.access_errors");
+	uint64_t src0 = dev_xstat(A.ctx, "xport.rx_bad_src");
+	uint64_t acc0 = dev_xstat(A.ctx, "xport.access_errors");
 	uint64_t oos0, dup0;
 
 	(void)state;
@@ -404,17 +366,17 @@ static void spoofed_requests_outside_window_do_nothing(void **state)
 	amr = new_mr(&A, 65536, RW);
 	fill_pattern(amr->addr, 65536, 41);
 	assert_int_equal(post_recv(p.a, 100, amr->addr, 4096, amr->lkey), 0);
-	oos0 = qp_stat(p.a, "qp.out_of_seq");
-	dup0 = qp_stat(p.a, "qp.dup_requests");
+	oos0 = qp_xstat(p.a, "qp.out_of_seq");
+	dup0 = qp_xstat(p.a, "qp.dup_requests");
 	write_info("qpn %u\nepsn %u\nn 300\n", p.a->qp_num, PSN_TO_A);
 	attack("requests", NULL, NULL);
 	assert_int_equal(result("foreign_src"), 300);
-	assert_int_equal(dev_stat(&A, "xport.rx_bad_src") - src0, 300);
-	assert_int_equal(qp_stat(p.a, "qp.out_of_seq") - oos0, 300);
-	assert_int_equal(qp_stat(p.a, "qp.dup_requests") - dup0, 300 + 100);
+	assert_int_equal(dev_xstat(A.ctx, "xport.rx_bad_src") - src0, 300);
+	assert_int_equal(qp_xstat(p.a, "qp.out_of_seq") - oos0, 300);
+	assert_int_equal(qp_xstat(p.a, "qp.dup_requests") - dup0, 300 + 100);
 	/* The duplicate READs named keys nobody has. */
-	assert_int_equal(dev_stat(&A, "xport.access_errors") - acc0, 100);
-	assert_int_equal(qp_state(p.a), IBV_QPS_RTS);
+	assert_int_equal(dev_xstat(A.ctx, "xport.access_errors") - acc0, 100);
+	assert_int_equal(qp_state_of(p.a), IBV_QPS_RTS);
 	/* Not one forged SEND took a receive. */
 	expect_quiet(p.acq);
 	assert_true(check_pattern(amr->addr, 65536, 41));
@@ -443,19 +405,19 @@ static void spoofed_requests_outside_window_do_nothing(void **state)
 static void spoofed_responses_are_ignored(void **state)
 {
 	struct rc_pair p;
-	uint64_t src0 = dev_stat(&A, "xport.rx_bad_src");
+	uint64_t src0 = dev_xstat(A.ctx, "xport.rx_bad_src");
 	uint64_t ghost0, dup0;
 
 	(void)state;
 	rc_pair(&p, &conn_default);
-	ghost0 = qp_stat(p.a, "qp.ghost_responses");
-	dup0 = qp_stat(p.a, "qp.dup_responses");
+	ghost0 = qp_xstat(p.a, "qp.ghost_responses");
+	dup0 = qp_xstat(p.a, "qp.dup_responses");
 	write_info("qpn %u\nnext_psn %u\nn 200\n", p.a->qp_num, PSN_FROM_A);
 	attack("responses", NULL, NULL);
-	assert_int_equal(dev_stat(&A, "xport.rx_bad_src") - src0, 200);
-	assert_int_equal(qp_stat(p.a, "qp.ghost_responses") - ghost0 +
-				 qp_stat(p.a, "qp.dup_responses") - dup0, 3 * 200);
-	assert_int_equal(qp_state(p.a), IBV_QPS_RTS);
+	assert_int_equal(dev_xstat(A.ctx, "xport.rx_bad_src") - src0, 200);
+	assert_int_equal(qp_xstat(p.a, "qp.ghost_responses") - ghost0 +
+				 qp_xstat(p.a, "qp.dup_responses") - dup0, 3 * 200);
+	assert_int_equal(qp_state_of(p.a), IBV_QPS_RTS);
 	expect_quiet(p.acq);
 	rc_exchange(&p);
 	normal_exchange();
@@ -502,7 +464,7 @@ static void out_of_range_requests_end_only_their_qp(void **state)
 	struct guarded rw, ro, wo;
 	struct ibv_mr *stale;
 	uint8_t *stale_buf = new_buf(GUARD);
-	uint64_t acc0 = dev_stat(&A, "xport.access_errors");
+	uint64_t acc0 = dev_xstat(A.ctx, "xport.access_errors");
 	char info[2048];
 	int len, seen = 0;
 	enum ibv_event_type want[N_ACCESS];
@@ -566,12 +528,12 @@ static void out_of_range_requests_end_only_their_qp(void **state)
 	for (int i = 0; i < N_ACCESS; i++) {
 		struct ibv_wc wc;
 
-		assert_int_equal(qp_state(p[i].a), IBV_QPS_ERR);
+		assert_int_equal(qp_state_of(p[i].a), IBV_QPS_ERR);
 		/* The NAKs reached the real peers, for PSNs they never sent: ignored. */
-		assert_int_equal(qp_state(p[i].b), IBV_QPS_RTS);
+		assert_int_equal(qp_state_of(p[i].b), IBV_QPS_RTS);
 		assert_int_equal(ibv_poll_cq(p[i].bcq, 1, &wc), 0);
 	}
-	assert_int_equal(dev_stat(&A, "xport.access_errors") - acc0, N_ACCESS - 1);
+	assert_int_equal(dev_xstat(A.ctx, "xport.access_errors") - acc0, N_ACCESS - 1);
 	guarded_done(&rw);
 	guarded_done(&ro);
 	guarded_done(&wo);
@@ -590,7 +552,7 @@ static void report_rx(void *arg)
 	if (now == *last)
 		return;
 	*last = now;
-	n = snprintf(text, sizeof(text), "%" PRIu64, dev_stat(&A, "port.rx_frames"));
+	n = snprintf(text, sizeof(text), "%" PRIu64, dev_xstat(A.ctx, "port.rx_frames"));
 	fd = open(path_in_dir("rx.tmp"), O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	assert_true(fd >= 0);
 	assert_int_equal(write(fd, text, (size_t)n), n);
@@ -616,7 +578,7 @@ static void flood_of_malformed_frames(void **state)
 	struct ibv_qp *tpeer = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 16);
 	struct ibv_qp *reset = new_qp(&A, IBV_QPT_RC, cq, cq, NULL, 16, 16);
 	struct rc_pair dead, live;
-	uint64_t rx0 = dev_stat(&A, "port.rx_frames"), last = 0;
+	uint64_t rx0 = dev_xstat(A.ctx, "port.rx_frames"), last = 0;
 	long lost;
 
 	(void)state;
@@ -636,9 +598,9 @@ static void flood_of_malformed_frames(void **state)
 	 * more than half its packet ring. What the kernel or the af_packet driver drops
 	 * of such a flood (a few percent) never reaches any program. */
 	assert_true(lost < FLOOD_FRAMES / 20);
-	assert_true(dev_stat(&A, "port.rx_frames") - rx0 >= FLOOD_FRAMES - (uint64_t)lost);
-	assert_int_equal(qp_state(live.a), IBV_QPS_RTS);
-	assert_int_equal(qp_state(tq), IBV_QPS_RTS);
+	assert_true(dev_xstat(A.ctx, "port.rx_frames") - rx0 >= FLOOD_FRAMES - (uint64_t)lost);
+	assert_int_equal(qp_state_of(live.a), IBV_QPS_RTS);
+	assert_int_equal(qp_state_of(tq), IBV_QPS_RTS);
 	expect_quiet_ex(tcq);
 	rc_exchange(&live);
 	normal_exchange();

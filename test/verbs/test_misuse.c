@@ -39,19 +39,6 @@ static bool wait_event_of(struct ibv_context *ctx, enum ibv_event_type type, con
 	}
 }
 
-static uint64_t xstat(struct ibv_context *ctx, const char *name)
-{
-	struct dpv_verbs_xstat xs[512];
-	int n = dpv_verbs_query_xstats(ctx, xs, 512);
-
-	assert_true(n > 0 && n <= 512);
-	for (int i = 0; i < n; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return xs[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
-}
-
 static int post_write_key(struct ibv_qp *qp, uint64_t wr_id, struct ibv_mr *smr,
 			  struct ibv_mr *rmr, uint32_t rkey)
 {
@@ -72,15 +59,6 @@ static int post_write_key(struct ibv_qp *qp, uint64_t wr_id, struct ibv_mr *smr,
 static int post_write(struct ibv_qp *qp, uint64_t wr_id, struct ibv_mr *smr, struct ibv_mr *rmr)
 {
 	return post_write_key(qp, wr_id, smr, rmr, rmr->rkey);
-}
-
-static enum ibv_qp_state qp_state_of(struct ibv_qp *qp)
-{
-	struct ibv_qp_init_attr init;
-	struct ibv_qp_attr attr;
-
-	assert_int_equal(ibv_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
-	return attr.qp_state;
 }
 
 /*
@@ -107,7 +85,7 @@ static void misuse_cq_overrun_cq_err_and_qp_fatal(void **state)
 	connect_rc(qa, qb, &conn_default);
 	smr = new_mr(&A, 64, LW);
 	rmr = new_mr(&B, 64, LW | IBV_ACCESS_REMOTE_WRITE);
-	before = xstat(A.ctx, "xport.cq_overflows");
+	before = dev_xstat(A.ctx, "xport.cq_overflows");
 	for (int i = 0; i < 20; i++)
 		assert_int_equal(post_write(qa, (uint64_t)i, smr, rmr), 0);
 	assert_true(wait_event_of(A.ctx, IBV_EVENT_CQ_ERR, cq, WAIT_MS));
@@ -115,7 +93,7 @@ static void misuse_cq_overrun_cq_err_and_qp_fatal(void **state)
 	assert_int_equal(qp_state_of(qa), IBV_QPS_ERR);
 	/* 16 completions were lost (the 4th onwards of 20, successes or flushes): each
 	 * counted, none silent. */
-	assert_int_equal(xstat(A.ctx, "xport.cq_overflows") - before, 16);
+	assert_int_equal(dev_xstat(A.ctx, "xport.cq_overflows") - before, 16);
 	n = poll_wc(cq, wc, 4);
 	assert_int_equal(n, 4);
 	for (int i = 0; i < 4; i++) {
@@ -132,7 +110,7 @@ static void misuse_cq_overrun_cq_err_and_qp_fatal(void **state)
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(post_write(qa, 200 + (uint64_t)i, smr, rmr), 0);
 	assert_false(wait_event_of(A.ctx, IBV_EVENT_CQ_ERR, cq, QUIET_MS));
-	assert_int_equal(xstat(A.ctx, "xport.cq_overflows") - before, 18);
+	assert_int_equal(dev_xstat(A.ctx, "xport.cq_overflows") - before, 18);
 	/* The peer saw nothing of it: its QP is still up. */
 	assert_int_equal(qp_state_of(qb), IBV_QPS_RTS);
 }

@@ -31,19 +31,6 @@ static void device_handlers(void)
 	assert_int_equal(sigaction(SIGBUS, &dpv_bus, NULL), 0);
 }
 
-static uint64_t xstat(struct ibv_context *ctx, const char *name)
-{
-	struct dpv_verbs_xstat xs[512];
-	int n = dpv_verbs_query_xstats(ctx, xs, 512);
-
-	assert_true(n > 0 && n <= 512);
-	for (int i = 0; i < n; i++)
-		if (strcmp(xs[i].name, name) == 0)
-			return xs[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
-}
-
 /* A region of its own pages on A, registered, then unmapped under it. */
 static struct ibv_mr *unmapped_mr(unsigned int access)
 {
@@ -93,53 +80,44 @@ static void still_serving(void)
 	assert_true(check_pattern(amr->addr, 4096, 7));
 }
 
-static void unmapped_peer_write_rem_access_err(void **state)
+/* A peer's WRITE into, or READ of, a region whose memory is gone. */
+static void peer_access_rem_access_err(enum ibv_wr_opcode op, unsigned int access)
 {
-	struct ibv_mr *mr = unmapped_mr(LW | IBV_ACCESS_REMOTE_WRITE);
-	struct ibv_mr *src = new_mr(&B, LEN, LW);
-	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	struct ibv_mr *mr = unmapped_mr(LW | access);
+	struct ibv_mr *buf = new_mr(&B, LEN, LW);
+	uint64_t faults = dev_xstat(A.ctx, "xport.mem_faults");
 	struct rc_pair p;
 	struct ibv_wc wc;
 
-	(void)state;
 	device_handlers();
 	rc_pair(&p, &conn_default);
-	assert_int_equal(post_rdma(p.b, IBV_WR_RDMA_WRITE, 1, src->addr, LEN, src->lkey,
-				   (uintptr_t)mr->addr, mr->rkey), 0);
+	assert_int_equal(post_rdma(p.b, op, 1, buf->addr, LEN, buf->lkey, (uintptr_t)mr->addr,
+				   mr->rkey), 0);
 	expect_wc(p.bcq, &wc);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
 	wait_qp_event(p.a, IBV_EVENT_QP_ACCESS_ERR);
-	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_true(dev_xstat(A.ctx, "xport.mem_faults") > faults);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	still_serving();
 }
 
+static void unmapped_peer_write_rem_access_err(void **state)
+{
+	(void)state;
+	peer_access_rem_access_err(IBV_WR_RDMA_WRITE, IBV_ACCESS_REMOTE_WRITE);
+}
+
 static void unmapped_peer_read_rem_access_err(void **state)
 {
-	struct ibv_mr *mr = unmapped_mr(LW | IBV_ACCESS_REMOTE_READ);
-	struct ibv_mr *dst = new_mr(&B, LEN, LW);
-	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
-	struct rc_pair p;
-	struct ibv_wc wc;
-
 	(void)state;
-	device_handlers();
-	rc_pair(&p, &conn_default);
-	assert_int_equal(post_rdma(p.b, IBV_WR_RDMA_READ, 1, dst->addr, LEN, dst->lkey,
-				   (uintptr_t)mr->addr, mr->rkey), 0);
-	expect_wc(p.bcq, &wc);
-	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
-	wait_qp_event(p.a, IBV_EVENT_QP_ACCESS_ERR);
-	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
-	assert_int_equal(ibv_dereg_mr(mr), 0);
-	still_serving();
+	peer_access_rem_access_err(IBV_WR_RDMA_READ, IBV_ACCESS_REMOTE_READ);
 }
 
 static void unmapped_local_send_loc_prot_err(void **state)
 {
 	struct ibv_mr *mr = unmapped_mr(LW);
 	struct ibv_mr *dst = new_mr(&B, LEN, LW);
-	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	uint64_t faults = dev_xstat(A.ctx, "xport.mem_faults");
 	struct rc_pair p;
 	struct ibv_wc wc;
 
@@ -152,7 +130,7 @@ static void unmapped_local_send_loc_prot_err(void **state)
 	expect_wc(p.acq, &wc);
 	assert_int_equal(wc.wr_id, 2);
 	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
-	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_true(dev_xstat(A.ctx, "xport.mem_faults") > faults);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	still_serving();
 }
@@ -161,7 +139,7 @@ static void unmapped_receive_loc_prot_err(void **state)
 {
 	struct ibv_mr *mr = unmapped_mr(LW);
 	struct ibv_mr *src = new_mr(&B, LEN, LW);
-	uint64_t faults = xstat(A.ctx, "xport.mem_faults");
+	uint64_t faults = dev_xstat(A.ctx, "xport.mem_faults");
 	struct rc_pair p;
 	struct ibv_wc wc;
 
@@ -177,7 +155,7 @@ static void unmapped_receive_loc_prot_err(void **state)
 	/* The sender learns of it as of any receiver's protection error. */
 	expect_wc(p.bcq, &wc);
 	assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
-	assert_true(xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_true(dev_xstat(A.ctx, "xport.mem_faults") > faults);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	still_serving();
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "dpv_verbs.h"
 #include "verbs_test.h"
 
 /* Each side starts its PSNs just below the 24-bit wrap, so multi-packet messages
@@ -293,6 +294,15 @@ void ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
+enum ibv_qp_state qp_state_of(struct ibv_qp *qp)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	assert_int_equal(ibv_query_qp(qp, &attr, IBV_QP_STATE, &init), 0);
+	return attr.qp_state;
+}
+
 void qp_to_err(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
@@ -373,6 +383,33 @@ int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len,
 }
 
 /* ---- polling ---- */
+
+static uint64_t find_xstat(const struct dpv_verbs_xstat *xs, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(xs[i].name, name) == 0)
+			return xs[i].value;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+uint64_t dev_xstat(struct ibv_context *ctx, const char *name)
+{
+	struct dpv_verbs_xstat xs[512];
+	int n = dpv_verbs_query_xstats(ctx, xs, 512);
+
+	assert_true(n > 0 && n <= 512);
+	return find_xstat(xs, n, name);
+}
+
+uint64_t qp_xstat(struct ibv_qp *qp, const char *name)
+{
+	struct dpv_verbs_xstat xs[64];
+	int n = dpv_verbs_query_qp_xstats(qp, xs, 64);
+
+	assert_true(n > 0 && n <= 64);
+	return find_xstat(xs, n, name);
+}
 
 uint64_t now_ms(void)
 {

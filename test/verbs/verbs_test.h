@@ -3,7 +3,8 @@
  * What the verbs tests share: the two devices of one ring pair (dpv0 and dpv1, "A" and
  * "B"), objects created per test and destroyed by the test's teardown (also when an
  * assertion ends the test early), RC connection set-up, and polling bounded in time so
- * a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used.
+ * a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used, and
+ * dpverbs' counters (dpv_verbs.h) where a test reads them.
  */
 #ifndef VERBS_TEST_H
 #define VERBS_TEST_H
@@ -100,6 +101,8 @@ struct rc_pair {
 void rc_pair(struct rc_pair *p, const struct conn_opts *o);
 /* Move a QP to ERR. */
 void qp_to_err(struct ibv_qp *qp);
+/* Its state, as ibv_query_qp() reports it. */
+enum ibv_qp_state qp_state_of(struct ibv_qp *qp);
 
 /* ---- posting ---- */
 
@@ -144,6 +147,11 @@ void expect_quiet_ex(struct ibv_cq_ex *cq);
 
 /* Wait for an async event of @p ctx (driving the devices meanwhile); false on timeout. */
 bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms);
+
+/* The value of counter @p name of a device (dpv_verbs_query_xstats()) or of a QP
+ * (dpv_verbs_query_qp_xstats()); a name that is not there fails the test. */
+uint64_t dev_xstat(struct ibv_context *ctx, const char *name);
+uint64_t qp_xstat(struct ibv_qp *qp, const char *name);
 
 uint64_t now_ms(void);
 void fill_pattern(void *buf, size_t len, uint32_t seed);
