@@ -70,7 +70,7 @@ static const struct stat_field port_fields[] = {
 	PORT_STAT(arp_replies_sent), PORT_STAT(arp_learned), PORT_STAT(arp_unresolved_drops),
 	PORT_STAT(arp_invalid), PORT_STAT(arp_ignored_unsolicited), PORT_STAT(arp_mac_changed),
 	PORT_STAT(arp_expired), PORT_STAT(arp_unreachable), PORT_STAT(arp_evicted),
-	PORT_STAT(arp_table_full),
+	PORT_STAT(arp_table_full), PORT_STAT(capture_frames), PORT_STAT(capture_dropped),
 };
 _Static_assert(sizeof(port_fields) / sizeof(port_fields[0]) ==
 		       sizeof(struct dpv_port_stats) / sizeof(uint64_t),
