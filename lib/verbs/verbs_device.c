@@ -336,6 +336,8 @@ static int list_devices(void)
 	uint32_t ipv4;
 	int ret;
 
+	/* Before EAL starts its telemetry thread: a client finds the commands at once. */
+	dpv_verbs_telemetry_register();
 	ret = load_config();
 	if (ret == 0)
 		ret = start_eal();
@@ -403,6 +405,30 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 void ibv_free_device_list(struct ibv_device **list)
 {
 	free(list);
+}
+
+struct dpv_device *dpv_verbs_device_named(const char *name)
+{
+	struct dpv_device *d = NULL;
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned int i = 0; i < n_devices && d == NULL; i++)
+		if (devices[i]->dev != NULL && strcmp(devices[i]->ibdev.name, name) == 0)
+			d = devices[i];
+	pthread_mutex_unlock(&devices_lock);
+	return d;
+}
+
+unsigned int dpv_verbs_opened_devices(struct dpv_device **out, unsigned int max)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned int i = 0; i < n_devices && n < max; i++)
+		if (devices[i]->dev != NULL)
+			out[n++] = devices[i];
+	pthread_mutex_unlock(&devices_lock);
+	return n;
 }
 
 const char *ibv_get_device_name(struct ibv_device *device)
@@ -995,6 +1021,7 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 		errno = EINVAL;
 		return NULL;
 	}
+	dpv_verbs_telemetry_register();
 	pthread_mutex_lock(&devices_lock);
 	/* The program started EAL itself: ibv_get_device_list() lists what it opened. */
 	devices_listed = true;
