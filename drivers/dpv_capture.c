@@ -17,6 +17,7 @@
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
+#include <rte_ethdev.h>
 #include <rte_pcapng.h>
 #include <rte_ring.h>
 
@@ -44,6 +45,9 @@ struct dpv_capture {
 	uint64_t start_ns;         /* wall clock at open, ns since the epoch */
 	uint64_t start_tsc;        /* the TSC then */
 	uint64_t tsc_hz;
+	/* The ethdev ports that have an interface in the file: those of the process when
+	 * rte_pcapng_fdopen() wrote them. */
+	uint64_t has_interface[(RTE_MAX_ETHPORTS + 63) / 64];
 	uint32_t n_sources;        /* atomic: sources [0, n) exist */
 	uint32_t live;             /* sources not removed */
 	struct dpv_capture_source *sources[DPV_CAPTURE_MAX_SOURCES];
@@ -119,6 +123,9 @@ static int add_source(struct dpv_capture *c, const char *name, uint16_t ethdev_p
 
 	if (c->n_sources == DPV_CAPTURE_MAX_SOURCES)
 		return ENOSPC;
+	if (ethdev_port >= RTE_MAX_ETHPORTS ||
+	    !(c->has_interface[ethdev_port / 64] & (1ull << (ethdev_port % 64))))
+		return ENODEV;
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return ENOMEM;
@@ -153,6 +160,7 @@ int dpv_capture_open(const char *path, const char *comment, const char *name,
 		     uint16_t ethdev_port, struct dpv_capture_source **out)
 {
 	struct dpv_capture *c = calloc(1, sizeof(*c));
+	uint16_t port;
 	int fd, ret;
 
 	if (c == NULL)
@@ -163,6 +171,8 @@ int dpv_capture_open(const char *path, const char *comment, const char *name,
 		free(c);
 		return ret;
 	}
+	RTE_ETH_FOREACH_DEV(port)
+		c->has_interface[port / 64] |= 1ull << (port % 64);
 	rte_errno = 0;
 	errno = 0;
 	c->png = rte_pcapng_fdopen(fd, NULL, NULL, "dpverbs", comment);

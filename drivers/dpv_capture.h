@@ -54,7 +54,8 @@ struct dpv_capture_stats {
  * may be NULL) and the interfaces, start the writer thread, with a first source:
  * dpv_capture_add()'s @p name, @p ethdev_port and @p out. A capture lives while it has
  * sources.
- * @return 0 and @p out; ENOMEM; or the errno of creating or writing @p path.
+ * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process; or
+ *         the errno of creating or writing @p path.
  */
 int dpv_capture_open(const char *path, const char *comment, const char *name,
 		     uint16_t ethdev_port, struct dpv_capture_source **out);
@@ -63,7 +64,8 @@ int dpv_capture_open(const char *path, const char *comment, const char *name,
  * A new source of the capture @p other belongs to: frames of ethdev port
  * @p ethdev_port, named @p name in the file's statistics. The caller hands it to the
  * port's owner (dpv_port's capture).
- * @return 0 and @p out; ENOSPC DPV_CAPTURE_MAX_SOURCES already; ENOMEM.
+ * @return 0 and @p out; ENOSPC DPV_CAPTURE_MAX_SOURCES already; ENODEV the port has no
+ *         interface in the file (it came up after the file was made); ENOMEM.
  */
 int dpv_capture_add(struct dpv_capture_source *other, const char *name,
 		    uint16_t ethdev_port, struct dpv_capture_source **out);

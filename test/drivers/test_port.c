@@ -281,11 +281,18 @@ static void capture_records_frames_sent_and_received(void **state)
 
 static void capture_of_a_path_that_cannot_be_made_says_why(void **state)
 {
+	char path[] = "/tmp/dpv-capture-XXXXXX";
 	struct dpv_capture_source *s;
+	int fd = mkstemp(path);
 
 	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
 	assert_int_equal(dpv_capture_open("/nonexistent-dir/x.pcapng", NULL, "a", a.ethdev_port,
 					  &s), ENOENT);
+	/* A port without an interface in the file (none by that id) is refused. */
+	assert_int_equal(dpv_capture_open(path, NULL, "a", RTE_MAX_ETHPORTS - 1, &s), ENODEV);
+	unlink(path);
 }
 
 static void unknown_driver_and_bad_port_are_refused(void **state)

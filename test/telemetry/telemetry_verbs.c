@@ -54,6 +54,15 @@ static void side_open(struct side *s, struct ibv_device *dev)
 	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0);
 }
 
+static void side_close(struct side *s)
+{
+	CHECK(ibv_dereg_mr(s->mr) == 0);
+	CHECK(ibv_destroy_cq(s->cq) == 0);
+	CHECK(ibv_dealloc_pd(s->pd) == 0);
+	CHECK(ibv_close_device(s->ctx) == 0);
+	free(s->buf);
+}
+
 static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid)
 {
 	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
@@ -197,6 +206,11 @@ int main(void)
 	pause_for_client(1, qa, qb, srq, tm, SENDS1);
 	sends(&a, qa, &b, SENDS2);
 	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2);
+	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);
+	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(tm_cq)) == 0);
+	side_close(&a);
+	side_close(&b);
 	ibv_free_device_list(list);
 	return 0;
 }
