@@ -9,7 +9,10 @@ TELEMETRY_VERBS (telemetry_verbs.c) runs two devices of a ring pair with telemet
 /usr/bin/python3 as DPDK installs it, asks the /dpverbs/ commands at each stop. The
 replies must show the devices, QPs and SRQs the program made, with the values its
 traffic implies: receives posted and consumed, SENDs sent and received between the
-two stops, tags listed; unknown devices, objects and bad parameters answer null.
+two stops, tags listed; unknown devices, objects and bad parameters answer null. Then,
+while the program creates and destroys QPs and SRQs without a pause, lookups of what
+the lists name answer the object whole or null (never another one, never a crash:
+the sanitizer build checks the program), and the QP that stays is always found.
 
 Exits 77 (skipped) when the client is missing (Debian package dpdk-dev).
 """
@@ -63,6 +66,35 @@ class Checker:
 def phase_info(line):
     words = line.split()
     return int(words[1]), {k: int(v) for k, v in (w.split("=") for w in words[2:])}
+
+
+def churn(c, p, client, prefix, qa, rounds=15):
+    line = p.stdout.readline()
+    if not line.startswith("phase 3"):
+        print(f"the program stopped before phase 3: {line!r}")
+        return False
+    found = gone = 0
+    for _ in range(rounds):
+        qps, srqs = ask(client, prefix, ["/dpverbs/qps,dpv0", "/dpverbs/srqs,dpv1"])
+        qps, srqs = qps or [], srqs or []
+        cmds = [f"/dpverbs/qp,dpv0,{q}" for q in qps + [qa]] + \
+               [f"/dpverbs/srq,dpv1,{n}" for n in srqs]
+        for cmd, reply in zip(cmds, ask(client, prefix, cmds)):
+            num = int(cmd.split(",")[2])
+            if reply is None:
+                gone += 1
+                if num == qa:
+                    c.eq(f"churn: {cmd}", reply, "the QP that stays")
+                continue
+            found += 1
+            key = "qpn" if "/qp," in cmd else "srq"
+            if reply.get(key) != num or reply.get("type") not in ("RC", "BASIC", "TM"):
+                c.eq(f"churn: {cmd}", reply, f"{key} {num} whole, or null")
+    print(f"churn: {found} lookups found the object, {gone} found it gone")
+    c.eq("churn: the QP that stays was asked for each round", found >= rounds, True)
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+    return True
 
 
 def main(argv):
@@ -136,6 +168,8 @@ def main(argv):
                  and "xport_rx_bad_icrc" in ca and "engine_polls" in ca, True)
             p.stdin.write("go on\n")
             p.stdin.flush()
+        if not churn(c, p, client, prefix, vs[2]["qpn_a"]):
+            return 1
         # Between the stops exactly the phase-2 SENDs moved the counters.
         d = {k: snaps[2]["/dpverbs/counters,dpv1"][k] - snaps[1]["/dpverbs/counters,dpv1"][k]
              for k in ("qp_rx_packets", "qp_dup_requests", "xport_rx_unknown_qp",

@@ -9,10 +9,13 @@
  *   phase 1  RECVS receives posted to the SRQ, SENDS1 SENDs from dpv0 to dpv1
  *   phase 2  SENDS2 more SENDs
  *
- * After each phase it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=..
- * recvs=.. sends=.. tags=..", what the client must find. Uses only <infiniband/verbs.h>.
+ * After each it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=.. recvs=..
+ * sends=.. tags=..", what the client must find. Then, in phase 3, it creates and
+ * destroys QPs on dpv0 and SRQs on dpv1 without a pause, while the client looks them
+ * up, until the next line on stdin. Uses only <infiniband/verbs.h>.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +140,33 @@ static void pause_for_client(int phase, const struct ibv_qp *qa, const struct ib
 	CHECK(fgets(line, sizeof(line), stdin) != NULL);
 }
 
+/* Create and destroy objects until a line comes on stdin. */
+static void churn(struct side *a, struct side *b)
+{
+	struct ibv_qp_init_attr qa = {.send_cq = a->cq, .recv_cq = a->cq, .qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct pollfd in = {.fd = 0, .events = POLLIN};
+	char line[64];
+	unsigned long rounds = 0;
+
+	printf("phase 3 churn\n");
+	fflush(stdout);
+	while (poll(&in, 1, 0) == 0) {
+		struct ibv_qp *qp;
+		struct ibv_srq *srq;
+
+		CHECK((qp = ibv_create_qp(a->pd, &qa)) != NULL);
+		CHECK((srq = ibv_create_srq(b->pd, &sa)) != NULL);
+		CHECK(ibv_destroy_qp(qp) == 0);
+		CHECK(ibv_destroy_srq(srq) == 0);
+		rounds++;
+	}
+	CHECK(fgets(line, sizeof(line), stdin) != NULL);
+	fprintf(stderr, "telemetry_verbs: %lu rounds of churn\n", rounds);
+}
+
 int main(void)
 {
 	struct ibv_qp_init_attr_ex qa_attr = {0}, qb_attr = {0};
@@ -206,6 +236,7 @@ int main(void)
 	pause_for_client(1, qa, qb, srq, tm, SENDS1);
 	sends(&a, qa, &b, SENDS2);
 	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2);
+	churn(&a, &b);
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
 	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(tm_cq)) == 0);
