@@ -34,7 +34,8 @@ struct dpv_capture_source {
 	struct rte_mempool *pool;  /* the copies */
 	uint16_t ethdev_port;
 	char name[32];
-	struct dpv_capture_stats stats;
+	/* For the statistics block at the end (owner writes, read after it stops). */
+	uint64_t frames, dropped;
 };
 
 struct dpv_capture {
@@ -211,7 +212,8 @@ bool dpv_capture_same(const struct dpv_capture_source *a, const struct dpv_captu
 /*
  * The wall-clock time of a TSC reading, in ns. DPDK 22.11's rte_pcapng calibrates its
  * own TSC clock in a constructor, before EAL has measured the TSC, and stamps frames
- * centuries off; the capture keeps its own clock from the time it was opened.
+ * centuries off (and every thread that copies updates that clock unlocked); the
+ * capture keeps its own clock from the time it was opened and stamps the copies.
  */
 static uint64_t tsc_to_ns(const struct dpv_capture *c, uint64_t tsc)
 {
@@ -253,21 +255,13 @@ uint16_t dpv_capture_frames(struct dpv_capture_source *s, struct rte_mbuf *const
 		queued = (uint16_t)rte_ring_sp_enqueue_burst(s->ring, (void **)copies, got, NULL);
 		if (queued != got)
 			rte_pktmbuf_free_bulk(copies + queued, got - queued);
-		/* Relaxed stores of the owner's own counters: read whole from any thread. */
-		__atomic_store_n(&s->stats.frames, s->stats.frames + queued, __ATOMIC_RELAXED);
-		__atomic_store_n(&s->stats.dropped, s->stats.dropped + (k - queued),
-				 __ATOMIC_RELAXED);
+		s->frames += queued;
+		s->dropped += k - queued;
 		total += queued;
 		pkts += k;
 		n -= k;
 	}
 	return total;
-}
-
-void dpv_capture_stats(const struct dpv_capture_source *s, struct dpv_capture_stats *st)
-{
-	st->frames = __atomic_load_n(&s->stats.frames, __ATOMIC_RELAXED);
-	st->dropped = __atomic_load_n(&s->stats.dropped, __ATOMIC_RELAXED);
 }
 
 int dpv_capture_remove(struct dpv_capture_source *s)
@@ -286,7 +280,7 @@ int dpv_capture_remove(struct dpv_capture_source *s)
 
 		if (c->write_errno == 0 &&
 		    rte_pcapng_write_stats(c->png, x->ethdev_port, x->name, c->start_ns, end,
-					   x->stats.frames, x->stats.dropped) < 0)
+					   x->frames, x->dropped) < 0)
 			c->write_errno = errno != 0 ? errno : EIO;
 	}
 	ret = c->write_errno;
