@@ -104,11 +104,15 @@ def main(argv):
         return SKIP
     prefix = f"dpvtel{os.getpid()}"
     eal = os.environ.get("DPV_TELEMETRY_MEM", "--no-huge --no-shconf -m 512")
+    # DPV_TELEMETRY_PROGRESS: the devices' progress mode and the cores it needs.
+    progress = os.environ.get("DPV_TELEMETRY_PROGRESS", "inline")
+    cores = "-l 0,1" if progress.startswith("lcore:") else "-l 0"
     env = dict(os.environ,
-               DPV_EAL_ARGS=f"-l 0 --no-pci {eal} --file-prefix={prefix} "
+               DPV_EAL_ARGS=f"{cores} --no-pci {eal} --file-prefix={prefix} "
                             "--log-level=lib.eal:error",
-               DPV_RING_PAIRS="1", DPV_PORT_IPV4="127.0.40.1,127.0.40.2")
-    for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS", "DPV_PROGRESS"):
+               DPV_RING_PAIRS="1", DPV_PORT_IPV4="127.0.40.1,127.0.40.2",
+               DPV_PROGRESS=progress)
+    for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS"):
         env.pop(k, None)
     c = Checker()
     p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
@@ -135,7 +139,8 @@ def main(argv):
             c.eq(f"{phase}: devices", r["/dpverbs/devices"], ["dpv0", "dpv1"])
             info = r["/dpverbs/info,dpv0"]
             c.eq(f"{phase}: dpv0 ipv4", info and info.get("ipv4"), "127.0.40.1")
-            c.eq(f"{phase}: dpv0 progress", info and info.get("progress"), "inline")
+            c.eq(f"{phase}: dpv0 progress", info and info.get("progress"),
+                 progress.split(":")[0])
             qpa = r[f"/dpverbs/qp,dpv0,{qa}"] or {}
             qpb = r[f"/dpverbs/qp,dpv1,{hex(qb)}"] or {}
             c.eq(f"{phase}: qp a", (qpa.get("qpn"), qpa.get("type"), qpa.get("state"),
