@@ -48,8 +48,8 @@ struct dpv_capture_source;
  * may be NULL) and the interfaces, start the writer thread, with a first source:
  * dpv_capture_add()'s @p name, @p ethdev_port and @p out. A capture lives while it has
  * sources.
- * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process; or
- *         the errno of creating or writing @p path.
+ * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process;
+ *         EAGAIN no thread for the writer; or the errno of creating or writing @p path.
  */
 int dpv_capture_open(const char *path, const char *comment, const char *name,
 		     uint16_t ethdev_port, struct dpv_capture_source **out);
