@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPDK's own telemetry client (dpdk-telemetry.py) reads a running dpverbs program.
 
-  check_telemetry.py TELEMETRY_VERBS CLIENT
+  check_telemetry.py TELEMETRY_VERBS CLIENT [--native]
 
 TELEMETRY_VERBS (telemetry_verbs.c) runs two devices of a ring pair with telemetry on
 (its own --file-prefix) and stops after each of two phases of traffic; CLIENT, run by
@@ -115,7 +115,7 @@ def main(argv):
     for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS"):
         env.pop(k, None)
     c = Checker()
-    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    p = subprocess.Popen([prog] + argv[3:4], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          env=env)
     try:
         snaps, vs = {}, {}
