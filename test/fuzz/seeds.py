@@ -12,7 +12,7 @@ REPLAY (fuzz_xport built with replay_main.c) run every seed and every file of CR
 the inputs that once crashed a fuzzer. Any crash, write outside a region or lost mbuf
 fails it. libFuzzer's own run takes SEED_DIR as a second corpus.
 
-Reads both capture formats dpverbs has written: pcap and pcapng.
+Reads pcapng (what DPV_CAPTURE writes), the first interface's frames, and pcap.
 """
 import glob
 import os
@@ -43,9 +43,11 @@ def frames_pcapng(data, end):
             break
         body = data[off + 8:off + blen - 4]
         if btype == 6:      # enhanced packet block
+            iface = struct.unpack(end + "I", body[:4])[0]
             cap = struct.unpack(end + "I", body[12:16])[0]
-            yield body[20:20 + cap]
-        elif btype == 3:    # simple packet block
+            if iface == 0:
+                yield body[20:20 + cap]
+        elif btype == 3:    # simple packet block (interface 0)
             orig = struct.unpack(end + "I", body[:4])[0]
             yield body[4:4 + orig]
         off += blen
@@ -84,14 +86,11 @@ def main(argv):
     replay, capture_verbs, seed_dir, crash_dir = argv[1:]
     tmp = tempfile.mkdtemp(prefix="dpv-seeds.")
     try:
-        subprocess.run([capture_verbs, os.path.join(tmp, "")], check=True,
-                       stdout=subprocess.DEVNULL)
-        captures = sorted(glob.glob(os.path.join(tmp, "*.pcap*")))
-        if not captures:
-            sys.exit(f"seeds.py: {capture_verbs} captured nothing in {tmp}")
-        # Every frame is in both devices' captures (sent by one, received by the
-        # other): the first device's holds both directions.
-        frames = [f for f in read_frames(captures[0]) if roce_dst(f) is not None]
+        capture = os.path.join(tmp, "capture.pcapng")
+        subprocess.run([capture_verbs, capture], check=True, stdout=subprocess.DEVNULL)
+        # Every frame is there twice, sent on one device's interface and received on
+        # the other's: the first interface, dpv0's, holds both directions.
+        frames = [f for f in read_frames(capture) if roce_dst(f) is not None]
     finally:
         shutil.rmtree(tmp)
     if len(frames) < 10:
