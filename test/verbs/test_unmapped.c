@@ -178,8 +178,14 @@ static void other_faults_still_end_the_process(void **state)
 		_exit(0);
 	}
 	assert_int_equal(waitpid(pid, &status, 0), pid);
+#if defined(__SANITIZE_ADDRESS__)
+	/* The handler before dpverbs' was AddressSanitizer's: it reports and exits 1. */
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 1);
+#else
 	assert_true(WIFSIGNALED(status));
 	assert_int_equal(WTERMSIG(status), SIGSEGV);
+#endif
 }
 
 int main(void)
