@@ -208,6 +208,9 @@ static void help_group(const char *group, bool full)
 		seen[n_seen++] = cmds[i].help;
 		help_print(cmds[i].help, full);
 	}
+	/* The tag list's views are `show` commands, and part of the TM story too. */
+	if (strcmp(group, "tm") == 0)
+		help_print(&help_show[4], full);
 }
 
 static int cmd_help(const struct tp_args *a)
@@ -254,7 +257,14 @@ static void dispatch(const struct tp_args *a)
 		return;
 	c = cmd_of(a->w[0]);
 	if (c == NULL) {
-		tp_err(a->w[0], ENOENT, "no such command; `help` lists them");
+		char shown[24];
+		size_t i;
+
+		/* Whatever was typed, the line printed is readable text. */
+		for (i = 0; i + 1 < sizeof(shown) && a->w[0][i] != '\0'; i++)
+			shown[i] = a->w[0][i] > ' ' && a->w[0][i] < 0x7f ? a->w[0][i] : '?';
+		shown[i] = '\0';
+		tp_err(shown, ENOENT, "no such command; `help` lists them");
 		return;
 	}
 	(void)c->run(a);
@@ -276,8 +286,8 @@ void tp_run_line(const char *line)
 			return;
 		}
 		if (strlen(p) >= TP_WORD_MAX) {
-			tp_err(a.w[0] != NULL ? a.w[0] : p, ENAMETOOLONG,
-			       "a word of more than %u characters", TP_WORD_MAX - 1);
+			tp_err(a.n > 0 ? a.w[0] : "input", ENAMETOOLONG,
+			       "a word of %zu characters; at most %u", strlen(p), TP_WORD_MAX - 1);
 			return;
 		}
 		a.w[a.n++] = p;
@@ -487,11 +497,12 @@ static int tok_parse(cmdline_parse_token_hdr_t *hdr, const char *buf, void *res,
 	}
 	memcpy(comp_words[t->pos], buf, len);
 	comp_words[t->pos][len] = '\0';
+	/* librte_cmdline hands each token its own place in the result (hdr->offset). */
 	if (res != NULL) {
-		if (ressize < hdr->offset + TP_WORD_MAX)
+		if (ressize < TP_WORD_MAX)
 			return -1;
-		memcpy((char *)res + hdr->offset, buf, len);
-		((char *)res + hdr->offset)[len] = '\0';
+		memcpy(res, buf, len);
+		((char *)res)[len] = '\0';
 	}
 	return (int)len;
 }

@@ -496,8 +496,9 @@ int tp_cmd_tag(const struct tp_args *a)
 				op.wr_id = b->id;
 		if (tm_post(cmd, id, s, &op) != 0)
 			return -1;
-		tp_out("srq %u: handle %" PRIu64 " deleted%s", id, v,
-		       op.flags ? " (its completion says whether it was still listed)" : "");
+		tp_out("srq %u: DEL of handle %" PRIu64 " executed; %s", id, v,
+		       op.flags ? "its completion says whether the entry was still listed" :
+		       "a TM_ERR completion follows if a message had taken the entry");
 		return 0;
 	}
 	if (tp_num(cmd, "count", a->w[3], 0, UINT32_MAX, &v) != 0 ||

@@ -62,6 +62,8 @@ static struct {
 	/* results, the thread's until it is joined */
 	uint64_t msgs, errors, tm_rndv_incomplete;
 	uint64_t t_start, t_end;
+	uint64_t expect[2]; /* the tag of the next message each side must receive */
+	uint64_t expect_step;
 	uint64_t *lat;  /* ns */
 	uint64_t n_lat;
 	char failure[160];
@@ -236,13 +238,14 @@ static int send_msg(struct side *s, uint64_t tag, uint32_t i, uint64_t wr_id)
 
 /* One completion of @p s, or 0 when none; sets m.failure on an error completion. */
 static int next_wc(struct side *s, enum ibv_wc_opcode *op, enum ibv_wc_status *st,
-		   uint64_t *wr_id)
+		   uint64_t *wr_id, unsigned int *flags)
 {
 	struct ibv_poll_cq_attr attr = {0};
 
 	if (ibv_start_poll(s->cq, &attr) != 0)
 		return 0;
 	*op = ibv_wc_read_opcode(s->cq);
+	*flags = ibv_wc_read_wc_flags(s->cq);
 	*st = s->cq->status;
 	*wr_id = s->cq->wr_id;
 	ibv_end_poll(s->cq);
@@ -268,11 +271,12 @@ static bool pump(uint32_t *recvs_a, uint32_t *recvs_b, uint32_t *sends)
 {
 	enum ibv_wc_opcode op;
 	enum ibv_wc_status st;
+	unsigned int flags;
 	uint64_t wr_id;
 	bool any = false;
 
 	for (int k = 0; k < 2; k++) {
-		while (next_wc(&m.s[k], &op, &st, &wr_id)) {
+		while (next_wc(&m.s[k], &op, &st, &wr_id, &flags)) {
 			any = true;
 			if (st == IBV_WC_TM_RNDV_INCOMPLETE && m.mode == M_RNDV_STREAM) {
 				/* What the device gives today for an offer that matched. */
@@ -281,6 +285,16 @@ static bool pump(uint32_t *recvs_a, uint32_t *recvs_b, uint32_t *sends)
 				fail("a completion with status %s", ibv_wc_status_str(st));
 				return false;
 			}
+			/* Each tagged message lands in its own tag's entry, in order: a tag mode
+			 * that matched wrongly or not at all fails. */
+			if (op == IBV_WC_TM_RECV && (!(flags & IBV_WC_TM_MATCH) ||
+						     wr_id != m.expect[k])) {
+				fail("%s", !(flags & IBV_WC_TM_MATCH) ? "a message was unexpected" :
+				     "a message matched the wrong tag");
+				return false;
+			}
+			if (op == IBV_WC_TM_RECV)
+				m.expect[k] += m.expect_step;
 			if (op == IBV_WC_SEND)
 				(*sends)++;
 			else if (op == IBV_WC_RECV || op == IBV_WC_TM_RECV)
@@ -304,6 +318,10 @@ static void run_pingpong(void)
 {
 	struct side *a = &m.s[0], *b = &m.s[1];
 	bool tm = tm_mode();
+
+	m.expect[0] = 1;
+	m.expect[1] = 0;
+	m.expect_step = 2;
 
 	for (uint64_t i = 0; !done(i); i++) {
 		uint32_t ra = 0, rb = 0, sends = 0;
@@ -352,6 +370,8 @@ static void run_stream(void)
 	uint32_t ra = 0, rb = 0, sends = 0;
 	uint64_t last_progress = now_ns();
 
+	m.expect[1] = 0;
+	m.expect_step = 1;
 	while (added < FLOOD_DEPTH && (m.count == 0 || added < m.count)) {
 		if (add_tag(b, added, (uint32_t)(added % FLOOD_DEPTH)) != 0) {
 			fail("%s", "a tag ADD failed");

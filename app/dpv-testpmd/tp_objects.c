@@ -645,6 +645,17 @@ static void ipv4_str(uint32_t ip, char *buf, size_t len)
 	snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
 }
 
+/* The device's MAC, from its node GUID (the MAC as an EUI-64): dpverbs gives a port
+ * whose driver has none (a ring) a random one, which ethdev does not know. */
+static void dev_mac(unsigned int d, struct rte_ether_addr *mac)
+{
+	__be64 guid = ibv_get_device_guid(tp.dev[d].ctx->device);
+	const uint8_t *g = (const uint8_t *)&guid;
+	const uint8_t m[6] = {g[0] ^ 2, g[1], g[2], g[5], g[6], g[7]};
+
+	memcpy(mac->addr_bytes, m, sizeof(m));
+}
+
 static int show_devices(void)
 {
 	for (unsigned int i = 0; i < tp.n_devs; i++) {
@@ -652,7 +663,7 @@ static int show_devices(void)
 		struct ibv_port_attr pa;
 		char ip[16];
 
-		rte_eth_macaddr_get(tp.dev[i].port_id, &mac);
+		dev_mac(i, &mac);
 		ipv4_str(tp.dev[i].ipv4, ip, sizeof(ip));
 		if (ibv_query_port(tp.dev[i].ctx, 1, &pa) != 0)
 			pa.state = IBV_PORT_NOP;
@@ -677,7 +688,7 @@ static int show_port(const struct tp_args *a)
 	if (ibv_query_port(tp.dev[d].ctx, 1, &pa) != 0 ||
 	    ibv_query_device_ex(tp.dev[d].ctx, NULL, &dev) != 0)
 		return tp_err("show port", errno, "the device did not answer");
-	rte_eth_macaddr_get(tp.dev[d].port_id, &mac);
+	dev_mac((unsigned int)d, &mac);
 	ipv4_str(tp.dev[d].ipv4, ip, sizeof(ip));
 	gid_str(&tp.dev[d].gid, gid, sizeof(gid));
 	tp_out("%s (DPDK port %u)", tp.dev[d].name, tp.dev[d].port_id);
