@@ -295,13 +295,14 @@ int tp_cmd_listen(const struct tp_args *a)
 	uint32_t id;
 	int fd, ret, one = 1;
 
-	if (a->n < 2 || tp_num(cmd, "port", a->w[1], 1, 65535, &port) != 0)
+	if (a->n < 2 || tp_num(cmd, "port", a->w[1], 0, 65535, &port) != 0)
 		return a->n < 2 ? tp_err(cmd, EINVAL, "listen <port> <qp>") : -1;
 	if ((q = connectable(cmd, a->n > 2 ? a->w[2] : NULL, &id)) == NULL)
 		return -1;
 	if (a->n != 3)
 		return tp_err(cmd, EINVAL, "listen <port> <qp>");
-	if (tp.listen_fd < 0 || tp.listen_port != port) {
+	/* Port 0: one the kernel picks, printed for the peer (a script reads it there). */
+	if (tp.listen_fd < 0 || (port != 0 && tp.listen_port != port)) {
 		tp_listen_close();
 		tp.listen_fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (tp.listen_fd < 0)
@@ -315,8 +316,15 @@ int tp_cmd_listen(const struct tp_args *a)
 			return tp_err(cmd, ret, "TCP port %" PRIu64 " is not free: pick another",
 				      port);
 		}
+		{
+			socklen_t len = sizeof(sa);
+
+			if (getsockname(tp.listen_fd, (struct sockaddr *)&sa, &len) == 0)
+				port = ntohs(sa.sin_port);
+		}
 		tp.listen_port = (uint16_t)port;
 	}
+	port = tp.listen_port;
 	tp_out("listening on TCP port %" PRIu64 " for the peer of qp %u", port, id);
 	deadline = tp_now_ms() + PEER_WAIT_MS;
 	for (;;) {

@@ -3,6 +3,7 @@
 """Run a dpv-testpmd session and check its output line by line.
 
 usage: check_session.py [--mem nohuge|huge] [--stdin] [--auto] CONSOLE SCRIPT EXPECTED
+       check_session.py --output FILE EXPECTED
 
 The console runs on the embedded default (its ring pair), with EAL arguments of this
 test (a file prefix of its own; --no-huge, or hugepages), the script given with
@@ -39,7 +40,7 @@ def pattern(line):
 
 def main():
     args = sys.argv[1:]
-    mem, use_stdin, auto = "nohuge", False, False
+    mem, use_stdin, auto, output = "nohuge", False, False, None
     while args and args[0].startswith("--"):
         opt = args.pop(0)
         if opt == "--mem":
@@ -48,8 +49,16 @@ def main():
             use_stdin = True
         elif opt == "--auto":
             auto = True
+        elif opt == "--output":
+            output = args.pop(0)
         else:
             sys.exit("unknown option " + opt)
+    if output is not None:
+        # The session ran elsewhere (two consoles, session2.sh): check what it printed.
+        expected, = args
+        with open(output, "rb") as f:
+            p = subprocess.CompletedProcess([], 0, f.read(), b"")
+        return check(p, expected)
     console, script, expected = args
     eal = ["-l", "0", "--no-pci", "--log-level=lib.eal:error",
            "--file-prefix=tp-check-%d" % os.getpid()]
@@ -65,6 +74,10 @@ def main():
         cmd += ["--cmdline-file", script]
     p = subprocess.run(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=300)
+    return check(p, expected)
+
+
+def check(p, expected):
     out = [l for l in p.stdout.decode(errors="replace").splitlines()
            if not l.startswith("rate: ")]
     want_rc, pos, failed = 0, 0, None
