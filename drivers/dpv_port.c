@@ -101,7 +101,8 @@ void dpv_port_close(struct dpv_port *port)
 	}
 	rte_pktmbuf_free_bulk(port->backlog, port->backlog_n);
 	port->backlog_n = 0;
-	dpv_pcap_close(port->capture);
+	if (port->capture != NULL)
+		dpv_capture_remove(port->capture);
 	port->capture = NULL;
 	if (port->ops != NULL)
 		port->ops->close(port);
@@ -109,37 +110,13 @@ void dpv_port_close(struct dpv_port *port)
 	port->pool = NULL;
 }
 
-int dpv_port_capture(struct dpv_port *port, const char *path)
+/* Copy frames into the capture before a PMD (a ring pair hands mbufs over) takes them. */
+static void capture(struct dpv_port *port, struct rte_mbuf *const *pkts, uint16_t n, bool out)
 {
-	struct dpv_pcap *p = NULL;
-	int ret;
+	uint16_t queued = dpv_capture_frames(port->capture, pkts, n, out);
 
-	if (path != NULL) {
-		p = dpv_pcap_open(path);
-		if (p == NULL)
-			return errno;
-	}
-	ret = dpv_pcap_close(port->capture);
-	port->capture = p;
-	return ret;
-}
-
-/* Append frames to the capture, before a PMD (a ring pair hands mbufs over) takes them. */
-static void capture(struct dpv_port *port, struct rte_mbuf *const *pkts, uint16_t n)
-{
-	uint8_t buf[RTE_ETHER_MAX_JUMBO_FRAME_LEN];
-	uint64_t now = (uint64_t)(rte_get_tsc_cycles() * (1e9 / rte_get_tsc_hz()));
-
-	for (uint16_t i = 0; i < n; i++) {
-		uint32_t len = rte_pktmbuf_pkt_len(pkts[i]);
-		const void *d;
-
-		if (len > sizeof(buf))
-			len = sizeof(buf);
-		d = rte_pktmbuf_read(pkts[i], 0, len, buf);
-		if (d != NULL)
-			dpv_pcap_write(port->capture, d, len, now);
-	}
+	port->stats.capture_frames += queued;
+	port->stats.capture_dropped += n - queued;
 }
 
 static unsigned int arp_home(uint32_t ip)
@@ -297,7 +274,7 @@ static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_
 	rte_ether_addr_copy(target_mac, &arp->arp_data.arp_tha);
 	arp->arp_data.arp_tip = rte_cpu_to_be_32(target_ip);
 	if (port->capture != NULL)
-		capture(port, &m, 1);
+		capture(port, &m, 1, true);
 	if (port->ops->tx_burst(port, &m, 1) == 1) {
 		port->stats.tx_frames++;
 		if (op == RTE_ARP_OP_REQUEST)
@@ -370,7 +347,7 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 	if (n == 0)
 		return 0;
 	if (port->capture != NULL)
-		capture(port, pkts, n);
+		capture(port, pkts, n, true);
 	if (backlog_flush(port)) {
 		sent = port->ops->tx_burst(port, pkts, n);
 		port->stats.tx_frames += sent;
@@ -506,7 +483,7 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 	got = port->ops->rx_burst(port, pkts, n);
 	port->stats.rx_frames += got;
 	if (port->capture != NULL)
-		capture(port, pkts, got);
+		capture(port, pkts, got, false);
 	for (uint16_t i = 0; i < got; i++) {
 		struct rte_mbuf *m = pkts[i];
 		uint16_t type;

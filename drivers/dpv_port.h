@@ -22,7 +22,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "dpv_pcap.h"
+#include "dpv_capture.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +83,8 @@ struct dpv_port_stats {
 	uint64_t arp_unreachable;      /**< stale entries that did not answer: unresolved */
 	uint64_t arp_evicted;          /**< entries dropped to make room for another */
 	uint64_t arp_table_full;       /**< a neighbour needed a slot and every entry held frames */
+	uint64_t capture_frames;       /**< frames copied into a capture (dpv_capture.h) */
+	uint64_t capture_dropped;      /**< frames a capture could not keep up with */
 };
 
 /** A neighbour; the table is open-addressed by IPv4 address, ip 0 marks a free slot. */
@@ -110,8 +112,9 @@ struct dpv_port {
 	uint32_t ipv4;            /**< host order */
 	struct rte_mempool *pool; /**< mbufs on the port's socket */
 	struct dpv_port_stats stats;
-	/** When set, every frame sent or received is appended here (DPV_CAPTURE). */
-	struct dpv_pcap *capture;
+	/** When set, every frame sent or received is copied here (dpv_capture.h). Set and
+	 *  cleared by the owner thread, or by a control thread that owns the device. */
+	struct dpv_capture_source *capture;
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
 	uint16_t arp_n;            /**< entries in use */
 	uint64_t arp_lifetime_tsc; /**< 0: DPV_ARP_LIFETIME_MS_DEFAULT */
@@ -162,16 +165,7 @@ int dpv_port_make_pool(struct dpv_port *port, unsigned int size, bool packed);
  */
 int dpv_port_ring_pair(const char *name, int socket, uint16_t *a, uint16_t *b);
 
-/**
- * Capture every frame the port sends or receives from now on into a pcap file (for
- * tshark or Wireshark; a debugging aid: each frame costs a copy and a write), or with
- * @p path NULL stop capturing and close the file.
- * Owner thread, or a control thread while nobody polls the port.
- * @return 0, or the errno of creating @p path or of closing the previous file.
- */
-int dpv_port_capture(struct dpv_port *port, const char *path);
-
-/** Close a port: frees held frames and the pool, closes a capture. */
+/** Close a port: frees held frames and the pool, removes its capture source. */
 void dpv_port_close(struct dpv_port *port);
 
 /**

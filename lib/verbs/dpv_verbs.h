@@ -113,6 +113,43 @@ int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *
 int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n);
 
 /*
+ * Capture: every frame a device's port sends or receives, into a pcapng file that
+ * tshark and Wireshark read (doc/guides/telemetry.md). What DPV_CAPTURE does for every
+ * device of a verbs program, started and stopped while the device runs.
+ */
+
+/**
+ * Start writing every frame the port of @p context's device sends or receives, from
+ * now on, to a pcapng file at @p path (created, or truncated), stamped with the time
+ * the device handled it and its direction. The frames are copied on the device's
+ * owner thread and written in batches by a thread of the capture's own, so a slow file
+ * never stalls the device: frames the writer cannot keep up with are dropped and
+ * counted ("port.capture_dropped" in dpv_verbs_query_xstats()).
+ *
+ * Any thread but the device's owner (a console's thread, the program's control
+ * thread): the device keeps running; the capture starts between two of its poll
+ * iterations.
+ * @return 0; EINVAL @p context or @p path NULL or @p path empty; EBUSY a capture of
+ *         this device runs already (DPV_CAPTURE's, or an earlier call's); ENOMEM no
+ *         memory for the capture's buffers; or the errno of creating or writing
+ *         @p path (EACCES, ENOENT, ENOSPC...).
+ */
+int dpv_verbs_capture_start(struct ibv_context *context, const char *path);
+
+/**
+ * Stop the capture of @p context's device (dpv_verbs_capture_start()'s or
+ * DPV_CAPTURE's): frames the device handled before the call are in the file when it
+ * returns, and the file is closed (a DPV_CAPTURE file that other devices still write
+ * stays open until the last of them stops).
+ *
+ * Any thread but the device's owner, as dpv_verbs_capture_start().
+ * @return 0; EINVAL @p context NULL; ENOENT no capture of this device runs; or the
+ *         errno of a write to the file that failed while it ran (the frames from then
+ *         on are missing from it).
+ */
+int dpv_verbs_capture_stop(struct ibv_context *context);
+
+/*
  * Introspection of tag-matching SRQs: what the device holds, for a console, a debugger
  * or a test. Not for a fast path: each call takes the device from its engine for the
  * time it reads (as creating an object does).

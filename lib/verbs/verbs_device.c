@@ -336,6 +336,8 @@ static int list_devices(void)
 	uint32_t ipv4;
 	int ret;
 
+	/* Before EAL starts its telemetry thread: a client finds the commands at once. */
+	dpv_verbs_telemetry_register();
 	ret = load_config();
 	if (ret == 0)
 		ret = start_eal();
@@ -405,6 +407,30 @@ void ibv_free_device_list(struct ibv_device **list)
 	free(list);
 }
 
+struct dpv_device *dpv_verbs_device_named(const char *name)
+{
+	struct dpv_device *d = NULL;
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned int i = 0; i < n_devices && d == NULL; i++)
+		if (devices[i]->dev != NULL && strcmp(devices[i]->ibdev.name, name) == 0)
+			d = devices[i];
+	pthread_mutex_unlock(&devices_lock);
+	return d;
+}
+
+unsigned int dpv_verbs_opened_devices(struct dpv_device **out, unsigned int max)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned int i = 0; i < n_devices && n < max; i++)
+		if (devices[i]->dev != NULL)
+			out[n++] = devices[i];
+	pthread_mutex_unlock(&devices_lock);
+	return n;
+}
+
 const char *ibv_get_device_name(struct ibv_device *device)
 {
 	return device->name;
@@ -446,21 +472,74 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return guid_of_mac(&mac);
 }
 
+/* DPV_CAPTURE's file, which every device the process opens writes; once every device
+ * of it has stopped, devices opened later are not captured (the file is not made anew). */
+static struct dpv_capture_source *env_capture;
+static bool env_capture_over;
+
+/* The pcapng section comment: which DPDK port each device is (the file names its
+ * interfaces after DPDK ports), and which devices the capture started with. */
+static void capture_comment(char *buf, size_t n, const char *captured)
+{
+	size_t len = (size_t)snprintf(buf, n, "dpverbs %s, pid %d:", DPV_VERSION, (int)getpid());
+
+	for (unsigned int i = 0; i < n_devices && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, " %s is DPDK port %u%s",
+					devices[i]->ibdev.name, devices[i]->ethdev_port,
+					i + 1 < n_devices ? "," : ";");
+	if (len < n)
+		snprintf(buf + len, n - len, " captured: %s", captured);
+}
+
+/* Hand a source to the device's port (or take it back, NULL) between two of its poll
+ * iterations: the owner thread reads port.capture unlocked. */
+static void set_port_capture(struct dpv_dev *dev, struct dpv_capture_source *s)
+{
+	dpv_dev_own(dev);
+	dev->port.capture = s;
+	dpv_dev_disown(dev);
+}
+
+/* Stop a device's capture (devices_lock held). @return as dpv_capture_remove() */
+static int stop_capture(struct dpv_dev *dev)
+{
+	struct dpv_capture_source *s = dev->port.capture;
+	bool env = env_capture != NULL && dpv_capture_same(s, env_capture);
+
+	set_port_capture(dev, NULL);
+	if (env && s == env_capture) {
+		/* The file lives while any source does: keep another one to add to. */
+		env_capture = NULL;
+		for (unsigned int i = 0; i < n_devices && env_capture == NULL; i++) {
+			struct dpv_capture_source *o =
+				devices[i]->dev != NULL ? devices[i]->dev->port.capture : NULL;
+
+			if (o != NULL && dpv_capture_same(o, s))
+				env_capture = o;
+		}
+		env_capture_over = env_capture == NULL;
+	}
+	return dpv_capture_remove(s);
+}
+
 /*
  * At exit, finish the captures, so their files are whole: devices live as long as the
- * process and nothing else would close them. The device is owned (an lcore or service
- * stops touching it) and stays owned: nothing is left to run it.
+ * process and nothing else would close them. Runs after linger(), so the capture sees
+ * the last frames.
  */
 static void finish_captures(void)
 {
 	pthread_mutex_lock(&devices_lock);
 	for (unsigned int i = 0; i < n_devices; i++) {
 		struct dpv_dev *dev = devices[i]->dev;
+		int ret;
 
-		if (dev != NULL && dev->port.capture != NULL) {
-			dpv_dev_own(dev);
-			dpv_port_capture(&dev->port, NULL);
-		}
+		if (dev == NULL || dev->port.capture == NULL)
+			continue;
+		ret = stop_capture(dev);
+		if (ret != 0)
+			complain("%s: the capture file misses frames: writing it failed: %s",
+				 devices[i]->ibdev.name, strerror(ret));
 	}
 	pthread_mutex_unlock(&devices_lock);
 }
@@ -524,21 +603,31 @@ static void linger(void)
 	pthread_mutex_unlock(&devices_lock);
 }
 
-/* DPV_CAPTURE=PREFIX: every frame of device dpvN goes to PREFIXdpvN.pcap. */
-static int start_capture(struct dpv_device *d)
+/* DPV_CAPTURE=<file.pcapng>: every frame of every device of the process goes to that
+ * one file, each device's port an interface of it (devices_lock held). */
+static int start_env_capture(struct dpv_device *d)
 {
-	static bool exit_hook;
-	char path[CONFIG_LEN + sizeof(d->ibdev.name) + 8];
+	char comment[512];
 	int ret;
 
-	if (conf.capture[0] == '\0')
+	if (conf.capture[0] == '\0' || env_capture_over)
 		return 0;
-	snprintf(path, sizeof(path), "%s%s.pcap", conf.capture, d->ibdev.name);
-	ret = dpv_port_capture(&d->dev->port, path);
+	if (env_capture != NULL) {
+		struct dpv_capture_source *s;
+
+		ret = dpv_capture_add(env_capture, d->ibdev.name, d->dev->port.ethdev_port, &s);
+		if (ret == 0)
+			set_port_capture(d->dev, s);
+	} else {
+		capture_comment(comment, sizeof(comment), "every device it opens (DPV_CAPTURE)");
+		ret = dpv_capture_open(conf.capture, comment, d->ibdev.name,
+				       d->dev->port.ethdev_port, &env_capture);
+		if (ret == 0)
+			set_port_capture(d->dev, env_capture);
+	}
 	if (ret != 0)
-		complain("DPV_CAPTURE: cannot create %s: %s", path, strerror(ret));
-	else if (!exit_hook)
-		exit_hook = atexit(finish_captures) == 0;
+		complain("DPV_CAPTURE: cannot capture %s into %s: %s", d->ibdev.name,
+			 conf.capture, strerror(ret));
 	return ret;
 }
 
@@ -552,7 +641,7 @@ static const char *faults_of(const struct dpv_device *d)
 
 static int open_dev(struct dpv_device *d)
 {
-	static bool linger_hook;
+	static bool linger_hook, capture_hook;
 	int ret = 0;
 
 	pthread_mutex_lock(&devices_lock);
@@ -562,8 +651,11 @@ static int open_dev(struct dpv_device *d)
 		if (ret != 0)
 			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
 				 strerror(ret));
-		else
-			ret = start_capture(d);
+		/* Before the linger hook: atexit runs it after, the capture sees it all. */
+		if (ret == 0 && !capture_hook)
+			capture_hook = atexit(finish_captures) == 0;
+		if (ret == 0)
+			ret = start_env_capture(d);
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
 		/* After the mode: a device that went to an lcore or a service needs no
@@ -577,7 +669,6 @@ static int open_dev(struct dpv_device *d)
 		/* Before the linger hook: atexit runs it after, the dump counts the last frames. */
 		if (ret == 0)
 			dpv_verbs_stats_dump_at_exit(d->ibdev.name, d->dev);
-		/* After the capture's hook: atexit runs it first, the capture sees it all. */
 		if (ret == 0 && !linger_hook)
 			linger_hook = atexit(linger) == 0;
 	}
@@ -930,6 +1021,7 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 		errno = EINVAL;
 		return NULL;
 	}
+	dpv_verbs_telemetry_register();
 	pthread_mutex_lock(&devices_lock);
 	/* The program started EAL itself: ibv_get_device_list() lists what it opened. */
 	devices_listed = true;
@@ -984,4 +1076,43 @@ int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_
 	stats->busy_polls = __atomic_load_n(&dev->stats.busy_polls, __ATOMIC_RELAXED);
 	stats->helper_polls = __atomic_load_n(&dev->stats.helper_polls, __ATOMIC_RELAXED);
 	return 0;
+}
+
+int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
+{
+	struct dpv_capture_source *s;
+	struct dpv_context *c;
+	char comment[512];
+	int ret;
+
+	if (context == NULL || path == NULL || path[0] == '\0')
+		return EINVAL;
+	c = to_ctx(context);
+	pthread_mutex_lock(&devices_lock);
+	if (c->dev->port.capture != NULL) {
+		ret = EBUSY;
+	} else {
+		capture_comment(comment, sizeof(comment), c->device->ibdev.name);
+		/* The file is made before the device is touched: it runs on meanwhile. */
+		ret = dpv_capture_open(path, comment, c->device->ibdev.name,
+				       c->dev->port.ethdev_port, &s);
+		if (ret == 0)
+			set_port_capture(c->dev, s);
+	}
+	pthread_mutex_unlock(&devices_lock);
+	return ret;
+}
+
+int dpv_verbs_capture_stop(struct ibv_context *context)
+{
+	struct dpv_context *c;
+	int ret;
+
+	if (context == NULL)
+		return EINVAL;
+	c = to_ctx(context);
+	pthread_mutex_lock(&devices_lock);
+	ret = c->dev->port.capture != NULL ? stop_capture(c->dev) : ENOENT;
+	pthread_mutex_unlock(&devices_lock);
+	return ret;
 }

@@ -25,12 +25,17 @@
 /* Lanes of an SRQ: posting threads each get one (more share with a lock). */
 #define DPV_VERBS_SRQ_LANES 4u
 
+struct dpv_srq_v;
+
 struct dpv_device {
 	struct ibv_device ibdev;
 	struct dpv_dev *dev;     /* opened at the first ibv_open_device() */
 	uint32_t index;
 	uint16_t ethdev_port;
 	uint32_t ipv4;
+	/* Every SRQ of the device, for telemetry (verbs_telemetry.c): linked and unlinked
+	 * by whoever owns the device (dpv_dev_own), so an owner finds each one whole. */
+	struct dpv_srq_v *srqs;
 };
 
 struct dpv_async_event {
@@ -101,6 +106,7 @@ struct dpv_srq_v {
 	struct ibv_cq *cq;            /* TM: the CQ of its completions */
 	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
 	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
+	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };
 
 struct dpv_qp_v {
@@ -141,6 +147,18 @@ static inline struct dpv_channel *to_channel(struct ibv_comp_channel *c)
 {
 	return container_of(c, struct dpv_channel, ibch);
 }
+
+/* The opened device named @p name (dpvN), or NULL (any thread; devices live as long as
+ * the process). */
+struct dpv_device *dpv_verbs_device_named(const char *name);
+/* The names of the opened devices, up to @p max; @return how many (any thread). */
+unsigned int dpv_verbs_opened_devices(struct dpv_device **out, unsigned int max);
+/* Register the /dpverbs/ telemetry commands, once per process (verbs_telemetry.c). */
+void dpv_verbs_telemetry_register(void);
+/* The device's counters as dpv_verbs_query_xstats() reports them (verbs_stats.c). */
+int dpv_verbs_dev_xstats(const struct dpv_dev *dev, struct dpv_verbs_xstat *xs, unsigned int n);
+/* The protocol counters of a QP, as dpv_verbs_query_qp_xstats(). */
+int dpv_verbs_qp_xstats(const struct dpv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n);
 
 /* Apply a DPV_PROGRESS value to a device; says why on stderr when it cannot. */
 int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode);

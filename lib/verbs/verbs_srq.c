@@ -118,6 +118,10 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 			return NULL;
 		}
 	}
+	dpv_dev_own(c->dev);
+	srq->next_on_dev = c->device->srqs;
+	c->device->srqs = srq;
+	dpv_dev_disown(c->dev);
 	__atomic_add_fetch(&to_pd(attr->pd)->users, 1, __ATOMIC_RELAXED);
 	srq->ibsrq.context = context;
 	srq->ibsrq.srq_context = attr->srq_context;
@@ -188,6 +192,12 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 			}
 		}
 		cq->users--;
+	}
+	for (struct dpv_srq_v **p = &srq->ctx->device->srqs; *p != NULL; p = &(*p)->next_on_dev) {
+		if (*p == srq) {
+			*p = srq->next_on_dev;
+			break;
+		}
 	}
 	dpv_srq_destroy(dev->xport, srq->srq);
 	dpv_dev_disown(dev);

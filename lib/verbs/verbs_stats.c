@@ -70,7 +70,7 @@ static const struct stat_field port_fields[] = {
 	PORT_STAT(arp_replies_sent), PORT_STAT(arp_learned), PORT_STAT(arp_unresolved_drops),
 	PORT_STAT(arp_invalid), PORT_STAT(arp_ignored_unsolicited), PORT_STAT(arp_mac_changed),
 	PORT_STAT(arp_expired), PORT_STAT(arp_unreachable), PORT_STAT(arp_evicted),
-	PORT_STAT(arp_table_full),
+	PORT_STAT(arp_table_full), PORT_STAT(capture_frames), PORT_STAT(capture_dropped),
 };
 _Static_assert(sizeof(port_fields) / sizeof(port_fields[0]) ==
 		       sizeof(struct dpv_port_stats) / sizeof(uint64_t),
@@ -125,7 +125,7 @@ static void put_fields(struct xstats_out *o, const char *prefix, const struct st
 #define PUT_FIELDS(o, prefix, table, base) \
 	put_fields(o, prefix, table, sizeof(table) / sizeof((table)[0]), base)
 
-static int dev_xstats(const struct dpv_dev *dev, struct dpv_verbs_xstat *xs, unsigned int n)
+int dpv_verbs_dev_xstats(const struct dpv_dev *dev, struct dpv_verbs_xstat *xs, unsigned int n)
 {
 	struct xstats_out o = {.xs = xs, .n = n};
 	struct dpv_faults_stats fs;
@@ -159,17 +159,22 @@ int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *
 {
 	if (context == NULL || (xs == NULL && n != 0))
 		return -EINVAL;
-	return dev_xstats(to_ctx(context)->dev, xs, n);
+	return dpv_verbs_dev_xstats(to_ctx(context)->dev, xs, n);
+}
+
+int dpv_verbs_qp_xstats(const struct dpv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n)
+{
+	struct xstats_out o = {.xs = xs, .n = n};
+
+	PUT_FIELDS(&o, "qp.", qp_fields, dpv_qp_stats_ref(qp));
+	return (int)o.count;
 }
 
 int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n)
 {
-	struct xstats_out o = {.xs = xs, .n = n};
-
 	if (qp == NULL || (xs == NULL && n != 0))
 		return -EINVAL;
-	PUT_FIELDS(&o, "qp.", qp_fields, dpv_qp_stats_ref(to_qp(qp)->qp));
-	return (int)o.count;
+	return dpv_verbs_qp_xstats(to_qp(qp)->qp, xs, n);
 }
 
 /*
@@ -192,7 +197,7 @@ static void dump_one(const char *name, const struct dpv_dev *dev)
 {
 	char path[sizeof(dump_prefix) + IBV_SYSFS_NAME_MAX + 8];
 	struct dpv_verbs_xstat *xs;
-	int n = dev_xstats(dev, NULL, 0);
+	int n = dpv_verbs_dev_xstats(dev, NULL, 0);
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s%s.txt", dump_prefix, name);
@@ -206,7 +211,7 @@ static void dump_one(const char *name, const struct dpv_dev *dev)
 			fclose(f);
 		return;
 	}
-	n = dev_xstats(dev, xs, (unsigned int)n);
+	n = dpv_verbs_dev_xstats(dev, xs, (unsigned int)n);
 	for (int i = 0; i < n; i++)
 		fprintf(f, "%s %" PRIu64 "\n", xs[i].name, xs[i].value);
 	if (fclose(f) != 0)

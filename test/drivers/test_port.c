@@ -171,34 +171,127 @@ static void non_ipv4_frames_are_dropped_and_counted(void **state)
 	assert_int_equal(b.stats.rx_not_ipv4, before + 1);
 }
 
+/* One block of a pcapng file written on this machine (its byte order). */
+struct png_block {
+	uint32_t type, len;
+	uint8_t body[4096];
+};
+
+static bool png_next(FILE *f, struct png_block *b)
+{
+	uint32_t head[2];
+
+	if (fread(head, sizeof(uint32_t), 2, f) != 2)
+		return false;
+	b->type = head[0];
+	b->len = head[1];
+	assert_true(b->len >= 12 && b->len - 8 <= sizeof(b->body) && b->len % 4 == 0);
+	assert_int_equal(fread(b->body, 1, b->len - 8, f), b->len - 8);
+	return true;
+}
+
+/* The EPB flags option (code 2): 1 inbound, 2 outbound. */
+static uint32_t epb_direction(const struct png_block *b)
+{
+	uint32_t caplen, off, code, len, flags;
+
+	memcpy(&caplen, b->body + 12, 4);
+	off = 20 + ((caplen + 3) & ~3u);
+	while (off + 4 <= b->len - 12) {
+		code = (uint32_t)b->body[off] | (uint32_t)b->body[off + 1] << 8;
+		len = (uint32_t)b->body[off + 2] | (uint32_t)b->body[off + 3] << 8;
+		if (code == 2) {
+			memcpy(&flags, b->body + off + 4, 4);
+			return flags & 3;
+		}
+		off += 4 + ((len + 3) & ~3u);
+	}
+	return 0;
+}
+
 static void capture_records_frames_sent_and_received(void **state)
 {
 	char path[] = "/tmp/dpv-capture-XXXXXX";
 	struct rte_mbuf *tx = ipv4_frame(&a, b.ipv4, 42), *rx[4];
-	uint8_t hdr[24], rec[16], frame[128];
+	const uint32_t flen = sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + 8;
+	uint64_t a_before = a.stats.capture_frames, b_before = b.stats.capture_frames;
+	struct dpv_capture_source *sa, *sb;
+	struct png_block *blk = malloc(sizeof(*blk));
+	unsigned int idbs = 0, epbs = 0, isbs = 0;
+	uint32_t ifid, caplen;
+	uint16_t port;
 	int fd = mkstemp(path);
 	FILE *f;
 
 	(void)state;
+	assert_non_null(blk);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(dpv_port_capture(&a, path), 0);
-	assert_int_equal(dpv_port_capture(&b, NULL), 0); /* b captures nothing */
+	assert_int_equal(dpv_capture_open(path, "test_port", "a", a.ethdev_port, &sa), 0);
+	assert_int_equal(dpv_capture_add(sa, "b", b.ethdev_port, &sb), 0);
+	assert_true(dpv_capture_same(sa, sb));
+	a.capture = sa;
+	b.capture = sb;
 	assert_int_equal(dpv_port_tx(&a, &tx, 1), 1);
 	assert_int_equal(pump(rx, 4), 1);
 	rte_pktmbuf_free(rx[0]);
-	assert_int_equal(dpv_port_capture(&a, NULL), 0);
-	/* The file holds a pcap header and exactly the one frame a sent. */
+	a.capture = NULL;
+	b.capture = NULL;
+	assert_int_equal(a.stats.capture_frames, a_before + 1);
+	assert_int_equal(b.stats.capture_frames, b_before + 1);
+	assert_int_equal(dpv_capture_remove(sa), 0);
+	assert_int_equal(dpv_capture_remove(sb), 0);
+	/* A section, an interface per DPDK port, the frame a sent (out, on a's port) and
+	 * the frame b received (in, on b's), and a statistics block per source. */
 	f = fopen(path, "rb");
 	assert_non_null(f);
-	assert_int_equal(fread(hdr, 1, sizeof(hdr), f), sizeof(hdr));
-	assert_int_equal(fread(rec, 1, sizeof(rec), f), sizeof(rec));
-	assert_int_equal(rec[8], sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + 8);
-	assert_int_equal(fread(frame, 1, rec[8], f), rec[8]);
-	assert_memory_equal(frame, b.mac.addr_bytes, 6); /* ARP had filled the MAC */
-	assert_int_equal(frame[sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr)], 42);
-	assert_int_equal(fread(rec, 1, 1, f), 0);
+	assert_true(png_next(f, blk));
+	assert_int_equal(blk->type, 0x0a0d0d0a);
+	while (png_next(f, blk)) {
+		switch (blk->type) {
+		case 1:
+			idbs++;
+			break;
+		case 6:
+			memcpy(&ifid, blk->body, 4);
+			memcpy(&caplen, blk->body + 12, 4);
+			assert_int_equal(caplen, flen);
+			assert_memory_equal(blk->body + 20, b.mac.addr_bytes, 6);
+			assert_int_equal(blk->body[20 + flen - 8], 42);
+			/* Interfaces follow the ports in order (every port of this test). */
+			port = epbs == 0 ? a.ethdev_port : b.ethdev_port;
+			assert_int_equal(ifid, port);
+			assert_int_equal(epb_direction(blk), epbs == 0 ? 2 : 1);
+			epbs++;
+			break;
+		case 5:
+			isbs++;
+			break;
+		default:
+			fail_msg("block type %u", blk->type);
+		}
+	}
+	assert_int_equal(idbs, rte_eth_dev_count_avail());
+	assert_int_equal(epbs, 2);
+	assert_int_equal(isbs, 2);
 	fclose(f);
+	free(blk);
+	unlink(path);
+}
+
+static void capture_of_a_path_that_cannot_be_made_says_why(void **state)
+{
+	char path[] = "/tmp/dpv-capture-XXXXXX";
+	struct dpv_capture_source *s;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(dpv_capture_open("/nonexistent-dir/x.pcapng", NULL, "a", a.ethdev_port,
+					  &s), ENOENT);
+	/* A port without an interface in the file (none by that id) is refused. */
+	assert_int_equal(dpv_capture_open(path, NULL, "a", RTE_MAX_ETHPORTS - 1, &s), ENODEV);
 	unlink(path);
 }
 
@@ -223,6 +316,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(arp_for_another_address_is_not_answered),
 		cmocka_unit_test(non_ipv4_frames_are_dropped_and_counted),
 		cmocka_unit_test(capture_records_frames_sent_and_received),
+		cmocka_unit_test(capture_of_a_path_that_cannot_be_made_says_why),
 		cmocka_unit_test(unknown_driver_and_bad_port_are_refused),
 	};
 

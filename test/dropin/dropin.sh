@@ -32,6 +32,11 @@
 # failure both sides' output is printed. Only the processes started here are ended, by
 # pid; the temporary directory, EAL's runtime directories, and for the veth links the
 # namespaces and the veth pair, are removed on every exit.
+#
+# DPV_DROPIN_WATCH=1 (with ibv_srq_pingpong) also watches side A the ways a person
+# would: its EAL runs telemetry and DPDK's client (dpdk-telemetry.py) reads its device,
+# QPs and SRQ while the server waits for its client; its frames go to a pcapng file
+# (DPV_CAPTURE) that tshark reads after the run (watch.py says what must be found).
 
 set -u
 
@@ -93,6 +98,17 @@ huge) mem="--in-memory -m 256" ;;
 *) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
 esac
 eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+watch=${DPV_DROPIN_WATCH:-0}
+if [ "$watch" = 1 ] && [ "$prog" != ibv_srq_pingpong ]; then
+	echo "DPV_DROPIN_WATCH wants ibv_srq_pingpong (its SRQ is what it watches)" >&2
+	exit 2
+fi
+telemetry_client=/usr/bin/dpdk-telemetry.py
+if [ "$watch" = 1 ] && { [ ! -e "$telemetry_client" ] || ! command -v tshark >/dev/null; }; then
+	echo "skipped: watching needs $telemetry_client (dpdk-dev) and tshark"
+	exit 77
+fi
+watch_py=$(dirname "$0")/watch.py
 
 # Side A (the pingpong server) and side B (the client): the command prefix that runs a
 # program there, the dpverbs address (GID 0 is its IPv4-mapped form), and for the client
@@ -170,10 +186,14 @@ esac
 
 # A program on one side, in the background, bounded by a timeout.
 start_side() { # side seconds outfile program args...
-	local side=$1 secs=$2 out=$3 eal ip run
+	local side=$1 secs=$2 out=$3 eal ip run capture=()
 	shift 3
 	if [ "$side" = a ]; then
 		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
+		if [ "$watch" = 1 ]; then
+			eal=${eal/--no-telemetry /}
+			capture=(DPV_CAPTURE="${out%.out}.pcapng")
+		fi
 	else
 		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
 	fi
@@ -181,7 +201,7 @@ start_side() { # side seconds outfile program args...
 	# counters go to $tmp/<out>-dpv0.txt at exit.
 	timeout --kill-after=5 "$secs" "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
 		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
-		DPV_STATS_DUMP="${out%.out}-" stdbuf -oL -eL "$@" >"$out" 2>&1 &
+		DPV_STATS_DUMP="${out%.out}-" "${capture[@]}" stdbuf -oL -eL "$@" >"$out" 2>&1 &
 	last_pid=$!
 	pids+=("$last_pid")
 }
@@ -285,6 +305,15 @@ check_pingpong() { # outfile name peer-ip program args...
 	refuse "$out" "$name" 'invalid data in page|Failed status|Couldn'"'"'t|failed'
 }
 
+# The value of option $1 among the program's arguments, else $2 (its default).
+opt_of() {
+	local i v=$2
+	for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
+	done
+	echo "$v"
+}
+
 # A counter of a side's dump (0 when it has none).
 counter() { # dumpfile name
 	awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1" 2>/dev/null || echo 0
@@ -377,7 +406,17 @@ ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
 	for attempt in 1 2 3; do
 		failed=0
 		if pingpong_server "$out_a" "$prog_path" "${args[@]}"; then
+			if [ "$watch" = 1 ]; then
+				/usr/bin/python3 "$watch_py" telemetry "$telemetry_client" "$prefix_a" \
+					"$out_a" "$(opt_of -r 500)" "$(opt_of -q 16)" || failed=1
+			fi
 			pingpong_client "$out_b" "$prog_path" "${args[@]}"
+		fi
+		if [ "$watch" = 1 ] && [ "$failed" = 0 ]; then
+			iface=dpdk:0
+			[ "$link" = memif ] || iface=$veth_a
+			/usr/bin/python3 "$watch_py" capture "$tmp/a.pcapng" "$tmp/a-dpv0.txt" \
+				"$iface" "$(opt_of -n 1000)" "$(opt_of -s 4096)" 1024 || failed=1
 		fi
 		check_pingpong "$out_a" server "$ip_b" "$prog" "${args[@]}"
 		check_pingpong "$out_b" client "$ip_a" "$prog" "${args[@]}"

@@ -58,6 +58,7 @@ int main(void)
 		failed += run_error_tests();
 		failed += run_channel_tests();
 		failed += run_misuse_tests();
+		failed += run_capture_tests();
 	}
 	sides_close();
 	return failed ? 1 : 0;

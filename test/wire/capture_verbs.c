@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Real dpverbs traffic for the wire check: two devices of a ring pair, each capturing
- * what its port sends and receives (DPV_CAPTURE), exchange every kind of message the
+ * Real dpverbs traffic for the wire check: two devices of a ring pair, capturing what
+ * their ports send and receive into one pcapng file (DPV_CAPTURE), exchange every kind of message the
  * transport builds — RC SEND of one and of several packets, SEND with immediate, RDMA
  * WRITE (with immediate), RDMA READ of several packets, a tag-matching SEND, a UD SEND —
  * with the ACKs and read responses they draw. Then check_pcap.py has tshark and scapy
- * judge the captures. Uses only <infiniband/verbs.h>.
+ * judge the capture. Uses only <infiniband/verbs.h>.
  *
- * Usage: capture_verbs CAPTURE_PREFIX (the files are CAPTURE_PREFIXdpv0.pcap, ...dpv1.pcap)
+ * Usage: capture_verbs CAPTURE_FILE (a pcapng file: DPV_CAPTURE)
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 	int n;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: capture_verbs CAPTURE_PREFIX\n");
+		fprintf(stderr, "usage: capture_verbs CAPTURE_FILE\n");
 		return 2;
 	}
 	setenv("DPV_CAPTURE", argv[1], 1);

@@ -11,8 +11,10 @@ carries (tshark does not check it).
       must carry the opcode, QP and PSN the manifest says.
   check_pcap.py --capture CAPTURE_VERBS DIR
       CAPTURE_VERBS runs real traffic between two dpverbs devices, capturing both ports
-      into DIR; every frame must be ARP or valid RoCE, and together they must show every
-      opcode that traffic draws.
+      into one pcapng file in DIR (DPV_CAPTURE); every frame must be ARP or valid RoCE,
+      carry its direction and its port's interface, and together they must show every
+      opcode that traffic draws; what one device sent, the other received (a ring pair
+      loses nothing).
 
 Exits 77 (skipped) if tshark or scapy is missing; devtools/dpv.sh installs both.
 """
@@ -27,12 +29,14 @@ SKIP = 77
 FIELDS = ["frame.number", "frame.protocols", "infiniband.bth.opcode",
           "infiniband.bth.destqp", "infiniband.bth.psn", "_ws.malformed",
           "_ws.expert.severity"]
+# Of a pcapng capture: the frame's interface and direction (EPB flags: 1 in, 2 out).
+CAPTURE_FIELDS = ["frame.interface_name", "frame.packet_flags_direction"]
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
 # READ request, READ response first/middle/last/only, ACK, UD SEND only+imm.
 CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 101}
 
 
-def tshark_rows(pcap):
+def tshark_rows(pcap, extra=()):
     cmd = ["tshark", "-n", "-r", pcap, "-T", "fields", "-E", "separator=|"]
     # Payloads are application bytes: stop tshark guessing upper protocols
     # (RPC-over-RDMA, EoIB...) in them and calling its own guesses malformed.
@@ -42,7 +46,7 @@ def tshark_rows(pcap):
         parts = line.split("\t")
         if len(parts) == 3 and parts[0] == "infiniband.payload" and parts[1] != "ethertype":
             cmd += ["--disable-protocol", parts[1]]
-    for f in FIELDS:
+    for f in FIELDS + list(extra):
         cmd += ["-e", f]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [line.split("|") for line in out.split("\n") if line.strip()]
@@ -62,7 +66,7 @@ def icrc_problem(raw):
 
 
 def roce_problems(row, raw):
-    _, protos, _, _, _, malformed, severity = row
+    _, protos, _, _, _, malformed, severity = row[:len(FIELDS)]
     why = []
     if not protos.endswith(("infiniband", "infiniband:data")):
         why.append(f"protocols {protos}")
@@ -103,37 +107,63 @@ def check_generated(gen):
     return 1 if bad else 0
 
 
+def capture_comment(pcap):
+    out = subprocess.run(["capinfos", "-k", pcap], capture_output=True, text=True).stdout
+    return out
+
+
 def check_capture(prog, out_dir):
     from scapy.all import rdpcap
     os.makedirs(out_dir, exist_ok=True)
-    for old in glob.glob(os.path.join(out_dir, "*.pcap")):
+    for old in glob.glob(os.path.join(out_dir, "*.pcap*")):
         os.unlink(old)
-    subprocess.run([prog, os.path.join(out_dir, "")], check=True)
-    files = sorted(glob.glob(os.path.join(out_dir, "*.pcap")))
-    if len(files) != 2:
-        print(f"expected a capture per device in {out_dir}, found {files}")
+    pcap = os.path.join(out_dir, "capture.pcapng")
+    subprocess.run([prog, pcap], check=True)
+    files = sorted(glob.glob(os.path.join(out_dir, "*.pcap*")))
+    if files != [pcap]:
+        print(f"expected one capture, {pcap}, found {files}")
         return 1
     seen, bad, roce, arp = set(), 0, 0, 0
-    for pcap in files:
-        rows = tshark_rows(pcap)
-        packets = rdpcap(pcap)
-        if len(rows) != len(packets):
-            print(f"{pcap}: tshark saw {len(rows)} frames, scapy {len(packets)}")
-            return 1
-        for row, pkt in zip(rows, packets):
-            if row[1].endswith(":arp"):
-                arp += 1
-                continue
+    moved = {}  # (interface, direction) -> frames
+    rows = tshark_rows(pcap, CAPTURE_FIELDS)
+    packets = rdpcap(pcap)
+    if len(rows) != len(packets):
+        print(f"{pcap}: tshark saw {len(rows)} frames, scapy {len(packets)}")
+        return 1
+    for row, pkt in zip(rows, packets):
+        iface, direction = row[len(FIELDS):]
+        why = []
+        if direction not in ("0x00000001", "0x00000002"):
+            why.append(f"direction {direction!r}")
+        key = (iface, direction)
+        moved[key] = moved.get(key, 0) + 1
+        if row[1].endswith(":arp"):
+            arp += 1
+        else:
             roce += 1
-            why = roce_problems(row, bytes(pkt))
+            why += roce_problems(row, bytes(pkt))
             if row[2]:
                 seen.add(int(row[2]))
-            if why:
-                bad += 1
-                print(f"{os.path.basename(pcap)} frame {row[0]}: " + "; ".join(why))
+        if why:
+            bad += 1
+            print(f"frame {row[0]}: " + "; ".join(why))
+    ifaces = sorted({k[0] for k in moved})
+    if ifaces != ["dpdk:0", "dpdk:1"]:
+        print(f"interfaces {ifaces}, want dpdk:0 and dpdk:1 (the two ports)")
+        bad += 1
+    for a, b in (("dpdk:0", "dpdk:1"), ("dpdk:1", "dpdk:0")):
+        sent, got = moved.get((a, "0x00000002"), 0), moved.get((b, "0x00000001"), 0)
+        if sent != got or sent == 0:
+            print(f"{a} sent {sent} frames, {b} received {got}")
+            bad += 1
+    comment = capture_comment(pcap)
+    if "dpv0 is DPDK port 0" not in comment or "dpv1 is DPDK port 1" not in comment:
+        print(f"the section comment does not name the devices: {comment}")
+        bad += 1
     missing = sorted(CAPTURE_OPCODES - seen)
-    print(f"{roce} RoCE frames ({bad} wrong) and {arp} ARP frames captured; opcodes seen "
-          f"{sorted(seen)}" + (f"; missing {missing}" if missing else ""))
+    print(f"{roce} RoCE frames ({bad} wrong) and {arp} ARP frames captured; by interface "
+          f"and direction {sorted(moved.items())}; opcodes seen {sorted(seen)}"
+          + (f"; missing {missing}" if missing else ""))
     return 1 if bad or missing or roce == 0 else 0
 
 

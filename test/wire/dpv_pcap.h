@@ -2,8 +2,9 @@
 /**
  * @file
  * dpv_pcap: write frames to a pcap file (nanosecond timestamps, Ethernet link type),
- * for capturing what a port sends and receives (DPV_CAPTURE) and for the wire tests.
- * Not for hot paths: each frame is one fwrite. One thread at a time per file.
+ * for the wire test, which builds lib/wire's frames without EAL (so without DPDK's
+ * rte_pcapng, which the device's captures use: drivers/dpv_capture.h). Each frame is
+ * one fwrite.
  */
 #ifndef DPV_PCAP_H
 #define DPV_PCAP_H

@@ -1,0 +1,159 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""DPDK's own telemetry client (dpdk-telemetry.py) reads a running dpverbs program.
+
+  check_telemetry.py TELEMETRY_VERBS CLIENT
+
+TELEMETRY_VERBS (telemetry_verbs.c) runs two devices of a ring pair with telemetry on
+(its own --file-prefix) and stops after each of two phases of traffic; CLIENT, run by
+/usr/bin/python3 as DPDK installs it, asks the /dpverbs/ commands at each stop. The
+replies must show the devices, QPs and SRQs the program made, with the values its
+traffic implies: receives posted and consumed, SENDs sent and received between the
+two stops, tags listed; unknown devices, objects and bad parameters answer null.
+
+Exits 77 (skipped) when the client is missing (Debian package dpdk-dev).
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+SKIP = 77
+PYTHON = "/usr/bin/python3"  # the client's interpreter: the system's, as DPDK's package
+
+
+def runtime_dir(prefix):
+    base = os.environ.get("RUNTIME_DIRECTORY") or (
+        "/var/run" if os.getuid() == 0 else os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    return os.path.join(base, "dpdk", prefix)
+
+
+def ask(client, prefix, cmds):
+    """The replies of the client to @cmds, in order, parsed."""
+    out = subprocess.run([PYTHON, client, "-f", prefix], input="\n".join(cmds) + "\n",
+                         capture_output=True, text=True, timeout=60)
+    if out.returncode != 0:
+        raise RuntimeError(f"client failed: {out.stderr}")
+    lines = [line for line in out.stdout.split("\n") if line.strip()]
+    if len(lines) != len(cmds):
+        raise RuntimeError(f"{len(cmds)} commands, {len(lines)} replies: {out.stdout}")
+    replies = []
+    for cmd, line in zip(cmds, lines):
+        reply = json.loads(line)
+        key = cmd.split(",")[0]
+        if list(reply) != [key]:
+            raise RuntimeError(f"{cmd}: reply {line}")
+        replies.append(reply[key])
+    return replies
+
+
+class Checker:
+    def __init__(self):
+        self.bad = 0
+
+    def eq(self, what, got, want):
+        if got != want:
+            print(f"FAIL {what}: {got!r}, want {want!r}")
+            self.bad += 1
+        else:
+            print(f"ok   {what}: {got!r}")
+
+
+def phase_info(line):
+    words = line.split()
+    return int(words[1]), {k: int(v) for k, v in (w.split("=") for w in words[2:])}
+
+
+def main(argv):
+    prog, client = argv[1], argv[2]
+    if not os.path.exists(client) or not os.path.exists(PYTHON):
+        print(f"skipped: {client} or {PYTHON} missing (Debian package dpdk-dev)")
+        return SKIP
+    prefix = f"dpvtel{os.getpid()}"
+    eal = os.environ.get("DPV_TELEMETRY_MEM", "--no-huge --no-shconf -m 512")
+    env = dict(os.environ,
+               DPV_EAL_ARGS=f"-l 0 --no-pci {eal} --file-prefix={prefix} "
+                            "--log-level=lib.eal:error",
+               DPV_RING_PAIRS="1", DPV_PORT_IPV4="127.0.40.1,127.0.40.2")
+    for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS", "DPV_PROGRESS"):
+        env.pop(k, None)
+    c = Checker()
+    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         env=env)
+    try:
+        snaps, vs = {}, {}
+        for want_phase in (1, 2):
+            line = p.stdout.readline()
+            if not line.startswith("phase "):
+                print(f"the program stopped before phase {want_phase}: {line!r}")
+                return 1
+            phase, v = phase_info(line)
+            qa, qb, srq, tm = v["qpn_a"], v["qpn_b"], v["srq"], v["tm_srq"]
+            cmds = ["/dpverbs/devices", "/dpverbs/info,dpv0", "/dpverbs/counters,dpv0",
+                    "/dpverbs/counters,dpv1", f"/dpverbs/qp,dpv0,{qa}",
+                    f"/dpverbs/qp,dpv1,{hex(qb)}", "/dpverbs/qps,dpv0", "/dpverbs/srqs,dpv1",
+                    f"/dpverbs/srq,dpv1,{srq}", f"/dpverbs/srq,dpv1,{tm}",
+                    # nothing of these exists or parses: null, and the device runs on
+                    "/dpverbs/counters,dpv9", "/dpverbs/counters", "/dpverbs/qp,dpv0",
+                    "/dpverbs/qp,dpv0,4095", "/dpverbs/qp,dpv0,x1", "/dpverbs/srq,dpv0,99999",
+                    "/dpverbs/qps,nosuch"]
+            r = dict(zip(cmds, ask(client, prefix, cmds)))
+            snaps[phase], vs[phase] = r, v
+            c.eq(f"{phase}: devices", r["/dpverbs/devices"], ["dpv0", "dpv1"])
+            info = r["/dpverbs/info,dpv0"]
+            c.eq(f"{phase}: dpv0 ipv4", info and info.get("ipv4"), "127.0.40.1")
+            c.eq(f"{phase}: dpv0 progress", info and info.get("progress"), "inline")
+            qpa = r[f"/dpverbs/qp,dpv0,{qa}"] or {}
+            qpb = r[f"/dpverbs/qp,dpv1,{hex(qb)}"] or {}
+            c.eq(f"{phase}: qp a", (qpa.get("qpn"), qpa.get("type"), qpa.get("state"),
+                                    qpa.get("dest_qpn"), qpa.get("srq")),
+                 (qa, "RC", "RTS", qb, -1))
+            c.eq(f"{phase}: qp b", (qpb.get("qpn"), qpb.get("state"), qpb.get("srq")),
+                 (qb, "RTS", srq))
+            c.eq(f"{phase}: qps of dpv0", r["/dpverbs/qps,dpv0"], [qa])
+            c.eq(f"{phase}: srqs of dpv1", sorted(r["/dpverbs/srqs,dpv1"] or []),
+                 sorted([srq, tm]))
+            s = r[f"/dpverbs/srq,dpv1,{srq}"] or {}
+            # Each SEND consumed one receive of the SRQ.
+            c.eq(f"{phase}: srq", (s.get("type"), s.get("posted"), s.get("qps"), s.get("error")),
+                 ("BASIC", v["recvs"] - v["sends"], 1, 0))
+            t = r[f"/dpverbs/srq,dpv1,{tm}"] or {}
+            c.eq(f"{phase}: tm srq", (t.get("type"), t.get("tm_adds"), t.get("tm_listed"),
+                                      t.get("tm_expected")), ("TM", v["tags"], v["tags"], 0))
+            for k in cmds[10:]:
+                c.eq(f"{phase}: {k}", r[k], None)
+            # Every SEND was received: the requester's packets and the responder's
+            # receives, on the QPs and summed over the device.
+            sent = qpa.get("qp_tx_packets", 0) - qpa.get("qp_retrans_packets", 0)
+            c.eq(f"{phase}: qp a first-time packets", sent, v["sends"])
+            c.eq(f"{phase}: qp b packets in", qpb.get("qp_rx_packets", 0)
+                 - qpb.get("qp_dup_requests", 0), v["sends"])
+            ca = r["/dpverbs/counters,dpv0"] or {}
+            c.eq(f"{phase}: dpv0 qp sums = its one QP", ca.get("qp_tx_packets"),
+                 qpa.get("qp_tx_packets"))
+            c.eq(f"{phase}: dpv0 counters are the xstats", "port_tx_frames" in ca
+                 and "xport_rx_bad_icrc" in ca and "engine_polls" in ca, True)
+            p.stdin.write("go on\n")
+            p.stdin.flush()
+        # Between the stops exactly the phase-2 SENDs moved the counters.
+        d = {k: snaps[2]["/dpverbs/counters,dpv1"][k] - snaps[1]["/dpverbs/counters,dpv1"][k]
+             for k in ("qp_rx_packets", "qp_dup_requests", "xport_rx_unknown_qp",
+                       "xport_tm_unexpected")}
+        c.eq("dpv1 counters moved by phase 2",
+             (d["qp_rx_packets"] - d["qp_dup_requests"], d["xport_rx_unknown_qp"],
+              d["xport_tm_unexpected"]), (vs[2]["sends"] - vs[1]["sends"], 0, 0))
+        p.stdin.close()
+        rc = p.wait(timeout=60)
+        c.eq("program exit", rc, 0)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        shutil.rmtree(runtime_dir(prefix), ignore_errors=True)
+    print(f"{c.bad} wrong")
+    return 1 if c.bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

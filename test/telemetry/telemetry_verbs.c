@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A verbs program for check_telemetry.py to read through DPDK's telemetry client while
+ * it runs: dpv0 and dpv1 of a ring pair, an RC QP on dpv0 connected to one on dpv1
+ * that takes its receives from a basic SRQ, and a tag-matching SRQ on dpv1 holding
+ * TAGS tags. It does its traffic in two phases and stops after each, until a line comes
+ * on stdin, so the client reads counters that nothing moves meanwhile:
+ *
+ *   phase 1  RECVS receives posted to the SRQ, SENDS1 SENDs from dpv0 to dpv1
+ *   phase 2  SENDS2 more SENDs
+ *
+ * After each phase it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=..
+ * recvs=.. sends=.. tags=..", what the client must find. Uses only <infiniband/verbs.h>.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#define RECVS 10
+#define SENDS1 3
+#define SENDS2 5
+#define TAGS 4
+#define MSG 64
+
+#define CHECK(x)                                                                            \
+	do {                                                                                \
+		if (!(x)) {                                                                 \
+			fprintf(stderr, "telemetry_verbs: %s:%d: %s failed (errno %d)\n",  \
+				__FILE__, __LINE__, #x, errno);                             \
+			exit(1);                                                            \
+		}                                                                           \
+	} while (0)
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+};
+
+static void side_open(struct side *s, struct ibv_device *dev)
+{
+	CHECK((s->ctx = ibv_open_device(dev)) != NULL);
+	CHECK((s->pd = ibv_alloc_pd(s->ctx)) != NULL);
+	CHECK((s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0)) != NULL);
+	CHECK((s->buf = calloc(1, 65536)) != NULL);
+	CHECK((s->mr = ibv_reg_mr(s->pd, s->buf, 65536, IBV_ACCESS_LOCAL_WRITE)) != NULL);
+	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0);
+}
+
+static void side_close(struct side *s)
+{
+	CHECK(ibv_dereg_mr(s->mr) == 0);
+	CHECK(ibv_destroy_cq(s->cq) == 0);
+	CHECK(ibv_dealloc_pd(s->pd) == 0);
+	CHECK(ibv_close_device(s->ctx) == 0);
+	free(s->buf);
+}
+
+static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid)
+{
+	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest_qpn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 18; /* 1 s: no retransmit on a lossless ring pair, however loaded */
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+}
+
+/* Poll @p cq until @p n successful completions. */
+static void wait_wc(struct ibv_cq *cq, int n)
+{
+	struct ibv_wc wc;
+
+	while (n > 0) {
+		int got = ibv_poll_cq(cq, 1, &wc);
+
+		CHECK(got >= 0);
+		if (got == 1) {
+			if (wc.status != IBV_WC_SUCCESS) {
+				fprintf(stderr, "telemetry_verbs: completion %s\n",
+					ibv_wc_status_str(wc.status));
+				exit(1);
+			}
+			n--;
+		}
+	}
+}
+
+static void sends(struct side *a, struct ibv_qp *qp, struct side *b, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = {(uintptr_t)a->buf, MSG, a->mr->lkey};
+		struct ibv_send_wr wr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED}, *bad;
+
+		CHECK(ibv_post_send(qp, &wr, &bad) == 0);
+		wait_wc(a->cq, 1);
+		wait_wc(b->cq, 1);
+	}
+}
+
+/* Stop until the client has read: a line on stdin. */
+static void pause_for_client(int phase, const struct ibv_qp *qa, const struct ibv_qp *qb,
+			     const struct ibv_srq *srq, const struct ibv_srq *tm, int sent)
+{
+	char line[64];
+
+	printf("phase %d qpn_a=%u qpn_b=%u srq=%u tm_srq=%u recvs=%d sends=%d tags=%d\n", phase,
+	       qa->qp_num, qb->qp_num, srq->handle, tm->handle, RECVS, sent, TAGS);
+	fflush(stdout);
+	CHECK(fgets(line, sizeof(line), stdin) != NULL);
+}
+
+int main(void)
+{
+	struct ibv_qp_init_attr_ex qa_attr = {0}, qb_attr = {0};
+	struct ibv_srq_init_attr_ex tm_attr = {0};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 64, .max_sge = 1}};
+	struct ibv_device **list;
+	struct ibv_qp *qa, *qb;
+	struct ibv_srq *srq, *tm;
+	struct ibv_cq_ex *tm_cq;
+	struct ibv_cq_init_attr_ex cq_attr = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS};
+	struct side a, b;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	CHECK(list != NULL && n == 2);
+	side_open(&a, list[0]);
+	side_open(&b, list[1]);
+	CHECK((srq = ibv_create_srq(b.pd, &sa)) != NULL);
+	qa_attr.qp_type = qb_attr.qp_type = IBV_QPT_RC;
+	qa_attr.cap = (struct ibv_qp_cap){.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+					  .max_recv_sge = 1};
+	qb_attr.cap = qa_attr.cap;
+	qa_attr.send_cq = qa_attr.recv_cq = a.cq;
+	qb_attr.send_cq = qb_attr.recv_cq = b.cq;
+	qb_attr.srq = srq;
+	qa_attr.comp_mask = qb_attr.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qa_attr.pd = a.pd;
+	qb_attr.pd = b.pd;
+	CHECK((qa = ibv_create_qp_ex(a.ctx, &qa_attr)) != NULL);
+	CHECK((qb = ibv_create_qp_ex(b.ctx, &qb_attr)) != NULL);
+	to_rts(qa, qb->qp_num, &b.gid);
+	to_rts(qb, qa->qp_num, &a.gid);
+
+	/* A TM SRQ with TAGS tags listed (ADD ops, each completed). */
+	CHECK((tm_cq = ibv_create_cq_ex(b.ctx, &cq_attr)) != NULL);
+	tm_attr.srq_type = IBV_SRQT_TM;
+	tm_attr.attr.max_wr = 64;
+	tm_attr.attr.max_sge = 1;
+	tm_attr.pd = b.pd;
+	tm_attr.cq = ibv_cq_ex_to_cq(tm_cq);
+	tm_attr.tm_cap.max_num_tags = 16;
+	tm_attr.tm_cap.max_ops = 16;
+	tm_attr.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_CQ |
+			    IBV_SRQ_INIT_ATTR_TM;
+	CHECK((tm = ibv_create_srq_ex(b.ctx, &tm_attr)) != NULL);
+	for (int i = 0; i < TAGS; i++) {
+		struct ibv_sge sge = {(uintptr_t)b.buf + 4096 * (i + 1), 1024, b.mr->lkey};
+		struct ibv_ops_wr op = {.wr_id = (uint64_t)i, .opcode = IBV_WR_TAG_ADD,
+					.flags = IBV_OPS_SIGNALED}, *bad;
+
+		op.tm.add.recv_wr_id = (uint64_t)i;
+		op.tm.add.sg_list = &sge;
+		op.tm.add.num_sge = 1;
+		op.tm.add.tag = 0x100 + (uint64_t)i;
+		op.tm.add.mask = ~0ull;
+		CHECK(ibv_post_srq_ops(tm, &op, &bad) == 0);
+		wait_wc(ibv_cq_ex_to_cq(tm_cq), 1);
+	}
+
+	for (int i = 0; i < RECVS; i++) {
+		struct ibv_sge sge = {(uintptr_t)b.buf + 32768 + 256 * i, 256, b.mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+		CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
+	}
+	sends(&a, qa, &b, SENDS1);
+	pause_for_client(1, qa, qb, srq, tm, SENDS1);
+	sends(&a, qa, &b, SENDS2);
+	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2);
+	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);
+	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(tm_cq)) == 0);
+	side_close(&a);
+	side_close(&b);
+	ibv_free_device_list(list);
+	return 0;
+}
