@@ -131,9 +131,11 @@ static const struct tp_help help_modes[] = {
 	{NULL, NULL, NULL},
 };
 static const struct tp_help help_capture[] = {
-	{"capture start <file.pcapng> [<dev>]", "write what devices send and receive to a file",
+	{"capture start <file.pcapng> [<dev>]", "write what a device sends and receives to a "
+	 "pcapng file; without <dev>, every device, each into <file>-<dev>.pcapng",
 	 "capture start /tmp/tm.pcapng dpv0"},
-	{"capture stop", "close the capture", "capture stop"},
+	{"capture stop [<dev>]", "stop it (every device's, or one's) and close the file",
+	 "capture stop"},
 	{NULL, NULL, NULL},
 };
 static const struct tp_help help_misc[] = {
@@ -462,7 +464,7 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 	} else if (strcmp(n, "capture") == 0) {
 		if (pos == 1)
 			cand_words("start stop");
-		else if (pos == 3)
+		else if (pos == 3 || (pos == 2 && strcmp(w1, "stop") == 0))
 			cand_devs();
 	} else if (strcmp(n, "help") == 0) {
 		if (pos == 1) {

@@ -13,21 +13,46 @@ on stdout must match the next line of EXPECTED, which is literal text except for
 and the directive lines
   @skip-to TEXT   skip output up to and including the line that is TEXT
   @exit N         the exit status the console must end with (default 0)
+  @pcapng NAME    file NAME of the run's directory is a pcapng file holding packets
+@TMP@ in the script, and {tmp} in EXPECTED, stand for a directory of this run.
 Lines the console prints once a second while a traffic mode runs ("rate: ...") depend
 on timing and are not checked. Exit 0 when all match, 1 with the first difference.
 """
 import os
 import re
+import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 
 PLACEHOLDERS = {"{n}": r"[0-9]+", "{x}": r"0x[0-9a-f]+", "{*}": r".*"}
+TMP = None
+
+
+def pcapng_packets(path):
+    """Enhanced packet blocks of a pcapng file, or -1 when it is not one."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if len(data) < 12 or struct.unpack_from("<I", data, 0)[0] != 0x0A0D0D0A:
+        return -1
+    off, n = 0, 0
+    while off + 12 <= len(data):
+        kind, length = struct.unpack_from("<II", data, off)
+        if length < 12 or off + length > len(data):
+            return -1
+        n += kind == 6
+        off += length
+    return n
 
 
 def pattern(line):
     out, i = "", 0
+    placeholders = dict(PLACEHOLDERS)
+    if TMP is not None:
+        placeholders["{tmp}"] = re.escape(TMP)
     while i < len(line):
-        for k, v in PLACEHOLDERS.items():
+        for k, v in placeholders.items():
             if line.startswith(k, i):
                 out += v
                 i += len(k)
@@ -60,6 +85,21 @@ def main():
             p = subprocess.CompletedProcess([], 0, f.read(), b"")
         return check(p, expected)
     console, script, expected = args
+    global TMP
+    TMP = tempfile.mkdtemp(prefix="dpv-testpmd-")
+    try:
+        if not auto:
+            with open(script, "rb") as f:
+                text = f.read().replace(b"@TMP@", TMP.encode())
+            script = os.path.join(TMP, os.path.basename(script))
+            with open(script, "wb") as f:
+                f.write(text)
+        return run(console, script, expected, mem, use_stdin, auto)
+    finally:
+        shutil.rmtree(TMP, ignore_errors=True)
+
+
+def run(console, script, expected, mem, use_stdin, auto):
     eal = ["-l", "0", "--no-pci", "--log-level=lib.eal:error",
            "--file-prefix=tp-check-%d" % os.getpid()]
     eal += ["--no-huge", "--no-shconf", "-m", "512"] if mem == "nohuge" else \
@@ -88,6 +128,13 @@ def check(p, expected):
     for n, w in enumerate(lines, 1):
         if w.startswith("@exit "):
             want_rc = int(w.split()[1])
+            continue
+        if w.startswith("@pcapng "):
+            path = os.path.join(TMP or ".", w.split()[1])
+            n_pkts = pcapng_packets(path) if os.path.exists(path) else -1
+            if n_pkts <= 0:
+                failed = "%s:%d: %s is not a pcapng file with packets" % (expected, n, path)
+                break
             continue
         if w.startswith("@skip-to "):
             target = w[len("@skip-to "):]
