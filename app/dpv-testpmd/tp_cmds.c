@@ -303,10 +303,20 @@ struct tp_tok {
 	struct cmdline_token_hdr hdr;
 	const struct tp_cmd *cmd; /* NULL: the catch-all */
 	unsigned int pos;
+	/* The last token of its instance: only it offers completions, so that the
+	 * instances of one command (one per word count) list each candidate once. */
+	bool last;
+	/* After TP_MAX_WORDS words: takes the rest of the line, which the handler
+	 * refuses (E2BIG) rather than librte_cmdline's "Command not found". */
+	bool rest;
 };
 
+/* A word longer than TP_WORD_MAX - 1 is kept as this mark, for the handler to refuse. */
+#define TOO_LONG "\x01"
+
+
 struct tp_res {
-	char w[TP_MAX_WORDS][TP_WORD_MAX];
+	char w[TP_MAX_WORDS + 1][TP_WORD_MAX];
 };
 
 struct tp_inst_data {
@@ -484,10 +494,24 @@ static int tok_parse(cmdline_parse_token_hdr_t *hdr, const char *buf, void *res,
 
 	if (buf == NULL)
 		return -1;
+	if (t->rest) {
+		while (buf[len] != '\0' && buf[len] != '\n' && buf[len] != '\r' && buf[len] != '#')
+			len++;
+		if (res != NULL && ressize >= 2)
+			strcpy(res, "+");
+		return len > 0 ? (int)len : -1;
+	}
 	while (!cmdline_isendoftoken(buf[len]))
 		len++;
-	if (len == 0 || len >= TP_WORD_MAX)
+	if (len == 0)
 		return -1;
+	if (len >= TP_WORD_MAX) {
+		if (t->pos == 0 && t->cmd != NULL)
+			return -1;
+		if (res != NULL && ressize >= sizeof(TOO_LONG))
+			strcpy(res, TOO_LONG);
+		return (int)len;
+	}
 	if (t->pos == 0) {
 		char w[TP_WORD_MAX];
 
@@ -513,7 +537,7 @@ static int tok_nb(cmdline_parse_token_hdr_t *hdr)
 {
 	const struct tp_tok *t = (const struct tp_tok *)hdr;
 
-	if (t->cmd == NULL)
+	if (t->cmd == NULL || !t->last || t->rest)
 		return 0;
 	if (t->pos == 0)
 		return 1;
@@ -525,7 +549,7 @@ static int tok_elt(cmdline_parse_token_hdr_t *hdr, int idx, char *dst, unsigned 
 {
 	const struct tp_tok *t = (const struct tp_tok *)hdr;
 
-	if (t->cmd == NULL || idx < 0)
+	if (t->cmd == NULL || idx < 0 || !t->last || t->rest)
 		return -1;
 	if (t->pos == 0) {
 		if (idx != 0)
@@ -561,15 +585,25 @@ static void inst_run(void *res, struct cmdline *cl, void *data)
 	const struct tp_inst_data *d = data;
 	struct tp_args a = {.n = d->n};
 
-	for (unsigned int i = 0; i < d->n; i++)
+	if (d->n > TP_MAX_WORDS) {
+		tp_err(r->w[0][0] == TOO_LONG[0] ? "input" : r->w[0], E2BIG,
+		       "more than %u words on one line", TP_MAX_WORDS);
+		return;
+	}
+	for (unsigned int i = 0; i < d->n; i++) {
+		if (r->w[i][0] == TOO_LONG[0]) {
+			tp_err(i > 0 ? r->w[0] : "input", ENAMETOOLONG, "a word of more than %u "
+			       "characters", TP_WORD_MAX - 1);
+			return;
+		}
 		a.w[i] = r->w[i];
+	}
 	dispatch(&a);
 	if (tp.quit)
 		cmdline_quit(cl);
 }
 
-static struct tp_tok toks[N_CMDS + 1][TP_MAX_WORDS];
-static struct tp_inst_data inst_data[TP_MAX_WORDS];
+static struct tp_inst_data inst_data[TP_MAX_WORDS + 1];
 static struct cmdline_inst **ctx;
 
 struct cmdline_inst **tp_cmdline_ctx(void)
@@ -578,28 +612,34 @@ struct cmdline_inst **tp_cmdline_ctx(void)
 
 	if (ctx != NULL)
 		return ctx;
-	ctx = calloc((N_CMDS + 1) * TP_MAX_WORDS + 1, sizeof(*ctx));
+	ctx = calloc((N_CMDS + 1) * (TP_MAX_WORDS + 1) + 1, sizeof(*ctx));
 	if (ctx == NULL)
 		return NULL;
-	for (unsigned int w = 0; w < TP_MAX_WORDS; w++)
+	for (unsigned int w = 0; w <= TP_MAX_WORDS; w++)
 		inst_data[w].n = w + 1;
 	for (unsigned int c = 0; c <= N_CMDS; c++) {
-		for (unsigned int p = 0; p < TP_MAX_WORDS; p++) {
-			toks[c][p].hdr.ops = &tok_ops;
-			toks[c][p].hdr.offset = p * TP_WORD_MAX;
-			toks[c][p].cmd = c < N_CMDS ? &cmds[c] : NULL;
-			toks[c][p].pos = p;
-		}
-		for (unsigned int w = 0; w < TP_MAX_WORDS; w++) {
+		/* Instance w: the command's word and w more; the last one also the rest. */
+		for (unsigned int w = 0; w <= TP_MAX_WORDS; w++) {
 			struct cmdline_inst *in = calloc(1, sizeof(*in) + (w + 2) * sizeof(in->tokens[0]));
+			struct tp_tok *t = calloc(w + 1, sizeof(*t));
 
-			if (in == NULL)
+			if (in == NULL || t == NULL) {
+				free(in);
+				free(t);
 				return NULL;
+			}
+			for (unsigned int p = 0; p <= w; p++) {
+				t[p].hdr.ops = &tok_ops;
+				t[p].hdr.offset = p * TP_WORD_MAX;
+				t[p].cmd = c < N_CMDS ? &cmds[c] : NULL;
+				t[p].pos = p;
+				t[p].last = p == w;
+				t[p].rest = p == TP_MAX_WORDS;
+				in->tokens[p] = &t[p].hdr;
+			}
 			in->f = inst_run;
 			in->data = &inst_data[w];
 			in->help_str = c < N_CMDS ? cmds[c].help[0].usage : "(no such command)";
-			for (unsigned int p = 0; p <= w; p++)
-				in->tokens[p] = &toks[c][p].hdr;
 			in->tokens[w + 1] = NULL;
 			ctx[n++] = in;
 		}
