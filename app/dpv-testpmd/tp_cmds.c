@@ -86,7 +86,7 @@ static const struct tp_help help_connect[] = {
 	{"connect <qp> peer <host>:<port>",
 	 "connect an RC QP to the QP a `listen` console offers (QPN, PSN, GID over TCP)",
 	 "connect 1 peer 127.0.0.1:18515"},
-	{"listen <port> <qp>", "wait for one `connect ... peer` on TCP <port> and connect <qp>",
+	{"listen <port> [<qp>]", "wait for one `connect ... peer` on TCP <port> (0: any, printed) and connect <qp> (by default the one RC QP not yet connected)",
 	 "listen 18515 2"},
 	{NULL, NULL, NULL},
 };

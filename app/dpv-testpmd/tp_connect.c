@@ -284,6 +284,29 @@ void tp_listen_close(void)
 	tp.listen_fd = -1;
 }
 
+/* The QP `listen` connects when none is named: the one RC QP still in RESET. */
+static struct tp_obj *only_unconnected(const char *cmd, uint32_t *id)
+{
+	uint32_t found = 0, n = 0;
+
+	for (uint32_t i = 1; i <= TP_MAX_OBJS; i++) {
+		const struct tp_obj *q = &tp.obj[TP_QP][i];
+
+		if (q->used && q->u.qp.type == IBV_QPT_RC &&
+		    tp_qp_state(q->u.qp.qp) == IBV_QPS_RESET) {
+			found = i;
+			n++;
+		}
+	}
+	if (n != 1) {
+		tp_err(cmd, EINVAL, "%s RC QP in RESET: name the one to connect, listen <port> <qp>",
+		       n == 0 ? "no" : "more than one");
+		return NULL;
+	}
+	*id = found;
+	return &tp.obj[TP_QP][found];
+}
+
 int tp_cmd_listen(const struct tp_args *a)
 {
 	const char *cmd = "listen";
@@ -296,11 +319,15 @@ int tp_cmd_listen(const struct tp_args *a)
 	int fd, ret, one = 1;
 
 	if (a->n < 2 || tp_num(cmd, "port", a->w[1], 0, 65535, &port) != 0)
-		return a->n < 2 ? tp_err(cmd, EINVAL, "listen <port> <qp>") : -1;
-	if ((q = connectable(cmd, a->n > 2 ? a->w[2] : NULL, &id)) == NULL)
+		return a->n < 2 ? tp_err(cmd, EINVAL, "listen <port> [<qp>]") : -1;
+	if (a->n > 3)
+		return tp_err(cmd, EINVAL, "listen <port> [<qp>]");
+	if (a->n == 3) {
+		if ((q = connectable(cmd, a->w[2], &id)) == NULL)
+			return -1;
+	} else if ((q = only_unconnected(cmd, &id)) == NULL) {
 		return -1;
-	if (a->n != 3)
-		return tp_err(cmd, EINVAL, "listen <port> <qp>");
+	}
 	/* Port 0: one the kernel picks, printed for the peer (a script reads it there). */
 	if (tp.listen_fd < 0 || (port != 0 && tp.listen_port != port)) {
 		tp_listen_close();

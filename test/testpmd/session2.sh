@@ -35,7 +35,7 @@ post srq_recv 1 4 1024
 tag add 1 0x21 signaled
 tag add 1 0x22 signaled
 poll cq 1 max 2 wait 2
-listen 0 1
+listen 0
 poll cq 1 max 3 wait 3
 show tags 1
 show unexpected 1
