@@ -48,6 +48,8 @@ static const struct tp_help help_show[] = {
 	 "show counters qp 1"},
 	{"show objects", "every PD, MR, CQ, SRQ and QP, with its parameters and state",
 	 "show objects"},
+	{"show mr <mr> [<offset> [<len>]]", "the MR's bytes in hex (32 from offset 0 by default)",
+	 "show mr 2 0 64"},
 	{"show tags <srq>", "the tag list: handle, tag, mask, eligible, phase (need), buffer",
 	 "show tags 1"},
 	{"show unexpected <srq>", "unexpected messages polled and not yet synced", "show unexpected 1"},
@@ -61,9 +63,9 @@ static const struct tp_help help_clear[] = {
 };
 static const struct tp_help help_create[] = {
 	{"create pd <dev>", "a protection domain", "create pd dpv1"},
-	{"create mr <pd> <size> [access <l,w,r>]",
-	 "a registered buffer; access: l local write, w remote write, r remote read "
-	 "(default l,w,r)", "create mr 1 65536 access l,r"},
+	{"create mr <pd> <size> [access <l,w,r>] [fill <byte>]",
+	 "a registered buffer, every byte <byte> (0); access: l local write, w remote write, "
+	 "r remote read (default l,w,r)", "create mr 1 65536 access l,r fill 0xab"},
 	{"create cq <dev> [size <n>] [ex]",
 	 "a CQ; ex: extended, read with ibv_start_poll and TM info (default size 256)",
 	 "create cq dpv1 size 512 ex"},
@@ -212,7 +214,7 @@ static void help_group(const char *group, bool full)
 	}
 	/* The tag list's views are `show` commands, and part of the TM story too. */
 	if (strcmp(group, "tm") == 0)
-		help_print(&help_show[4], full);
+		help_print(&help_show[5], full);
 }
 
 static int cmd_help(const struct tp_args *a)
@@ -379,7 +381,7 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 	n_cands = 0;
 	if (strcmp(n, "show") == 0) {
 		if (pos == 1)
-			cand_words("devices port counters objects tags unexpected phase");
+			cand_words("devices port counters objects mr tags unexpected phase");
 		else if (pos == 2 && strcmp(w1, "port") == 0)
 			cand_devs();
 		else if (pos == 2 && strcmp(w1, "counters") == 0) {
@@ -387,6 +389,8 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 			cand_words("qp srq");
 		} else if (pos == 3 && prev_is(pos, "qp"))
 			cand_ids(TP_QP);
+		else if (pos == 2 && strcmp(w1, "mr") == 0)
+			cand_ids(TP_MR);
 		else if ((pos == 3 && prev_is(pos, "srq")) ||
 			 (pos == 2 && (strcmp(w1, "tags") == 0 || strcmp(w1, "unexpected") == 0 ||
 				       strcmp(w1, "phase") == 0)))
@@ -415,7 +419,7 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 		else if (strcmp(w1, "cq") == 0)
 			cand_words("size ex");
 		else if (strcmp(w1, "mr") == 0 && pos > 3)
-			cand("access");
+			cand_words("access fill");
 	} else if (strcmp(n, "destroy") == 0) {
 		if (pos == 1)
 			cand_words("pd mr cq srq qp");

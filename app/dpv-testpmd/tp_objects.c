@@ -356,14 +356,14 @@ int tp_opts_check(const char *cmd, const struct tp_args *a, unsigned int from,
 
 static int create_mr(const struct tp_args *a)
 {
-	static const char *const wv[] = {"access", NULL};
+	static const char *const wv[] = {"access", "fill", NULL};
 	const char *cmd = "create mr";
 	unsigned int access = 0;
 	uint32_t pd, id;
 	struct tp_obj *p, *o;
 	bool present;
 	const char *acc;
-	uint64_t size;
+	uint64_t size, fill;
 	void *buf;
 
 	if ((p = tp_get(cmd, TP_PD, a->n > 2 ? a->w[2] : NULL, &pd)) == NULL)
@@ -371,7 +371,8 @@ static int create_mr(const struct tp_args *a)
 	if (a->n < 4)
 		return tp_err(cmd, EINVAL, "needs a size: create mr <pd> <size>");
 	if (tp_num(cmd, "size", a->w[3], 1, 1u << 30, &size) != 0 ||
-	    opts_check(cmd, a, 4, wv, NULL) != 0)
+	    opts_check(cmd, a, 4, wv, NULL) != 0 ||
+	    tp_opt_u64(cmd, a, 4, "fill", 0, 255, 0, &fill) != 0)
 		return -1;
 	acc = opt_val(a, 4, "access", &present);
 	if (!present)
@@ -393,7 +394,7 @@ static int create_mr(const struct tp_args *a)
 	buf = aligned_alloc(4096, (size + 4095) & ~(uint64_t)4095);
 	if (buf == NULL)
 		return tp_err(cmd, ENOMEM, "no memory for %" PRIu64 " bytes", size);
-	memset(buf, 0, size);
+	memset(buf, (int)fill, size);
 	o = &tp.obj[TP_MR][id];
 	*o = (struct tp_obj){.used = true, .dev = p->dev, .pd_id = pd};
 	o->u.mr.buf = buf;
@@ -910,6 +911,40 @@ static void show_objects(void)
 		tp_out("no objects; `help objects` says how to create them");
 }
 
+/* A hexdump of an MR's bytes, so that what a WRITE or READ moved can be seen. */
+static int show_mr(const struct tp_args *a)
+{
+	const char *cmd = "show mr";
+	uint64_t off, len;
+	struct tp_obj *m;
+	uint32_t id;
+
+	if ((m = tp_get(cmd, TP_MR, a->n > 2 ? a->w[2] : NULL, &id)) == NULL)
+		return -1;
+	if (a->n > 5)
+		return tp_err(cmd, EINVAL, "show mr <mr> [<offset> [<len>]]");
+	if (a->n > 3 && tp_num(cmd, "offset", a->w[3], 0, m->u.mr.mr->length - 1, &off) != 0)
+		return -1;
+	if (a->n <= 3)
+		off = 0;
+	if (a->n > 4 && tp_num(cmd, "len", a->w[4], 1, 4096, &len) != 0)
+		return -1;
+	if (a->n <= 4)
+		len = 32;
+	if (len > m->u.mr.mr->length - off)
+		len = m->u.mr.mr->length - off;
+	for (uint64_t i = 0; i < len; i += 16) {
+		char line[80];
+		size_t o = (size_t)snprintf(line, sizeof(line), "mr %u +%-6" PRIu64, id, off + i);
+
+		for (uint64_t k = i; k < len && k < i + 16; k++)
+			o += (size_t)snprintf(line + o, sizeof(line) - o, " %02x",
+					      ((const uint8_t *)m->u.mr.buf)[off + k]);
+		tp_out("%s", line);
+	}
+	return 0;
+}
+
 int tp_cmd_show(const struct tp_args *a)
 {
 	const char *w = a->n > 1 ? a->w[1] : "";
@@ -924,12 +959,14 @@ int tp_cmd_show(const struct tp_args *a)
 		show_objects();
 		return 0;
 	}
+	if (strcmp(w, "mr") == 0)
+		return show_mr(a);
 	if (strcmp(w, "tags") == 0)
 		return tp_show_tags("show tags", a);
 	if (strcmp(w, "unexpected") == 0)
 		return tp_show_unexpected("show unexpected", a);
 	if (strcmp(w, "phase") == 0)
 		return tp_show_phase("show phase", a);
-	return tp_err("show", EINVAL, "show devices|port|counters|objects|tags|unexpected|phase "
-		      "(help info)");
+	return tp_err("show", EINVAL, "show devices|port|counters|objects|mr|tags|unexpected|"
+		      "phase (help info)");
 }
