@@ -23,6 +23,10 @@
 #define TP_CQ_STASH 1024u
 /* Unexpected messages a TM SRQ remembers for `show unexpected`. */
 #define TP_UNEXP_MAX 256u
+/* The largest buffer one receive, tag or send gets, and what one post may take in all:
+ * the console registers (and so locks) every byte it asks for. */
+#define TP_MAX_BUF (64u << 20)
+#define TP_MAX_POST (256u << 20)
 /* How long a command waits for the device before it says the wait failed. */
 #define TP_WAIT_MS 5000u
 

@@ -317,8 +317,11 @@ int tp_cmd_post(const struct tp_args *a)
 		return tp_err(cmd, EINVAL, "needs <count> and <size>: post %s %s 8 4096", a->w[1],
 			      a->w[2]);
 	if (tp_num(cmd, "count", a->w[3], 1, 1u << 20, &count) != 0 ||
-	    tp_num(cmd, "size", a->w[4], 0, 1u << 30, &size) != 0)
+	    tp_num(cmd, "size", a->w[4], 0, TP_MAX_BUF, &size) != 0)
 		return -1;
+	if (count * size > TP_MAX_POST)
+		return tp_err(cmd, ENOMEM, "%" PRIu64 " x %" PRIu64 " bytes: at most %u MiB a post",
+			      count, size, TP_MAX_POST >> 20);
 	if (!srq_mode && o->u.qp.srq_id != 0)
 		return tp_err(cmd, EINVAL, "qp %u takes its receives from srq %u: post srq_recv %u",
 			      id, o->u.qp.srq_id, o->u.qp.srq_id);
@@ -422,7 +425,7 @@ static int tag_add(const struct tp_args *a, uint32_t id, struct tp_obj *s)
 	if (tp_num(cmd, "tag", a->w[3], 0, UINT64_MAX, &tag) != 0 ||
 	    tp_opts_check(cmd, a, 4, wv, fl) != 0 ||
 	    tp_opt_u64(cmd, a, 4, "mask", 0, UINT64_MAX, UINT64_MAX, &mask) != 0 ||
-	    tp_opt_u64(cmd, a, 4, "size", 0, 1u << 30, 4096, &size) != 0 ||
+	    tp_opt_u64(cmd, a, 4, "size", 0, TP_MAX_BUF, 4096, &size) != 0 ||
 	    tp_opt_u64(cmd, a, 4, "sync", 0, UINT32_MAX, 0, &sync) != 0)
 		return -1;
 	b = tp_buf_new(tp.obj[TP_PD][s->pd_id].u.pd, (uint32_t)size, &s->u.srq.bufs);
@@ -604,7 +607,7 @@ int tp_cmd_send(const struct tp_args *a)
 	if ((q = sender(cmd, a->n > 1 ? a->w[1] : NULL, &id)) == NULL)
 		return -1;
 	if (tp_opts_check(cmd, a, 2, wv, fl) != 0 ||
-	    tp_opt_u64(cmd, a, 2, "size", 0, 1u << 30, 64, &size) != 0 ||
+	    tp_opt_u64(cmd, a, 2, "size", 0, TP_MAX_BUF, 64, &size) != 0 ||
 	    tp_opt_u64(cmd, a, 2, "count", 1, 1u << 20, 1, &count) != 0 ||
 	    tp_opt_u64(cmd, a, 2, "imm", 0, UINT32_MAX, 0, &imm) != 0)
 		return -1;
