@@ -374,7 +374,7 @@ int main(int argc, char **argv)
 {
 	const char *script = NULL, *ip_list = NULL;
 	bool interactive = false, autodemo = false, made_pair;
-	char **eal_argv = argv, **app_argv;
+	char **eal_argv = argv, *app_argv[64] = {argv[0]};
 	int eal_argc = argc, app_argc = 1, ret, i, dd = -1;
 	static const struct option opts[] = {
 		{"interactive", no_argument, NULL, 'i'},
@@ -390,19 +390,22 @@ int main(int argc, char **argv)
 			dd = i;
 			break;
 		}
+	/* The console's own options: after "--", or all of them when the first word is
+	 * one (then EAL takes the embedded default's arguments). */
 	if (dd >= 0) {
 		eal_argc = dd;
-		app_argv = &argv[dd];
-		app_argc = argc - dd;
+		for (i = dd + 1; i < argc && app_argc < 63; i++)
+			app_argv[app_argc++] = argv[i];
 	} else if (argc == 1 || is_app_opt(argv[1])) {
-		/* No EAL arguments: the embedded default's. */
 		eal_argc = default_eal_args(argv[0], &eal_argv);
-		app_argv = argv;
-		app_argc = argc;
-	} else {
-		app_argv = &argv[argc - 1];
+		for (i = 1; i < argc && app_argc < 63; i++)
+			app_argv[app_argc++] = argv[i];
 	}
-	app_argv[0] = argv[0];
+	if ((dd >= 0 && argc - dd > 63) || (dd < 0 && eal_argv != argv && argc > 63)) {
+		fprintf(stderr, "dpv-testpmd: too many arguments\n");
+		return 2;
+	}
+	app_argv[app_argc] = NULL;
 	optind = 1;
 	while ((ret = getopt_long(app_argc, app_argv, "ih", opts, NULL)) != -1) {
 		switch (ret) {

@@ -454,7 +454,7 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 			cand_ids(TP_QP);
 		else if (strcmp(n, "send") != 0 && (pos == 2 || pos == 3))
 			cand_ids(TP_MR);
-		else if (pos >= 2 && pos > 2 && strcmp(n, "send") == 0 &&
+		else if (pos > 2 && strcmp(n, "send") == 0 &&
 			 strcmp(comp_words[pos - 2], "tag") == 0)
 			cand_words("eager rndv notag");
 		else if (strcmp(n, "send") == 0)

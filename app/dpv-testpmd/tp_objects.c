@@ -389,8 +389,10 @@ static int create_mr(const struct tp_args *a)
 		}
 	}
 	id = free_id(TP_MR);
-	if (id == 0)
-		return (int)no_room(cmd, TP_MR) - 1;
+	if (id == 0) {
+		no_room(cmd, TP_MR);
+		return -1;
+	}
 	buf = aligned_alloc(4096, (size + 4095) & ~(uint64_t)4095);
 	if (buf == NULL)
 		return tp_err(cmd, ENOMEM, "no memory for %" PRIu64 " bytes", size);
