@@ -7,6 +7,7 @@
  * QP pair, ready to type. Commands come from the prompt (librte_cmdline), a script,
  * or piped stdin (doc/guides/testpmd.md).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -68,7 +69,7 @@ static const char *const demo[] = {
 	"poll cq 2",
 	"show phase 1",
 	"show tags 1",
-	"show counters dpv1",
+	"show counters srq 1",
 	"quit",
 };
 
@@ -342,6 +343,30 @@ static int make_default(void)
 			       tp.obj[TP_SRQ][1].u.srq.bufs != NULL ? 0 : -1;
 }
 
+/*
+ * The runtime directory EAL made (its telemetry socket): with --no-shconf or
+ * --in-memory no other process can join this one's, so the directory is this
+ * process's alone and goes with it, rather than one per run piling up.
+ */
+static void remove_runtime_dir(void)
+{
+	const char *dir = rte_eal_get_runtime_dir();
+	struct dirent *e;
+	char path[4096];
+	DIR *d;
+
+	if (dir == NULL || (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, e->d_name) < sizeof(path))
+			(void)unlink(path);
+	}
+	closedir(d);
+	(void)rmdir(dir);
+}
+
 static void run_stream(FILE *f, bool echo)
 {
 	char line[TP_MAX_WORDS * TP_WORD_MAX];
@@ -373,7 +398,7 @@ static void run_prompt(void)
 int main(int argc, char **argv)
 {
 	const char *script = NULL, *ip_list = NULL;
-	bool interactive = false, autodemo = false, made_pair;
+	bool interactive = false, autodemo = false, made_pair, private_dir = false;
 	char **eal_argv = argv, *app_argv[64] = {argv[0]};
 	int eal_argc = argc, app_argc = 1, ret, i, dd = -1;
 	static const struct option opts[] = {
@@ -424,6 +449,9 @@ int main(int argc, char **argv)
 	}
 	if (eal_argc == 1 && dd >= 0)
 		eal_argc = default_eal_args(argv[0], &eal_argv);
+	for (i = 1; i < eal_argc; i++)
+		private_dir |= strcmp(eal_argv[i], "--no-shconf") == 0 ||
+			       strcmp(eal_argv[i], "--in-memory") == 0;
 	if (rte_eal_init(eal_argc, eal_argv) < 0) {
 		fprintf(stderr, "dpv-testpmd: EAL did not start (%s); see its message above\n",
 			strerror(rte_errno));
@@ -488,6 +516,8 @@ out:
 	tp_listen_close();
 	tp_destroy_all();
 	close_devices();
+	if (private_dir)
+		remove_runtime_dir();
 	tp_out("bye");
 	return ret;
 }
