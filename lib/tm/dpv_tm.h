@@ -275,7 +275,7 @@ struct dpv_tm_entry_info {
 	struct dpv_tm_sge sge; /**< the first buffer (zero when num_sge is 0) */
 	uint64_t length;     /**< bytes of every buffer of its scatter list */
 	uint32_t num_sge;
-	bool eligible;       /**< a message may match it now (S >= need, SPEC §5) */
+	bool eligible;       /**< a message may match it now (S >= need: doc/guides/tm.md, Phases) */
 };
 
 /**

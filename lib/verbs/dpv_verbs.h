@@ -164,7 +164,7 @@ struct dpv_verbs_tm_state {
 	                               application has not yet polled, or whose ADD the
 	                               device has not yet run) */
 	uint32_t ops_outstanding; /**< ops posted and not yet executed */
-	uint32_t unexpected;      /**< U: messages the device deemed unexpected (SPEC §5) */
+	uint32_t unexpected;      /**< U: messages the device deemed unexpected (doc/guides/tm.md) */
 	uint32_t synced;          /**< S: the last count software reported with TM_SYNC */
 	uint64_t adds;            /**< ADDs executed */
 	uint64_t dels;            /**< DELs executed successfully */
