@@ -43,19 +43,13 @@ extern "C" {
 struct dpv_capture;
 struct dpv_capture_source;
 
-/** Counters of a source (the owner thread writes them; others read a snapshot). */
-struct dpv_capture_stats {
-	uint64_t frames;  /**< frames queued for the file */
-	uint64_t dropped; /**< frames not captured: no free copy, or the ring full */
-};
-
 /**
  * Create (truncate) @p path, write the pcapng section header (its comment: @p comment,
  * may be NULL) and the interfaces, start the writer thread, with a first source:
  * dpv_capture_add()'s @p name, @p ethdev_port and @p out. A capture lives while it has
  * sources.
- * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process; or
- *         the errno of creating or writing @p path.
+ * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process;
+ *         EAGAIN no thread for the writer; or the errno of creating or writing @p path.
  */
 int dpv_capture_open(const char *path, const char *comment, const char *name,
 		     uint16_t ethdev_port, struct dpv_capture_source **out);
@@ -84,13 +78,11 @@ int dpv_capture_remove(struct dpv_capture_source *s);
 /**
  * Copy @p n frames into the capture (owner thread): @p out for frames sent, else
  * received. The frames themselves are not touched.
- * @return the frames queued for the file; the others are dropped (and counted)
+ * @return the frames queued for the file; the others are dropped (the caller counts
+ *         them: port.capture_dropped; the file's statistics block counts them too)
  */
 uint16_t dpv_capture_frames(struct dpv_capture_source *s, struct rte_mbuf *const *pkts,
 			uint16_t n, bool out);
-
-/** The source's counters (any thread). */
-void dpv_capture_stats(const struct dpv_capture_source *s, struct dpv_capture_stats *st);
 
 #ifdef __cplusplus
 }

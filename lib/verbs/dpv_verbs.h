@@ -131,16 +131,18 @@ int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, uns
  * iterations.
  * @return 0; EINVAL @p context or @p path NULL or @p path empty; EBUSY a capture of
  *         this device runs already (DPV_CAPTURE's, or an earlier call's); ENOMEM no
- *         memory for the capture's buffers; or the errno of creating or writing
- *         @p path (EACCES, ENOENT, ENOSPC...).
+ *         memory for the capture's buffers (EAL memory: about 5 MiB); EAGAIN no thread
+ *         for its writer; or the errno of creating or writing @p path (EACCES, ENOENT,
+ *         ENOSPC...).
  */
 int dpv_verbs_capture_start(struct ibv_context *context, const char *path);
 
 /**
  * Stop the capture of @p context's device (dpv_verbs_capture_start()'s or
- * DPV_CAPTURE's): frames the device handled before the call are in the file when it
- * returns, and the file is closed (a DPV_CAPTURE file that other devices still write
- * stays open until the last of them stops).
+ * DPV_CAPTURE's): the device captures nothing more, every frame it captured (all it
+ * sent and received, but those counted as dropped) is in the file when the call
+ * returns, and the file is closed. A DPV_CAPTURE file that other devices still write
+ * stays open until the last of them stops; this device's frames are written by then.
  *
  * Any thread but the device's owner, as dpv_verbs_capture_start().
  * @return 0; EINVAL @p context NULL; ENOENT no capture of this device runs; or the

@@ -92,7 +92,7 @@ def capture(pcap, dump, want_iface, iters, size, mtu):
     rows = check_pcap.tshark_rows(pcap, check_pcap.CAPTURE_FIELDS)
     bad = 0
     sends = {"0x00000001": set(), "0x00000002": set()}
-    for _, protos, opcode, qp, psn, malformed, severity, iface, direction in rows:
+    for _, protos, opcode, qp, psn, malformed, severity, iface, direction, _ in rows:
         if iface != want_iface or direction not in sends:
             bad += fail(f"frame on {iface!r} direction {direction!r}, want {want_iface}")
         if protos.endswith(":arp"):

@@ -2,14 +2,17 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """DPDK's own telemetry client (dpdk-telemetry.py) reads a running dpverbs program.
 
-  check_telemetry.py TELEMETRY_VERBS CLIENT
+  check_telemetry.py TELEMETRY_VERBS CLIENT [--native]
 
 TELEMETRY_VERBS (telemetry_verbs.c) runs two devices of a ring pair with telemetry on
 (its own --file-prefix) and stops after each of two phases of traffic; CLIENT, run by
 /usr/bin/python3 as DPDK installs it, asks the /dpverbs/ commands at each stop. The
 replies must show the devices, QPs and SRQs the program made, with the values its
 traffic implies: receives posted and consumed, SENDs sent and received between the
-two stops, tags listed; unknown devices, objects and bad parameters answer null.
+two stops, tags listed; unknown devices, objects and bad parameters answer null. Then,
+while the program creates and destroys QPs and SRQs without a pause, lookups of what
+the lists name answer the object whole or null (never another one, never a crash:
+the sanitizer build checks the program), and the QP that stays is always found.
 
 Exits 77 (skipped) when the client is missing (Debian package dpdk-dev).
 """
@@ -65,6 +68,35 @@ def phase_info(line):
     return int(words[1]), {k: int(v) for k, v in (w.split("=") for w in words[2:])}
 
 
+def churn(c, p, client, prefix, qa, rounds=15):
+    line = p.stdout.readline()
+    if not line.startswith("phase 3"):
+        print(f"the program stopped before phase 3: {line!r}")
+        return False
+    found = gone = 0
+    for _ in range(rounds):
+        qps, srqs = ask(client, prefix, ["/dpverbs/qps,dpv0", "/dpverbs/srqs,dpv1"])
+        qps, srqs = qps or [], srqs or []
+        cmds = [f"/dpverbs/qp,dpv0,{q}" for q in qps + [qa]] + \
+               [f"/dpverbs/srq,dpv1,{n}" for n in srqs]
+        for cmd, reply in zip(cmds, ask(client, prefix, cmds)):
+            num = int(cmd.split(",")[2])
+            if reply is None:
+                gone += 1
+                if num == qa:
+                    c.eq(f"churn: {cmd}", reply, "the QP that stays")
+                continue
+            found += 1
+            key = "qpn" if "/qp," in cmd else "srq"
+            if reply.get(key) != num or reply.get("type") not in ("RC", "BASIC", "TM"):
+                c.eq(f"churn: {cmd}", reply, f"{key} {num} whole, or null")
+    print(f"churn: {found} lookups found the object, {gone} found it gone")
+    c.eq("churn: the QP that stays was asked for each round", found >= rounds, True)
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+    return True
+
+
 def main(argv):
     prog, client = argv[1], argv[2]
     if not os.path.exists(client) or not os.path.exists(PYTHON):
@@ -72,14 +104,18 @@ def main(argv):
         return SKIP
     prefix = f"dpvtel{os.getpid()}"
     eal = os.environ.get("DPV_TELEMETRY_MEM", "--no-huge --no-shconf -m 512")
+    # DPV_TELEMETRY_PROGRESS: the devices' progress mode and the cores it needs.
+    progress = os.environ.get("DPV_TELEMETRY_PROGRESS", "inline")
+    cores = "-l 0,1" if progress.startswith("lcore:") else "-l 0"
     env = dict(os.environ,
-               DPV_EAL_ARGS=f"-l 0 --no-pci {eal} --file-prefix={prefix} "
+               DPV_EAL_ARGS=f"{cores} --no-pci {eal} --file-prefix={prefix} "
                             "--log-level=lib.eal:error",
-               DPV_RING_PAIRS="1", DPV_PORT_IPV4="127.0.40.1,127.0.40.2")
-    for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS", "DPV_PROGRESS"):
+               DPV_RING_PAIRS="1", DPV_PORT_IPV4="127.0.40.1,127.0.40.2",
+               DPV_PROGRESS=progress)
+    for k in ("DPV_CONFIG", "DPV_CAPTURE", "DPV_FAULTS"):
         env.pop(k, None)
     c = Checker()
-    p = subprocess.Popen([prog], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    p = subprocess.Popen([prog] + argv[3:4], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                          env=env)
     try:
         snaps, vs = {}, {}
@@ -103,7 +139,8 @@ def main(argv):
             c.eq(f"{phase}: devices", r["/dpverbs/devices"], ["dpv0", "dpv1"])
             info = r["/dpverbs/info,dpv0"]
             c.eq(f"{phase}: dpv0 ipv4", info and info.get("ipv4"), "127.0.40.1")
-            c.eq(f"{phase}: dpv0 progress", info and info.get("progress"), "inline")
+            c.eq(f"{phase}: dpv0 progress", info and info.get("progress"),
+                 progress.split(":")[0])
             qpa = r[f"/dpverbs/qp,dpv0,{qa}"] or {}
             qpb = r[f"/dpverbs/qp,dpv1,{hex(qb)}"] or {}
             c.eq(f"{phase}: qp a", (qpa.get("qpn"), qpa.get("type"), qpa.get("state"),
@@ -136,6 +173,8 @@ def main(argv):
                  and "xport_rx_bad_icrc" in ca and "engine_polls" in ca, True)
             p.stdin.write("go on\n")
             p.stdin.flush()
+        if not churn(c, p, client, prefix, vs[2]["qpn_a"]):
+            return 1
         # Between the stops exactly the phase-2 SENDs moved the counters.
         d = {k: snaps[2]["/dpverbs/counters,dpv1"][k] - snaps[1]["/dpverbs/counters,dpv1"][k]
              for k in ("qp_rx_packets", "qp_dup_requests", "xport_rx_unknown_qp",

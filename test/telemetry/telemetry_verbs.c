@@ -9,16 +9,27 @@
  *   phase 1  RECVS receives posted to the SRQ, SENDS1 SENDs from dpv0 to dpv1
  *   phase 2  SENDS2 more SENDs
  *
- * After each phase it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=..
- * recvs=.. sends=.. tags=..", what the client must find. Uses only <infiniband/verbs.h>.
+ * After each it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=.. recvs=..
+ * sends=.. tags=..", what the client must find. Then, in phase 3, it creates and
+ * destroys QPs on dpv0 and SRQs on dpv1 without a pause, while the client looks them
+ * up, until the next line on stdin. Uses only <infiniband/verbs.h>, unless started
+ * with --native: then, as a DPDK-native program (the console) does, it starts EAL itself
+ * (the arguments of DPV_EAL_ARGS), makes the ring pair and opens its two ports with
+ * dpv_verbs_open_port() (dpv_verbs.h).
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
+#include <rte_eal.h>
+#include <rte_lcore.h>
+
+#include "dpv_port.h"
+#include "dpv_verbs.h"
 
 #define RECVS 10
 #define SENDS1 3
@@ -44,9 +55,8 @@ struct side {
 	union ibv_gid gid;
 };
 
-static void side_open(struct side *s, struct ibv_device *dev)
+static void side_setup(struct side *s)
 {
-	CHECK((s->ctx = ibv_open_device(dev)) != NULL);
 	CHECK((s->pd = ibv_alloc_pd(s->ctx)) != NULL);
 	CHECK((s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0)) != NULL);
 	CHECK((s->buf = calloc(1, 65536)) != NULL);
@@ -137,7 +147,54 @@ static void pause_for_client(int phase, const struct ibv_qp *qa, const struct ib
 	CHECK(fgets(line, sizeof(line), stdin) != NULL);
 }
 
-int main(void)
+/* Create and destroy objects until a line comes on stdin. */
+static void churn(struct side *a, struct side *b)
+{
+	struct ibv_qp_init_attr qa = {.send_cq = a->cq, .recv_cq = a->cq, .qp_type = IBV_QPT_RC,
+				      .cap = {.max_send_wr = 4, .max_recv_wr = 4,
+					      .max_send_sge = 1, .max_recv_sge = 1}};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct pollfd in = {.fd = 0, .events = POLLIN};
+	char line[64];
+	unsigned long rounds = 0;
+
+	printf("phase 3 churn\n");
+	fflush(stdout);
+	while (poll(&in, 1, 0) == 0) {
+		struct ibv_qp *qp;
+		struct ibv_srq *srq;
+
+		CHECK((qp = ibv_create_qp(a->pd, &qa)) != NULL);
+		CHECK((srq = ibv_create_srq(b->pd, &sa)) != NULL);
+		CHECK(ibv_destroy_qp(qp) == 0);
+		CHECK(ibv_destroy_srq(srq) == 0);
+		rounds++;
+	}
+	CHECK(fgets(line, sizeof(line), stdin) != NULL);
+	fprintf(stderr, "telemetry_verbs: %lu rounds of churn\n", rounds);
+}
+
+/* --native: EAL from DPV_EAL_ARGS, a ring pair, its ports opened as dpv0 and dpv1. */
+static void open_native(struct ibv_context **a, struct ibv_context **b)
+{
+	char args[1024], *argv[64], *save = NULL;
+	int argc = 0;
+	uint16_t pa, pb;
+
+	CHECK(getenv("DPV_EAL_ARGS") != NULL);
+	snprintf(args, sizeof(args), "%s", getenv("DPV_EAL_ARGS"));
+	argv[argc++] = (char *)"telemetry_verbs";
+	for (char *t = strtok_r(args, " ", &save); t != NULL && argc < 63;
+	     t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
+	argv[argc] = NULL;
+	CHECK(rte_eal_init(argc, argv) >= 0);
+	CHECK(dpv_port_ring_pair("tel", (int)rte_socket_id(), &pa, &pb) == 0);
+	CHECK((*a = dpv_verbs_open_port(pa, 0x7f002801)) != NULL);  /* 127.0.40.1 */
+	CHECK((*b = dpv_verbs_open_port(pb, 0x7f002802)) != NULL);
+}
+
+int main(int argc, char **argv)
 {
 	struct ibv_qp_init_attr_ex qa_attr = {0}, qb_attr = {0};
 	struct ibv_srq_init_attr_ex tm_attr = {0};
@@ -150,10 +207,17 @@ int main(void)
 	struct side a, b;
 	int n;
 
-	list = ibv_get_device_list(&n);
-	CHECK(list != NULL && n == 2);
-	side_open(&a, list[0]);
-	side_open(&b, list[1]);
+	if (argc == 2 && strcmp(argv[1], "--native") == 0) {
+		open_native(&a.ctx, &b.ctx);
+		list = NULL;
+	} else {
+		list = ibv_get_device_list(&n);
+		CHECK(list != NULL && n == 2);
+		CHECK((a.ctx = ibv_open_device(list[0])) != NULL);
+		CHECK((b.ctx = ibv_open_device(list[1])) != NULL);
+	}
+	side_setup(&a);
+	side_setup(&b);
 	CHECK((srq = ibv_create_srq(b.pd, &sa)) != NULL);
 	qa_attr.qp_type = qb_attr.qp_type = IBV_QPT_RC;
 	qa_attr.cap = (struct ibv_qp_cap){.max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
@@ -206,11 +270,13 @@ int main(void)
 	pause_for_client(1, qa, qb, srq, tm, SENDS1);
 	sends(&a, qa, &b, SENDS2);
 	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2);
+	churn(&a, &b);
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
 	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(tm_cq)) == 0);
 	side_close(&a);
 	side_close(&b);
-	ibv_free_device_list(list);
+	if (list != NULL)
+		ibv_free_device_list(list);
 	return 0;
 }

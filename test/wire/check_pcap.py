@@ -12,7 +12,7 @@ carries (tshark does not check it).
   check_pcap.py --capture CAPTURE_VERBS DIR
       CAPTURE_VERBS runs real traffic between two dpverbs devices, capturing both ports
       into one pcapng file in DIR (DPV_CAPTURE); every frame must be ARP or valid RoCE,
-      carry its direction and its port's interface, and together they must show every
+      carry its direction, its port's interface and a time within the run, and together they must show every
       opcode that traffic draws; what one device sent, the other received (a ring pair
       loses nothing).
 
@@ -24,13 +24,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 SKIP = 77
 FIELDS = ["frame.number", "frame.protocols", "infiniband.bth.opcode",
           "infiniband.bth.destqp", "infiniband.bth.psn", "_ws.malformed",
           "_ws.expert.severity"]
-# Of a pcapng capture: the frame's interface and direction (EPB flags: 1 in, 2 out).
-CAPTURE_FIELDS = ["frame.interface_name", "frame.packet_flags_direction"]
+# Of a pcapng capture: the frame's interface and direction (EPB flags: 1 in, 2 out),
+# and its time.
+CAPTURE_FIELDS = ["frame.interface_name", "frame.packet_flags_direction", "frame.time_epoch"]
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
 # READ request, READ response first/middle/last/only, ACK, UD SEND only+imm.
 CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 101}
@@ -118,7 +120,10 @@ def check_capture(prog, out_dir):
     for old in glob.glob(os.path.join(out_dir, "*.pcap*")):
         os.unlink(old)
     pcap = os.path.join(out_dir, "capture.pcapng")
+    # Each frame is stamped with the wall clock: within the run, give or take a second.
+    began = time.time() - 1
     subprocess.run([prog, pcap], check=True)
+    ended = time.time() + 1
     files = sorted(glob.glob(os.path.join(out_dir, "*.pcap*")))
     if files != [pcap]:
         print(f"expected one capture, {pcap}, found {files}")
@@ -131,10 +136,12 @@ def check_capture(prog, out_dir):
         print(f"{pcap}: tshark saw {len(rows)} frames, scapy {len(packets)}")
         return 1
     for row, pkt in zip(rows, packets):
-        iface, direction = row[len(FIELDS):]
+        iface, direction, stamp = row[len(FIELDS):]
         why = []
         if direction not in ("0x00000001", "0x00000002"):
             why.append(f"direction {direction!r}")
+        if not began <= float(stamp or 0) <= ended:
+            why.append(f"time {stamp}, not within the run ({began:.0f}..{ended:.0f})")
         key = (iface, direction)
         moved[key] = moved.get(key, 0) + 1
         if row[1].endswith(":arp"):
