@@ -305,8 +305,8 @@ struct tp_tok {
 	struct cmdline_token_hdr hdr;
 	const struct tp_cmd *cmd; /* NULL: the catch-all */
 	unsigned int pos;
-	/* The last token of its instance: only it offers completions, so that the
-	 * instances of one command (one per word count) list each candidate once. */
+	/* The last token of its instance: only it offers completions (or a help line),
+	 * so that the instances of one command, one per word count, say each once. */
 	bool last;
 	/* After TP_MAX_WORDS words: takes the rest of the line, which the handler
 	 * refuses (E2BIG) rather than librte_cmdline's "Command not found". */
@@ -541,8 +541,10 @@ static int tok_nb(cmdline_parse_token_hdr_t *hdr)
 {
 	const struct tp_tok *t = (const struct tp_tok *)hdr;
 
+	/* One candidate that tok_elt() never gives: librte_cmdline then prints nothing for
+	 * this instance, where a token without candidates gets a help line of its own. */
 	if (t->cmd == NULL || !t->last || t->rest)
-		return 0;
+		return 1;
 	if (t->pos == 0)
 		return 1;
 	candidates(t->cmd, t->pos);
@@ -582,6 +584,17 @@ static struct cmdline_token_ops tok_ops = {
 	.complete_get_elt = tok_elt,
 	.get_help = tok_help,
 };
+
+/* The line of a command's help table that is about it (commands share tables). */
+static const char *usage_of(const struct tp_cmd *c)
+{
+	size_t n = strlen(c->name);
+
+	for (const struct tp_help *h = c->help; h->usage != NULL; h++)
+		if (strncmp(h->usage, c->name, n) == 0 && (h->usage[n] == ' ' || h->usage[n] == '\0'))
+			return h->usage;
+	return c->help[0].usage;
+}
 
 static void inst_run(void *res, struct cmdline *cl, void *data)
 {
@@ -643,7 +656,7 @@ struct cmdline_inst **tp_cmdline_ctx(void)
 			}
 			in->f = inst_run;
 			in->data = &inst_data[w];
-			in->help_str = c < N_CMDS ? cmds[c].help[0].usage : "(no such command)";
+			in->help_str = c < N_CMDS ? usage_of(&cmds[c]) : "(no such command)";
 			in->tokens[w + 1] = NULL;
 			ctx[n++] = in;
 		}
