@@ -184,6 +184,9 @@ uint32_t tp_new_qp(uint32_t pd, enum ibv_qp_type type, uint32_t cq, uint32_t srq
 /* A buffer of @p len bytes registered on @p pd (that of the QP or SRQ it serves, as
  * the device checks), put on @p list. */
 struct tp_buf *tp_buf_new(struct ibv_pd *pd, uint32_t len, struct tp_buf **list);
+/* Give a buffer used again a wr_id of its own, so that no two completions a session
+ * prints share one. */
+void tp_buf_renew(struct tp_buf *b);
 /* A wr_id no buffer and no other WR has. */
 uint64_t tp_next_id(void);
 void tp_bufs_free(struct tp_buf **list);

@@ -297,6 +297,28 @@ int tp_cmd_poll(const struct tp_args *a)
 
 /* ---- receives ---- */
 
+/*
+ * A buffer of @p len bytes for a receive (@p is_tag false) or a tag entry: one whose
+ * last use has ended (its completion polled) if the list has one, else a new one; first
+ * in @p list either way. Reusing them keeps a long session's registrations to what is
+ * posted at once.
+ */
+static struct tp_buf *buf_get(struct ibv_pd *pd, uint32_t len, struct tp_buf **list, bool is_tag)
+{
+	for (struct tp_buf **pp = list; *pp != NULL; pp = &(*pp)->next) {
+		struct tp_buf *b = *pp;
+
+		if (b->busy || b->len != len || b->is_tag != is_tag || b->tag == UINT64_MAX)
+			continue;
+		*pp = b->next;
+		b->next = *list;
+		*list = b;
+		tp_buf_renew(b);
+		return b;
+	}
+	return tp_buf_new(pd, len, list);
+}
+
 int tp_cmd_post(const struct tp_args *a)
 {
 	const char *cmd = "post";
@@ -328,7 +350,7 @@ int tp_cmd_post(const struct tp_args *a)
 	pd = tp.obj[TP_PD][o->pd_id].u.pd;
 	list = srq_mode ? &o->u.srq.bufs : &o->u.qp.bufs;
 	for (uint64_t i = 0; i < count; i++) {
-		struct tp_buf *b = tp_buf_new(pd, (uint32_t)size, list);
+		struct tp_buf *b = buf_get(pd, (uint32_t)size, list, false);
 		struct ibv_recv_wr wr = {0}, *bad;
 		struct ibv_sge sge;
 		int ret;
@@ -428,7 +450,7 @@ static int tag_add(const struct tp_args *a, uint32_t id, struct tp_obj *s)
 	    tp_opt_u64(cmd, a, 4, "size", 0, TP_MAX_BUF, 4096, &size) != 0 ||
 	    tp_opt_u64(cmd, a, 4, "sync", 0, UINT32_MAX, 0, &sync) != 0)
 		return -1;
-	b = tp_buf_new(tp.obj[TP_PD][s->pd_id].u.pd, (uint32_t)size, &s->u.srq.bufs);
+	b = buf_get(tp.obj[TP_PD][s->pd_id].u.pd, (uint32_t)size, &s->u.srq.bufs, true);
 	if (b == NULL)
 		return tp_err(cmd, ENOMEM, "no memory for a buffer of %" PRIu64 " bytes", size);
 	b->is_tag = true;

@@ -249,6 +249,14 @@ uint64_t tp_next_id(void)
 	return next_buf_id++;
 }
 
+void tp_buf_renew(struct tp_buf *b)
+{
+	if (buf_map[b->id % BUF_MAP] == b)
+		buf_map[b->id % BUF_MAP] = NULL;
+	b->id = next_buf_id++;
+	buf_map[b->id % BUF_MAP] = b;
+}
+
 struct tp_buf *tp_buf_new(struct ibv_pd *pd, uint32_t len, struct tp_buf **list)
 {
 	struct tp_buf *b = calloc(1, sizeof(*b));
