@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Two consoles in two processes, joined by memif (server and client on one socket file
-# in a temporary directory of this run): A lists two tags and listens on a TCP port the
-# kernel picks; B connects its QP there (QPN, PSN, GID over TCP) and sends three tagged
+# in a temporary directory of this run): A lists two tags, registers an MR and listens
+# on a TCP port the kernel picks; B connects its QP there (QPN, PSN, GID over TCP),
+# WRITEs 16 bytes into A's MR by the address and rkey A printed, and sends three tagged
 # messages, two for A's tags in reverse order and one for no tag. Each console's output
 # is checked line by line (session2-a.out, session2-b.out).
 # usage: session2.sh nohuge|huge CONSOLE CHECK_SESSION
@@ -31,6 +32,7 @@ create pd dpv0
 create cq dpv0 size 256 ex
 create srq 1 size 16 tm 1 tags 16 ops 8
 create qp 1 rc 1 srq 1 send 8
+create mr 1 4096
 post srq_recv 1 4 1024
 tag add 1 0x21 signaled
 tag add 1 0x22 signaled
@@ -40,6 +42,7 @@ poll cq 1 max 3 wait 3
 show tags 1
 show unexpected 1
 show counters srq 1
+show mr 1 0 32
 quit
 CMDS
 
@@ -58,12 +61,17 @@ done
 if [ -z "$port" ]; then
 	echo "FAIL: console A never listened"; cat "$tmp/a.txt" "$tmp/a.err"; exit 1
 fi
+# Where B may write: A's mr 1, as A printed it.
+remote=$(sed -n 's/^mr 1 on dpv0: 4096 bytes at \(0x[0-9a-f]*\), lkey 0x[0-9a-f]*, rkey \(0x[0-9a-f]*\),.*/\1:\2/p' \
+	"$tmp/a.txt")
 
 cat > "$tmp/b.cmds" <<CMDS
 create pd dpv0
 create cq dpv0 size 64
 create qp 1 rc 1 send 16
+create mr 1 64 fill 0x5a
 connect 1 peer 127.0.0.1:$port
+write 1 1 $remote size 16
 send 1 size 100 tag 0x22 eager
 send 1 size 200 tag 0x21 eager
 send 1 size 50 tag 0x99 eager
