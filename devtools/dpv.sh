@@ -61,8 +61,10 @@ configure() { # dir, then meson options
 run_main() {
 	install_missing "${build_pkgs[@]}"
 	configure build
-	say "main job: the tag-matching benchmark (build/app/dpv-perf/dpv-perf tm)"
-	exec build/app/dpv-perf/dpv-perf tm "$@"
+	say "main job: the console on its embedded default (build/app/dpv-testpmd/dpv-testpmd)"
+	# At a terminal, a prompt; otherwise (CI) the lines of stdin until its end: with
+	# stdin closed or /dev/null, it starts, prints its banner and exits.
+	exec build/app/dpv-testpmd/dpv-testpmd "$@"
 }
 
 run_tests() {
@@ -102,5 +104,5 @@ run_tests() {
 case "${1:-}" in
 run) shift; run_main "$@" ;;
 test) run_tests ;;
-*) echo "usage: bash devtools/dpv.sh run [dpv-perf args] | test" >&2; exit 2 ;;
+*) echo "usage: bash devtools/dpv.sh run [dpv-testpmd args] | test" >&2; exit 2 ;;
 esac

@@ -760,3 +760,40 @@ void dpv_tm_stats_get(const struct dpv_tm *tm, struct dpv_tm_stats *st)
 	st->allocated = tm->cfg.max_num_tags -
 			(load_acquire(&tm->free_tail) - load_acquire(&tm->free_head));
 }
+
+uint32_t dpv_tm_entries(const struct dpv_tm *tm, uint32_t from, struct dpv_tm_entry_info *out,
+			uint32_t n)
+{
+	uint32_t got = 0;
+
+	for (uint32_t h = from; h < tm->cfg.max_num_tags && got < n; h++) {
+		const struct tm_entry *e = &tm->entries[h];
+		const struct dpv_tm_sge *sg;
+		struct dpv_tm_entry_info *o;
+
+		if (e->state != ENTRY_LISTED)
+			continue;
+		o = &out[got++];
+		sg = entry_sges(tm, h);
+		*o = (struct dpv_tm_entry_info){
+			.handle = h, .need = e->need, .seq = e->seq, .tag = e->tag,
+			.mask = e->mask, .recv_wr_id = e->recv_wr_id, .num_sge = e->num_sge,
+			.eligible = eligible(tm, e),
+		};
+		if (e->num_sge > 0)
+			o->sge = sg[0];
+		for (uint32_t i = 0; i < e->num_sge; i++)
+			o->length += sg[i].length;
+	}
+	return got;
+}
+
+uint32_t dpv_tm_ops_outstanding(const struct dpv_tm *tm)
+{
+	return load_acquire(&tm->ops_posted) - load_acquire(&tm->ops_done);
+}
+
+const struct dpv_tm_config *dpv_tm_config_get(const struct dpv_tm *tm)
+{
+	return &tm->cfg;
+}

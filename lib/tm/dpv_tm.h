@@ -264,6 +264,39 @@ uint32_t dpv_tm_synced(const struct dpv_tm *tm);
 /** Counters (any side; a snapshot that may be stale by the time it returns). */
 void dpv_tm_stats_get(const struct dpv_tm *tm, struct dpv_tm_stats *st);
 
+/** One listed entry, as dpv_tm_entries() reports it. */
+struct dpv_tm_entry_info {
+	uint32_t handle;
+	uint32_t need;       /**< U when its ADD executed: eligible once S reaches it */
+	uint64_t seq;        /**< add order: the earliest listed eligible match wins */
+	uint64_t tag;
+	uint64_t mask;
+	uint64_t recv_wr_id;
+	struct dpv_tm_sge sge; /**< the first buffer (zero when num_sge is 0) */
+	uint64_t length;     /**< bytes of every buffer of its scatter list */
+	uint32_t num_sge;
+	bool eligible;       /**< a message may match it now (S >= need: doc/guides/tm.md, Phases) */
+};
+
+/**
+ * The entries in the tag list now (added and executed, neither matched nor deleted),
+ * in handle order, from handle @p from on: for a console or a debugger, not a fast
+ * path (it visits every handle up to the last one it reports).
+ *
+ * Device side.
+ * @param from  the first handle to look at (the last reported handle + 1 to go on)
+ * @param[out] out  room for @p n entries
+ * @return the number written; fewer than @p n when no listed entry is left.
+ */
+uint32_t dpv_tm_entries(const struct dpv_tm *tm, uint32_t from, struct dpv_tm_entry_info *out,
+			uint32_t n);
+
+/** Ops posted and not yet executed (any side; may be stale by the time it returns). */
+uint32_t dpv_tm_ops_outstanding(const struct dpv_tm *tm);
+
+/** The engine's capacities, as created (any side). */
+const struct dpv_tm_config *dpv_tm_config_get(const struct dpv_tm *tm);
+
 #ifdef __cplusplus
 }
 #endif

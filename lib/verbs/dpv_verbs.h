@@ -151,6 +151,73 @@ int dpv_verbs_capture_start(struct ibv_context *context, const char *path);
  */
 int dpv_verbs_capture_stop(struct ibv_context *context);
 
+/*
+ * Introspection of tag-matching SRQs: what the device holds, for a console, a debugger
+ * or a test. Not for a fast path: each call takes the device from its engine for the
+ * time it reads (as creating an object does).
+ */
+
+/** The state of a TM SRQ's tag list and phases (dpv_verbs_tm_query()). */
+struct dpv_verbs_tm_state {
+	uint32_t max_num_tags;    /**< tm_cap.max_num_tags it was created with */
+	uint32_t max_ops;         /**< tm_cap.max_ops */
+	uint32_t listed;          /**< entries in the tag list */
+	uint32_t allocated;       /**< handles allocated (listed, and those whose end the
+	                               application has not yet polled, or whose ADD the
+	                               device has not yet run) */
+	uint32_t ops_outstanding; /**< ops posted and not yet executed */
+	uint32_t unexpected;      /**< U: messages the device deemed unexpected (doc/guides/tm.md) */
+	uint32_t synced;          /**< S: the last count software reported with TM_SYNC */
+	uint64_t adds;            /**< ADDs executed */
+	uint64_t dels;            /**< DELs executed successfully */
+	uint64_t del_errors;      /**< DELs that completed with IBV_WC_TM_ERR */
+	uint64_t syncs;           /**< SYNC ops executed */
+	uint64_t expected;        /**< messages matched to an entry */
+	uint64_t unexpected_msgs; /**< messages deemed unexpected (U, 64 bits) */
+	uint64_t no_tag;          /**< NO_TAG messages (and unknown TMH opcodes) */
+	uint64_t rnr;             /**< messages refused for want of an ordinary SRQ WR */
+};
+
+/**
+ * Read the phase counters and tag-list figures of TM SRQ @p srq.
+ *
+ * A control thread (the thread that creates objects), not one that is inside a verbs
+ * call: the call waits until the device's engine finishes its current iteration and
+ * holds the device while it reads, so the figures are one instant's.
+ * @return 0; EINVAL @p srq or @p st NULL, or @p srq not a TM SRQ.
+ */
+int dpv_verbs_tm_query(struct ibv_srq *srq, struct dpv_verbs_tm_state *st);
+
+/** One entry of a TM SRQ's tag list (dpv_verbs_tm_tags()). */
+struct dpv_verbs_tm_tag {
+	uint32_t handle;      /**< what IBV_WR_TAG_ADD returned in tm.handle */
+	uint32_t need;        /**< U when the ADD executed: eligible once S reaches it */
+	uint64_t seq;         /**< add order (0 for the device's first ADD of the SRQ) */
+	uint64_t tag;
+	uint64_t mask;
+	uint64_t recv_wr_id;
+	uint64_t addr;        /**< the first buffer: address, length, lkey */
+	uint32_t length;
+	uint32_t lkey;
+	uint64_t total_length; /**< bytes of the whole scatter list */
+	uint32_t num_sge;
+	uint8_t eligible;     /**< 1: a message may match it now (S >= need) */
+};
+
+/**
+ * The entries in the tag list of TM SRQ @p srq now (ADDs the device has run whose
+ * entries are neither matched nor deleted), in handle order, from handle @p from on.
+ * To read a long list in pieces, call again with @p from the last handle + 1.
+ *
+ * A control thread, as dpv_verbs_tm_query(); the call visits every handle up to the
+ * last it reports (a million at most), holding the device meanwhile.
+ * @param tags room for @p n entries
+ * @return the number written (fewer than @p n: the list holds no more); -EINVAL if
+ *         @p srq is NULL or not a TM SRQ, or @p tags NULL with @p n not 0.
+ */
+int dpv_verbs_tm_tags(struct ibv_srq *srq, uint32_t from, struct dpv_verbs_tm_tag *tags,
+		      unsigned int n);
+
 #ifdef __cplusplus
 }
 #endif

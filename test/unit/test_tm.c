@@ -2083,6 +2083,78 @@ match_burst_decides_in_arrival_order(void **state)
 	dpv_tm_destroy(tm);
 }
 
+/* dpv_tm_entries() lists exactly the entries in the tag list, with what they hold: not
+ * an ADD still unexecuted, nor a matched or deleted entry, and eligibility as §5 says. */
+static void
+entries_report_the_listed_entries(void **state)
+{
+	struct dpv_tm *tm = tm_new(64, 16, 2, 0);
+	struct dpv_tm_sge sg[2] = {{.addr = 0x1000, .length = 100, .lkey = 7},
+				   {.addr = 0x2000, .length = 28, .lkey = 7}};
+	struct dpv_tm_entry_info info[8];
+	struct dpv_tm_op pending;
+	uint32_t h0, h1, h2, h3;
+
+	(void)state;
+	assert_int_equal(dpv_tm_config_get(tm)->max_num_tags, 64);
+	assert_int_equal(dpv_tm_entries(tm, 0, info, 8), 0);
+	h0 = add_entry(tm, 10, DPV_TM_MASK_EXACT, 100);
+	h1 = add_entry(tm, 11, 0xff00, 101);
+	h2 = add_entry(tm, 12, DPV_TM_MASK_EXACT, 102);
+	/* Unexpected, then an ADD that needs S = 1. */
+	match_none(tm, ABSENT_TAG, 0);
+	{
+		struct dpv_tm_op op = op_add(13, DPV_TM_MASK_EXACT, 103, 0);
+
+		op.sg_list = sg;
+		op.num_sge = 2;
+		assert_int_equal(dpv_tm_post(tm, &op), 0);
+		exec_op(tm, &op);
+		h3 = op.handle;
+	}
+	pending = op_add(14, DPV_TM_MASK_EXACT, 104, 0);
+	assert_int_equal(dpv_tm_post(tm, &pending), 0);
+	assert_int_equal(dpv_tm_ops_outstanding(tm), 1);
+	match_entry(tm, 10, h0, 100);
+	del_entry(tm, h2);
+
+	memset(info, POISON, sizeof(info));
+	assert_int_equal(dpv_tm_entries(tm, 0, info, 8), 2);
+	assert_int_equal(info[0].handle, h1);
+	assert_int_equal(info[0].tag, 11);
+	assert_int_equal(info[0].mask, 0xff00);
+	assert_int_equal(info[0].recv_wr_id, 101);
+	assert_int_equal(info[0].need, 0);
+	assert_int_equal(info[0].seq, 1);
+	assert_int_equal(info[0].num_sge, 0);
+	assert_int_equal(info[0].length, 0);
+	assert_int_equal(info[0].sge.addr, 0);
+	assert_true(info[0].eligible);
+	assert_int_equal(info[1].handle, h3);
+	assert_int_equal(info[1].need, 1);
+	assert_int_equal(info[1].seq, 3);
+	assert_int_equal(info[1].num_sge, 2);
+	assert_int_equal(info[1].length, 128);
+	assert_int_equal(info[1].sge.addr, 0x1000);
+	assert_int_equal(info[1].sge.lkey, 7);
+	assert_false(info[1].eligible);
+	/* From a handle on, and no more than asked. */
+	assert_int_equal(dpv_tm_entries(tm, h1 + 1, info, 8), 1);
+	assert_int_equal(info[0].handle, h3);
+	assert_int_equal(dpv_tm_entries(tm, 0, info, 1), 1);
+	assert_int_equal(info[0].handle, h1);
+	assert_int_equal(dpv_tm_entries(tm, 64, info, 8), 0);
+
+	report_s(tm, 1);
+	exec_op(tm, &pending);
+	assert_int_equal(dpv_tm_ops_outstanding(tm), 0);
+	assert_int_equal(dpv_tm_entries(tm, 0, info, 8), 3);
+	assert_true(info[1].eligible);
+	assert_int_equal(info[2].handle, pending.handle);
+	assert_int_equal(info[2].tag, 14);
+	dpv_tm_destroy(tm);
+}
+
 int
 main(void)
 {
@@ -2149,6 +2221,7 @@ main(void)
 		cmocka_unit_test(hash_collisions_keep_order),
 		cmocka_unit_test(stats_count_events),
 		cmocka_unit_test(match_burst_decides_in_arrival_order),
+		cmocka_unit_test(entries_report_the_listed_entries),
 	};
 
 	return cmocka_run_group_tests_name("tm_rules", tests, NULL, NULL);

@@ -11,6 +11,7 @@
 
 #include <infiniband/tm_types.h>
 
+#include "dpv_verbs.h"
 #include "verbs_test.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
@@ -861,6 +862,96 @@ static void tm_unexpected_asks_for_sync_beyond_threshold(void **state)
 	}
 }
 
+/* ---- introspection (dpv_verbs.h) ---- */
+
+/* dpv_verbs_tm_query() and dpv_verbs_tm_tags() show what the device holds: entries
+ * listed and their eligibility, U and S, and refuse a basic SRQ. */
+static void tm_introspection_shows_tag_list_and_phases(void **state)
+{
+	struct dpv_verbs_tm_tag tags[8];
+	struct dpv_verbs_tm_state st;
+	struct ibv_srq *basic;
+	struct tmq t;
+	struct wc_ex wc;
+	uint32_t h0, h1, h2;
+
+	(void)state;
+	tm_setup(&t, 16, 8);
+	basic = new_srq(&B, 4, 1);
+	assert_int_equal(dpv_verbs_tm_query(basic, &st), EINVAL);
+	assert_int_equal(dpv_verbs_tm_query(NULL, &st), EINVAL);
+	assert_int_equal(dpv_verbs_tm_query(t.srq, NULL), EINVAL);
+	assert_int_equal(dpv_verbs_tm_tags(basic, 0, tags, 8), -EINVAL);
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, 0, NULL, 8), -EINVAL);
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, 0, NULL, 0), 0);
+
+	assert_int_equal(tm_add(&t, 0x10, EXACT, 0, BUF, 1, SIG, 0, &h0), 0);
+	assert_int_equal(tm_add(&t, 0x20, 0xf0, 1, 256, 2, SIG, 0, &h1), 0);
+	expect_op(&t, IBV_WC_TM_ADD, 1, IBV_WC_SUCCESS, &wc);
+	expect_op(&t, IBV_WC_TM_ADD, 2, IBV_WC_SUCCESS, &wc);
+	post_plain(&t, 0);
+	tm_send(&t, IBV_TMH_EAGER, 7, 0x99, 8, 3);
+	expect_unexpected(&t, 0, 0x99, 8, 3);
+	/* Added after one unexpected message and without a SYNC: not eligible yet. */
+	assert_int_equal(tm_add(&t, 0x30, EXACT, 2, 64, 4, SIG, 0, &h2), 0);
+	expect_op(&t, IBV_WC_TM_ADD, 4, IBV_WC_SUCCESS, &wc);
+	assert_true(wc.wc_flags & IBV_WC_TM_SYNC_REQ);
+
+	memset(&st, 0xa5, sizeof(st));
+	assert_int_equal(dpv_verbs_tm_query(t.srq, &st), 0);
+	assert_int_equal(st.max_num_tags, 16);
+	assert_int_equal(st.max_ops, 8);
+	assert_int_equal(st.listed, 3);
+	assert_int_equal(st.allocated, 3);
+	assert_int_equal(st.ops_outstanding, 0);
+	assert_int_equal(st.unexpected, 1);
+	assert_int_equal(st.synced, 0);
+	assert_int_equal(st.adds, 3);
+	assert_int_equal(st.unexpected_msgs, 1);
+	assert_int_equal(st.expected, 0);
+
+	memset(tags, 0xa5, sizeof(tags));
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, 0, tags, 8), 3);
+	assert_int_equal(tags[0].handle, h0);
+	assert_int_equal(tags[0].tag, 0x10);
+	assert_int_equal(tags[0].mask, EXACT);
+	assert_int_equal(tags[0].recv_wr_id, 500);
+	assert_int_equal(tags[0].addr, (uintptr_t)tbuf(&t, 0));
+	assert_int_equal(tags[0].length, BUF);
+	assert_int_equal(tags[0].lkey, t.tmr->lkey);
+	assert_int_equal(tags[0].total_length, BUF);
+	assert_int_equal(tags[0].num_sge, 1);
+	assert_int_equal(tags[0].eligible, 1);
+	assert_int_equal(tags[1].handle, h1);
+	assert_int_equal(tags[1].mask, 0xf0);
+	assert_int_equal(tags[1].length, 256);
+	assert_int_equal(tags[2].handle, h2);
+	assert_int_equal(tags[2].need, 1);
+	assert_int_equal(tags[2].eligible, 0);
+	assert_true(tags[2].seq > tags[1].seq && tags[1].seq > tags[0].seq);
+	/* In pieces, from a handle on. */
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, 0, tags, 1), 1);
+	assert_int_equal(tags[0].handle, h0);
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, h0 + 1, tags, 8), 2);
+	assert_int_equal(tags[0].handle, h1);
+
+	/* A match takes its entry out of the list; a SYNC makes the last one eligible. */
+	tm_send(&t, IBV_TMH_EAGER, 8, 0x10, 16, 5);
+	expect_matched(&t, 0, 0x10, 8, 16, 5);
+	assert_int_equal(tm_op(&t, IBV_WR_TAG_SYNC, 0, 6, SIG | IBV_OPS_TM_SYNC, 1), 0);
+	expect_op(&t, IBV_WC_TM_SYNC, 6, IBV_WC_SUCCESS, &wc);
+	assert_int_equal(dpv_verbs_tm_query(t.srq, &st), 0);
+	assert_int_equal(st.listed, 2);
+	assert_int_equal(st.allocated, 2);
+	assert_int_equal(st.synced, 1);
+	assert_int_equal(st.expected, 1);
+	assert_int_equal(st.syncs, 1);
+	assert_int_equal(dpv_verbs_tm_tags(t.srq, 0, tags, 8), 2);
+	assert_int_equal(tags[0].handle, h1);
+	assert_int_equal(tags[1].handle, h2);
+	assert_int_equal(tags[1].eligible, 1);
+}
+
 int run_tm_tests(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -890,6 +981,7 @@ int run_tm_tests(void)
 		VT(tm_freed_handles_reused_oldest_first),
 		VT(tm_del_completion_asks_for_sync_when_s_differs_from_u),
 		VT(tm_unexpected_asks_for_sync_beyond_threshold),
+		VT(tm_introspection_shows_tag_list_and_phases),
 	};
 
 	return cmocka_run_group_tests_name("tm", tests, NULL, NULL);
