@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -159,8 +160,126 @@ static int add_source(struct dpv_capture *c, const char *name, uint16_t ethdev_p
 	return 0;
 }
 
-int dpv_capture_open(const char *path, const char *comment, const char *name,
-		     uint16_t ethdev_port, struct dpv_capture_source **out)
+/* pcapng (draft-tuexen-opsawg-pcapng): an interface description block, and its
+ * if_name option. */
+#define PCAPNG_IDB 1u
+#define PCAPNG_OPT_END 0u
+#define PCAPNG_OPT_IF_NAME 2u
+#define PCAPNG_HEADER_MAX 65536
+
+static uint32_t pad4(uint32_t n)
+{
+	return (n + 3u) & ~3u;
+}
+
+/*
+ * Rebuild interface description block @p in (@p len bytes, host byte order: this
+ * process wrote it) into @p out with @p name as its if_name, the other options kept.
+ * @return the new block's length, or 0 if @p in is not well formed.
+ */
+static uint32_t rename_idb(const uint8_t *in, uint32_t len, const char *name, uint8_t *out)
+{
+	uint32_t o = 16, w = 16, nlen = (uint32_t)strlen(name);
+	uint16_t opt[2];
+
+	memcpy(out, in, 16); /* type, length, link type, reserved, snap length */
+	opt[0] = PCAPNG_OPT_IF_NAME;
+	opt[1] = (uint16_t)nlen;
+	memcpy(out + w, opt, 4);
+	memset(out + w + 4, 0, pad4(nlen));
+	memcpy(out + w + 4, name, nlen);
+	w += 4 + pad4(nlen);
+	while (o + 4 <= len - 4) {
+		memcpy(opt, in + o, 4);
+		if (opt[0] == PCAPNG_OPT_END)
+			break;
+		if (o + 4 + pad4(opt[1]) > len - 4)
+			return 0;
+		if (opt[0] != PCAPNG_OPT_IF_NAME) {
+			memcpy(out + w, in + o, 4 + pad4(opt[1]));
+			w += 4 + pad4(opt[1]);
+		}
+		o += 4 + pad4(opt[1]);
+	}
+	memset(out + w, 0, 4); /* opt_endofopt */
+	w += 4;
+	w += 4; /* the trailing length */
+	memcpy(out + 4, &w, 4);
+	memcpy(out + w - 4, &w, 4);
+	return w;
+}
+
+/*
+ * Name the file's interfaces after dpverbs' devices: read back the header that
+ * rte_pcapng_fdopen() wrote (the section header, then an interface per port, in port
+ * order), rewrite it with each interface's if_name from @p names, and go on writing
+ * after it. A file that is not a regular one, or a header not as expected, keeps the
+ * library's names.
+ */
+static void name_interfaces(int fd, const char *path, const char *const *names)
+{
+	uint32_t end, off = 0, w = 0, len, type, idb = 0;
+	uint16_t ports[RTE_MAX_ETHPORTS], n_ports = 0, port;
+	uint8_t *in = NULL, *out = NULL;
+	struct stat st;
+	int rfd = -1;
+	off_t cur;
+
+	if (names == NULL || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return;
+	cur = lseek(fd, 0, SEEK_CUR);
+	if (cur <= 0 || cur > PCAPNG_HEADER_MAX)
+		return;
+	end = (uint32_t)cur;
+	RTE_ETH_FOREACH_DEV(port)
+		ports[n_ports++] = port;
+	in = malloc(end);
+	/* Each name may add its length and an option header to its block. */
+	out = malloc(end + (size_t)n_ports * (4 + 64));
+	if (in == NULL || out == NULL)
+		goto done;
+	/* fd only writes (a FIFO opened for reading too would be its own reader). */
+	rfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (rfd < 0 || pread(rfd, in, end, 0) != (ssize_t)end)
+		goto done;
+	while (off + 12 <= end) {
+		memcpy(&type, in + off, 4);
+		memcpy(&len, in + off + 4, 4);
+		if (len < 12 || len % 4 != 0 || len > end - off)
+			goto done;
+		if (type == PCAPNG_IDB && idb < n_ports && names[ports[idb]] != NULL &&
+		    strlen(names[ports[idb]]) <= 64 && len >= 20) {
+			uint32_t n = rename_idb(in + off, len, names[ports[idb]], out + w);
+
+			if (n == 0)
+				goto done;
+			w += n;
+		} else {
+			memcpy(out + w, in + off, len);
+			w += len;
+		}
+		idb += type == PCAPNG_IDB;
+		off += len;
+	}
+	if (off != end)
+		goto done;
+	/* The header is rewritten whole or, failing that, left as the library wrote it. */
+	if (pwrite(fd, out, w, 0) == (ssize_t)w) {
+		if (w < end && ftruncate(fd, w) != 0)
+			goto done;
+		lseek(fd, w, SEEK_SET);
+	} else if (pwrite(fd, in, end, 0) == (ssize_t)end) {
+		lseek(fd, end, SEEK_SET);
+	}
+done:
+	if (rfd >= 0)
+		close(rfd);
+	free(in);
+	free(out);
+}
+
+int dpv_capture_open(const char *path, const char *comment, const char *const *port_names,
+		     const char *name, uint16_t ethdev_port, struct dpv_capture_source **out)
 {
 	struct dpv_capture *c = calloc(1, sizeof(*c));
 	uint16_t port;
@@ -186,6 +305,7 @@ int dpv_capture_open(const char *path, const char *comment, const char *name,
 		free(c);
 		return ret;
 	}
+	name_interfaces(fd, path, port_names);
 	c->start_tsc = rte_get_tsc_cycles();
 	c->start_ns = now_ns();
 	c->tsc_hz = rte_get_tsc_hz();

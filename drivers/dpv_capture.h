@@ -45,14 +45,18 @@ struct dpv_capture_source;
 
 /**
  * Create (truncate) @p path, write the pcapng section header (its comment: @p comment,
- * may be NULL) and the interfaces, start the writer thread, with a first source:
- * dpv_capture_add()'s @p name, @p ethdev_port and @p out. A capture lives while it has
- * sources.
+ * may be NULL) and an interface per ethdev port of the process, start the writer
+ * thread, with a first source: dpv_capture_add()'s @p name, @p ethdev_port and @p out.
+ * A capture lives while it has sources.
+ *
+ * rte_pcapng of DPDK 22.11 names the interfaces itself ("dpdk:<port>", or the kernel's
+ * interface); in a regular file they are renamed to @p port_names[port] (indexed by
+ * ethdev port; NULL, or a NULL entry, keeps the library's name). A FIFO keeps them.
  * @return 0 and @p out; ENOMEM; ENODEV @p ethdev_port is not a port of the process;
  *         EAGAIN no thread for the writer; or the errno of creating or writing @p path.
  */
-int dpv_capture_open(const char *path, const char *comment, const char *name,
-		     uint16_t ethdev_port, struct dpv_capture_source **out);
+int dpv_capture_open(const char *path, const char *comment, const char *const *port_names,
+		     const char *name, uint16_t ethdev_port, struct dpv_capture_source **out);
 
 /**
  * A new source of the capture @p other belongs to: frames of ethdev port

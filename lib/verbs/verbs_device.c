@@ -514,6 +514,18 @@ static void capture_comment(char *buf, size_t n, const char *captured)
 		snprintf(buf + len, n - len, " captured: %s", captured);
 }
 
+/* The device name of each ethdev port that has one, for the capture file's interfaces
+ * (devices_lock held). */
+static const char *const *capture_port_names(const char *names[RTE_MAX_ETHPORTS])
+{
+	for (unsigned int i = 0; i < RTE_MAX_ETHPORTS; i++)
+		names[i] = NULL;
+	for (unsigned int i = 0; i < n_devices; i++)
+		if (devices[i]->ethdev_port < RTE_MAX_ETHPORTS)
+			names[devices[i]->ethdev_port] = devices[i]->ibdev.name;
+	return names;
+}
+
 /* Hand a source to the device's port (or take it back, NULL) between two of its poll
  * iterations: the owner thread reads port.capture unlocked. */
 static void set_port_capture(struct dpv_dev *dev, struct dpv_capture_source *s)
@@ -630,6 +642,7 @@ static void linger(void)
  * one file, each device's port an interface of it (devices_lock held). */
 static int start_env_capture(struct dpv_device *d)
 {
+	const char *names[RTE_MAX_ETHPORTS];
 	char comment[512];
 	int ret;
 
@@ -643,8 +656,8 @@ static int start_env_capture(struct dpv_device *d)
 			set_port_capture(d->dev, s);
 	} else {
 		capture_comment(comment, sizeof(comment), "every device it opens (DPV_CAPTURE)");
-		ret = dpv_capture_open(conf.capture, comment, d->ibdev.name,
-				       d->dev->port.ethdev_port, &env_capture);
+		ret = dpv_capture_open(conf.capture, comment, capture_port_names(names),
+				       d->ibdev.name, d->dev->port.ethdev_port, &env_capture);
 		if (ret == 0)
 			set_port_capture(d->dev, env_capture);
 	}
@@ -1106,6 +1119,7 @@ int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_
 
 int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
 {
+	const char *names[RTE_MAX_ETHPORTS];
 	struct dpv_capture_source *s;
 	struct dpv_context *c;
 	char comment[512];
@@ -1120,8 +1134,8 @@ int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
 	} else {
 		capture_comment(comment, sizeof(comment), c->device->ibdev.name);
 		/* The file is made before the device is touched: it runs on meanwhile. */
-		ret = dpv_capture_open(path, comment, c->device->ibdev.name,
-				       c->dev->port.ethdev_port, &s);
+		ret = dpv_capture_open(path, comment, capture_port_names(names),
+				       c->device->ibdev.name, c->dev->port.ethdev_port, &s);
 		if (ret == 0)
 			set_port_capture(c->dev, s);
 	}

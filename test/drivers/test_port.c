@@ -227,7 +227,7 @@ static void capture_records_frames_sent_and_received(void **state)
 	assert_non_null(blk);
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(dpv_capture_open(path, "test_port", "a", a.ethdev_port, &sa), 0);
+	assert_int_equal(dpv_capture_open(path, "test_port", NULL, "a", a.ethdev_port, &sa), 0);
 	assert_int_equal(dpv_capture_add(sa, "b", b.ethdev_port, &sb), 0);
 	assert_true(dpv_capture_same(sa, sb));
 	a.capture = sa;
@@ -288,10 +288,10 @@ static void capture_of_a_path_that_cannot_be_made_says_why(void **state)
 	(void)state;
 	assert_true(fd >= 0);
 	close(fd);
-	assert_int_equal(dpv_capture_open("/nonexistent-dir/x.pcapng", NULL, "a", a.ethdev_port,
+	assert_int_equal(dpv_capture_open("/nonexistent-dir/x.pcapng", NULL, NULL, "a", a.ethdev_port,
 					  &s), ENOENT);
 	/* A port without an interface in the file (none by that id) is refused. */
-	assert_int_equal(dpv_capture_open(path, NULL, "a", RTE_MAX_ETHPORTS - 1, &s), ENODEV);
+	assert_int_equal(dpv_capture_open(path, NULL, NULL, "a", RTE_MAX_ETHPORTS - 1, &s), ENODEV);
 	unlink(path);
 }
 

@@ -413,10 +413,8 @@ ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
 			pingpong_client "$out_b" "$prog_path" "${args[@]}"
 		fi
 		if [ "$watch" = 1 ] && [ "$failed" = 0 ]; then
-			iface=dpdk:0
-			[ "$link" = memif ] || iface=$veth_a
 			/usr/bin/python3 "$watch_py" capture "$tmp/a.pcapng" "$tmp/a-dpv0.txt" \
-				"$iface" "$(opt_of -n 1000)" "$(opt_of -s 4096)" 1024 || failed=1
+				dpv0 "$(opt_of -n 1000)" "$(opt_of -s 4096)" 1024 || failed=1
 		fi
 		check_pingpong "$out_a" server "$ip_b" "$prog" "${args[@]}"
 		check_pingpong "$out_b" client "$ip_a" "$prog" "${args[@]}"

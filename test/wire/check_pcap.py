@@ -155,10 +155,11 @@ def check_capture(prog, out_dir):
             bad += 1
             print(f"frame {row[0]}: " + "; ".join(why))
     ifaces = sorted({k[0] for k in moved})
-    if ifaces != ["dpdk:0", "dpdk:1"]:
-        print(f"interfaces {ifaces}, want dpdk:0 and dpdk:1 (the two ports)")
+    # Each interface is named after its device (rte_pcapng names them "dpdk:<port>").
+    if ifaces != ["dpv0", "dpv1"]:
+        print(f"interfaces {ifaces}, want dpv0 and dpv1 (the two devices)")
         bad += 1
-    for a, b in (("dpdk:0", "dpdk:1"), ("dpdk:1", "dpdk:0")):
+    for a, b in (("dpv0", "dpv1"), ("dpv1", "dpv0")):
         sent, got = moved.get((a, "0x00000002"), 0), moved.get((b, "0x00000001"), 0)
         if sent != got or sent == 0:
             print(f"{a} sent {sent} frames, {b} received {got}")
