@@ -215,6 +215,11 @@ static void capture_records_frames_sent_and_received(void **state)
 	struct rte_mbuf *tx = ipv4_frame(&a, b.ipv4, 42), *rx[4];
 	const uint32_t flen = sizeof(struct rte_ether_hdr) + sizeof(struct rte_ipv4_hdr) + 8;
 	uint64_t a_before = a.stats.capture_frames, b_before = b.stats.capture_frames;
+	/* What else the ports move meanwhile (a's ARP requests for the neighbour an
+	 * earlier test left unanswered go out every DPV_ARP_RETRY_MS) is captured too. */
+	uint64_t a_moved = a.stats.tx_frames + a.stats.rx_frames;
+	uint64_t b_moved = b.stats.tx_frames + b.stats.rx_frames;
+	unsigned int arps = 0;
 	struct dpv_capture_source *sa, *sb;
 	struct png_block *blk = malloc(sizeof(*blk));
 	unsigned int idbs = 0, epbs = 0, isbs = 0;
@@ -237,8 +242,11 @@ static void capture_records_frames_sent_and_received(void **state)
 	rte_pktmbuf_free(rx[0]);
 	a.capture = NULL;
 	b.capture = NULL;
-	assert_int_equal(a.stats.capture_frames, a_before + 1);
-	assert_int_equal(b.stats.capture_frames, b_before + 1);
+	a_moved = a.stats.tx_frames + a.stats.rx_frames - a_moved;
+	b_moved = b.stats.tx_frames + b.stats.rx_frames - b_moved;
+	assert_true(a_moved >= 1 && b_moved >= 1);
+	assert_int_equal(a.stats.capture_frames, a_before + a_moved);
+	assert_int_equal(b.stats.capture_frames, b_before + b_moved);
 	assert_int_equal(dpv_capture_remove(sa), 0);
 	assert_int_equal(dpv_capture_remove(sb), 0);
 	/* A section, an interface per DPDK port, the frame a sent (out, on a's port) and
@@ -253,6 +261,10 @@ static void capture_records_frames_sent_and_received(void **state)
 			idbs++;
 			break;
 		case 6:
+			if (blk->body[20 + 12] == 0x08 && blk->body[20 + 13] == 0x06) {
+				arps++;
+				break;
+			}
 			memcpy(&ifid, blk->body, 4);
 			memcpy(&caplen, blk->body + 12, 4);
 			assert_int_equal(caplen, flen);
@@ -273,6 +285,7 @@ static void capture_records_frames_sent_and_received(void **state)
 	}
 	assert_int_equal(idbs, rte_eth_dev_count_avail());
 	assert_int_equal(epbs, 2);
+	assert_int_equal(epbs + arps, a_moved + b_moved);
 	assert_int_equal(isbs, 2);
 	fclose(f);
 	free(blk);
