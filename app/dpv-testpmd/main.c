@@ -410,6 +410,9 @@ int main(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 
+	/* A line at a time also into a pipe: a program driving the console reads each
+	 * answer before it sends the next command, as a person at the prompt does. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--") == 0) {
 			dd = i;
