@@ -163,6 +163,14 @@ static void nak_fatal(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 	xp_qp_error(x, q, event);
 }
 
+/* A remote access violation (a key, range or right the request lacks, or memory gone
+ * from under its region): counted, NAKed, the connection ended. */
+static void access_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, bool fatal)
+{
+	x->stats.access_errors++;
+	nak_fatal(x, q, psn, DPV_AETH_NAK_REM_ACCESS, fatal);
+}
+
 /* ---- placing a message into a receive WQE ---- */
 
 static uint8_t place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
@@ -450,8 +458,7 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	struct xp_write *w = &q->wr;
 
 	if (is_first(p->opcode) && !write_allowed(x, q, p->reth_rkey, p->reth_va, p->reth_len)) {
-		x->stats.access_errors++;
-		nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, true);
+		access_nak(x, q, p->psn, true);
 		return;
 	}
 	/* WRITE_WITH_IMM consumes a receive WQE at its last packet (IBTA 9.4); with none
@@ -474,14 +481,9 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 		return;
 	}
 	if (p->payload_len != 0) {
-		if (!write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len)) {
-			x->stats.access_errors++;
-			nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, !q->rcv.active);
-			return;
-		}
-		if (!xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
-			x->stats.access_errors++;
-			nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, !q->rcv.active);
+		if (!write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len) ||
+		    !xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
+			access_nak(x, q, p->psn, !q->rcv.active);
 			return;
 		}
 		w->done += p->payload_len;
@@ -533,8 +535,7 @@ static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p, bool dup)
 static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
 	if (!read_allowed(x, q, p)) {
-		x->stats.access_errors++;
-		nak_fatal(x, q, p->psn, DPV_AETH_NAK_REM_ACCESS, true);
+		access_nak(x, q, p->psn, true);
 		return;
 	}
 	/* IBTA 9.5: more READs outstanding than max_dest_rd_atomic grants, or longer
@@ -687,8 +688,7 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
 	if (plen != 0 && dpv_mr_check(x->mrs, e->rkey, q->qp.init.pd, e->va + e->sent, plen,
 				      DPV_ACCESS_REMOTE_READ) == NULL) {
-		x->stats.access_errors++;
-		nak_fatal(x, q, psn, DPV_AETH_NAK_REM_ACCESS, true);
+		access_nak(x, q, psn, true);
 		return false;
 	}
 	m = xp_frame_alloc(x, &p, plen, &payload);
@@ -696,8 +696,7 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 		return false;
 	if (plen != 0 && !xp_copy(x, payload, (const void *)(uintptr_t)(e->va + e->sent), plen)) {
 		rte_pktmbuf_free(m);
-		x->stats.access_errors++;
-		nak_fatal(x, q, psn, DPV_AETH_NAK_REM_ACCESS, true);
+		access_nak(x, q, psn, true);
 		return false;
 	}
 	xp_frame_send(x, m, a->dst_ip);
