@@ -11,27 +11,21 @@ for /dpverbs/devices, the receiving device's counters, its SRQs and QPs, and che
 values the commands imply; then ends the console's input and wants exit status 0.
 Exits 77 (skipped) without the client.
 """
-import json
 import os
 import select
 import subprocess
 import sys
 import time
 
-SKIP = 77
+# The client's runner and its checks of each reply: test/telemetry's.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "telemetry"))
+from check_telemetry import SKIP, ask as ask_client  # noqa: E402
+
 CLIENT = "/usr/bin/dpdk-telemetry.py"
-PYTHON = "/usr/bin/python3"
 
 
 def ask(prefix, cmds):
-    out = subprocess.run([PYTHON, CLIENT, "-f", prefix], input="\n".join(cmds) + "\n",
-                         capture_output=True, text=True, timeout=60)
-    if out.returncode != 0:
-        raise RuntimeError(f"client failed: {out.stderr}")
-    lines = [line for line in out.stdout.split("\n") if line.strip()]
-    if len(lines) != len(cmds):
-        raise RuntimeError(f"{len(cmds)} commands, {len(lines)} replies: {out.stdout}")
-    return [json.loads(line)[cmd.split(",")[0]] for cmd, line in zip(cmds, lines)]
+    return ask_client(CLIENT, prefix, cmds)
 
 
 class Output:
