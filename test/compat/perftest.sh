@@ -14,9 +14,10 @@
 #                       the kernel; the exchange on the kernel's addresses of the pair
 #   MEMORY    nohuge (--no-huge --no-shconf) or huge (--in-memory, hugepages)
 #   START     now   the client starts as soon as the server can be joined: over memif
-#                   once its socket exists (the server is then waiting in
-#                   ibv_open_device() for its link, DPV_LINK_WAIT_MS), over af_packet
-#                   once it listens
+#                   once its socket exists, while the server's program goes on to
+#                   ibv_open_device(), which waits for the link (DPV_LINK_WAIT_MS; a
+#                   client turned away by a port not started yet connects again);
+#                   over af_packet once it listens
 #             late  the same, 3 s later: a memif server's device waits that long
 #   TCP_PORT  perftest's exchange (-p)
 #   PROGRAM   ib_send_lat, ib_send_bw, ib_write_lat, ib_write_bw, ib_read_lat,
@@ -32,11 +33,11 @@
 # prints; else -s, or perftest's default, cut to the MTU for UD), with the iteration count
 # of -n; so does ib_send_bw's server, and ib_write_bw's and ib_read_bw's print the
 # client's result of the last size; every figure is a number (a latency test's standard
-# deviation of a few samples may be "-nan", perftest's arithmetic),
-# bandwidth and message rate above 0 and agreeing with each other (MiB/s = Mpps x bytes /
-# 1.048576, within the rounding of the printed digits), latencies above 0 and ordered
-# (min <= typical, average <= max, min <= 99 % <= 99.9 % <= max); and no line says
-# "error", "failed", "couldn't" or "unable", nor dpverbs complains ("dpverbs: ...").
+# deviation of a few samples may be "-nan", perftest's arithmetic), bandwidth and
+# message rate above 0 and agreeing with each other (MiB/s = Mpps x bytes / 1.048576,
+# within the rounding of the printed digits), latencies above 0 and ordered (min <=
+# typical, average <= max, min <= 99 % <= 99.9 % <= max); and no line says "error",
+# "failed", "couldn't" or "unable", nor dpverbs complains ("dpverbs: ...").
 # perftest 4.5 has no check of the data it moves. On failure both outputs are shown and
 # the device counters that are not 0 (DPV_STATS_DUMP).
 #
@@ -47,12 +48,11 @@
 # (DPV_INLINE_IDLE_US); without it the client ends with "Failed status 12" (retry
 # exceeded).
 #
-# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS
-# (default dpv) starts the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR
-# (default /tmp) is where the temporary directory (memif socket, outputs) goes. Only the
-# processes started here are ended, by pid; the namespaces (and with them the veth
-# pair), the temporary directory and EAL's runtime directories are removed on every
-# exit.
+# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default dpv) starts
+# the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where
+# the temporary directory (memif socket, outputs) goes. Only the processes started here
+# are ended, by pid; the namespaces (and with them the veth pair), the temporary
+# directory and EAL's runtime directories are removed on every exit.
 
 set -u
 
@@ -139,8 +139,9 @@ else
 		exit 77
 	fi
 	# The kernel's addresses carry perftest's TCP exchange; dpverbs answers ARP for its
-	# own (test/dropin/dropin.sh says why the two differ). 4096 frames per packet ring:
-	# a bandwidth test keeps a TX queue of 128 messages of up to 64 frames in flight.
+	# own (test/dropin/dropin.sh says why the two differ). 4096 frames per packet ring,
+	# not 512: a bandwidth test has up to 128 messages of 64 frames in flight, and what
+	# overflows the ring is lost and sent again.
 	ip netns add "$ns_b" &&
 		ip link add "$veth_a" type veth peer name "$veth_b" &&
 		ip link set "$veth_a" netns "$ns_a" && ip link set "$veth_b" netns "$ns_b" &&
@@ -255,7 +256,8 @@ check_table() { # outfile name kind(bw|lat) sizes...
 		function bad(msg) { if (err == "") err = msg }
 		/^ *#bytes/ { header = 1; next }
 		header && /^ *[0-9]+ +[0-9]+ / {
-			n++
+			if (n++ && $1 + 0 <= prev) bad($1 " bytes after " prev ": sizes out of order")
+			prev = $1 + 0
 			if (!($1 in wanted)) bad("a line for " $1 " bytes, not asked for")
 			else if (seen[$1]++) bad("two lines for " $1 " bytes")
 			if ($2 != iters) bad($1 " bytes: " $2 " iterations, not " iters)
