@@ -103,6 +103,32 @@ bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len)
 	return true;
 }
 
+/* IBTA 9.4.5: the device is the only one to execute the atomics of its peers, on its
+ * owner thread, so any 64-bit read-modify-write would be atomic among them
+ * (IBV_ATOMIC_HCA). A locked instruction costs little more and keeps a CPU's own
+ * atomics on the same word out of the way too. */
+bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_add,
+	       uint64_t swap, uint64_t *orig)
+{
+	uint64_t *mem = (uint64_t *)(uintptr_t)addr;
+	sigjmp_buf env;
+	uint64_t v = compare_add;
+
+	if (sigsetjmp(env, 0) != 0) {
+		x->stats.mem_faults++;
+		return false;
+	}
+	xp_copy_env = &env;
+	/* A failed compare leaves the value found in v; a successful one found v. */
+	if (cas)
+		__atomic_compare_exchange_n(mem, &v, swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	else
+		v = __atomic_fetch_add(mem, compare_add, __ATOMIC_SEQ_CST);
+	xp_copy_env = NULL;
+	*orig = v;
+	return true;
+}
+
 /* Copy @p len bytes between a scatter list, from byte @p off of it, and a buffer: out
  * of the list into @p dst, or into the list from @p src. Each piece is checked against
  * its key first (IBTA 10.6), so nothing outside a region is touched. */
@@ -614,7 +640,8 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x)
 
 static bool rc_request(uint8_t opcode)
 {
-	return opcode <= DPV_OP_RC_READ_REQUEST;
+	return opcode <= DPV_OP_RC_READ_REQUEST || opcode == DPV_OP_RC_CMP_SWAP ||
+	       opcode == DPV_OP_RC_FETCH_ADD;
 }
 
 /* One received frame: checked (IBTA 9.6 packet checks, A17.4 for RoCEv2) and handed to
@@ -658,14 +685,22 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 			xp_ud_rx(x, q, &p, frame);
 		return;
 	}
-	/* An RC QP talks to one peer (its AH): frames from any other address are not its
-	 * connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
+	/* An RC or UC QP talks to one peer (its AH): frames from any other address are not
+	 * its connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
 	 * has no peer yet leaves the refusal to its state check. */
 	if (p.src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0) {
 		x->stats.rx_bad_src++;
 		return;
 	}
-	if (p.opcode > DPV_OP_RC_ACK)
+	/* IBTA 9.6: the opcode's transport must be the QP's. */
+	if (q->qp.init.type == DPV_QPT_UC) {
+		if (DPV_WIRE_OP_TRANSPORT(p.opcode) != DPV_WIRE_OP_UC)
+			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		else
+			xp_uc_rx(x, q, &p, frame);
+		return;
+	}
+	if (p.opcode > DPV_OP_RC_FETCH_ADD)
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	else if (rc_request(p.opcode))
 		xp_resp_rx(x, q, &p, frame);
