@@ -2963,7 +2963,8 @@ static void random_frames_never_touch_memory_outside_a_region(void **state)
 		DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
 		DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
 		DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
-		DPV_OP_UD_SEND_ONLY,
+		DPV_OP_UD_SEND_ONLY, DPV_OP_RC_ATOMIC_ACK, DPV_OP_RC_CMP_SWAP,
+		DPV_OP_RC_FETCH_ADD,
 	};
 	uint8_t *mem = calloc(1, 8192), *rbuf = calloc(1, 4096), *lbuf = calloc(1, 8192);
 	struct dpv_xport_stats sa = stats(xa), sb = stats(xb), za, zb;
@@ -2972,13 +2973,13 @@ static void random_frames_never_touch_memory_outside_a_region(void **state)
 	struct end a[4], b[4];
 
 	(void)state;
-	kmem = mr_reg(tb, mem, 8192, ACCESS_ALL);
+	kmem = mr_reg(tb, mem, 8192, ACCESS_ALL | DPV_ACCESS_REMOTE_ATOMIC);
 	krecv = mr_reg(tb, rbuf, 4096, DPV_ACCESS_LOCAL_WRITE);
 	klocal = mr_reg(ta, lbuf, 8192, ACCESS_ALL);
 	for (int q = 0; q < 4; q++)
 		rc_pair(&a[q], &b[q], false, NULL, NULL, 7);
 	fill(payload, sizeof(payload), 1);
-	for (int i = 0; i < 6000; i++) {
+	for (int i = 0; i < 9000; i++) {
 		struct dpv_wire_pkt p;
 		struct rte_mbuf *m;
 		uint32_t r1, r2, plen;
@@ -3018,9 +3019,14 @@ static void random_frames_never_touch_memory_outside_a_region(void **state)
 		p.reth_va = (uintptr_t)mem + (int64_t)(r2 % 9000) - 400;
 		p.reth_rkey = (r2 & 0x100) ? kmem : kmem + (r2 & 3);
 		p.reth_len = (r2 >> 3) % 9000;
+		/* mostly aligned, so the key and range checks get their turn */
+		p.atomic_va = (r2 & 0x200) ? p.reth_va : p.reth_va & ~7ull;
+		p.atomic_rkey = p.reth_rkey;
+		p.atomic_swap_add = r1;
+		p.atomic_compare = r2 & 0xf;
 		p.aeth_syndrome = (r1 & 0x40) ? 0x1f : (uint8_t)(r1 >> 4);
 		p.deth_qkey = r1;
-		plen = (r1 >> 8) % (p.opcode == DPV_OP_RC_ACK || p.opcode == DPV_OP_RC_READ_REQUEST ?
+		plen = (r1 >> 8) % (!(dpv_wire_opcode_info(p.opcode) & DPV_WIRE_EXT_PAYLOAD) ?
 					    1 : sizeof(payload));
 		m = frame(&p, payload, plen);
 		dpv_xport_rx(to_a ? xa : xb, &m, 1);
