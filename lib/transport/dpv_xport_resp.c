@@ -1013,10 +1013,13 @@ static void uc_write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_w
 
 /*
  * IBTA 9.7.7: UC has PSNs and no acknowledgements. A packet at the expected PSN goes on
- * with its message; any other PSN means packets were lost: the message in progress is
+ * with its message; one ahead of it means packets were lost: the message in progress is
  * dropped, and a first (or only) packet starts the next one from its PSN, while any
- * other is dropped with the rest of its message. Nothing is NAKed or resent; the drops
- * are counted (out_of_seq for the packets, uc_msgs_dropped for the messages).
+ * other is dropped with the rest of its message. A UC sender never sends a PSN twice,
+ * so a packet behind the expected PSN is a copy the link made, or one it delayed past
+ * the packets after it: dropped (dup_requests), and the message in progress goes on.
+ * Nothing is NAKed or resent; the drops are counted (out_of_seq for the packets ahead,
+ * uc_msgs_dropped for the messages).
  */
 void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 	      const uint8_t *frame)
@@ -1025,13 +1028,19 @@ void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 	const uint8_t *payload = frame + p->hdr_len;
 	uint8_t st = q->qp.attr.state;
 	bool first = is_first(op);
+	int32_t d;
 
 	if (st != DPV_QPS_RTR && st != DPV_QPS_RTS && st != DPV_QPS_SQD && st != DPV_QPS_SQE) {
 		x->stats.rx_bad_state++;
 		return;
 	}
 	XP_CNT(x, q, rx_packets);
-	if (p->psn != q->epsn) {
+	d = dpv_wire_psn_diff(p->psn, q->epsn);
+	if (d < 0) {
+		XP_CNT(x, q, dup_requests);
+		return;
+	}
+	if (d > 0) {
 		XP_CNT(x, q, out_of_seq);
 		if (q->op != XP_OP_NONE)
 			uc_drop_msg(x, q);

@@ -835,6 +835,9 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_qp_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = DPV_MAX_RD_ATOMIC * (DPV_MAX_QP - 2);
+	/* Atomics execute on the device's owner thread, one at a time: atomic among the
+	 * atomics this device executes, which is what IBV_ATOMIC_HCA promises. */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_srq = 65536;
 	a->max_srq_wr = DPV_MAX_SRQ_WR;
 	a->max_srq_sge = DPV_MAX_SGE;

@@ -63,7 +63,8 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	    attr->qp_type != IBV_QPT_UD) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -79,7 +80,8 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		return NULL;
 	}
 	memset(&init, 0, sizeof(init));
-	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC : DPV_QPT_UD;
+	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC
+		    : attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC : DPV_QPT_UD;
 	init.pd = to_pd(attr->pd)->id;
 	init.max_send_wr = attr->cap.max_send_wr;
 	init.max_recv_wr = attr->srq != NULL ? 0 : attr->cap.max_recv_wr;
@@ -286,21 +288,40 @@ static const uint8_t wr_opcode[] = {
 	[IBV_WR_RDMA_WRITE] = DPV_WR_RDMA_WRITE + 1,
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = DPV_WR_RDMA_WRITE_WITH_IMM + 1,
 	[IBV_WR_RDMA_READ] = DPV_WR_RDMA_READ + 1,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = DPV_WR_ATOMIC_CMP_SWP + 1,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = DPV_WR_ATOMIC_FETCH_ADD + 1,
 };
+
+/* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ or atomics, UD sends
+ * only); a provider refuses the others at post with EINVAL. */
+static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return true;
+	case IBV_QPT_UC:
+		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
+		       op != DPV_WR_ATOMIC_FETCH_ADD;
+	default:
+		return op == DPV_WR_SEND || op == DPV_WR_SEND_WITH_IMM;
+	}
+}
 
 /* Check one send WR and write it into its SQ slot. */
 static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct dpv_swqe *w)
 {
 	bool ud = qp->ibqp.qp_type == IBV_QPT_UD;
 	uint64_t total = 0;
+	bool atomic;
 	uint8_t op;
 	int i;
 
 	if ((unsigned int)wr->opcode >= sizeof(wr_opcode) || wr_opcode[wr->opcode] == 0)
 		return EINVAL;
 	op = wr_opcode[wr->opcode] - 1;
-	if (ud && op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM)
+	if (!opcode_fits(qp->ibqp.qp_type, op))
 		return EINVAL;
+	atomic = op == DPV_WR_ATOMIC_CMP_SWP || op == DPV_WR_ATOMIC_FETCH_ADD;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
 	    (wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
@@ -310,6 +331,11 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	for (i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
 	if (total > UINT32_MAX)
+		return EINVAL;
+	/* ibv_post_send(3): an atomic's scatter list is the one 8-byte buffer that gets
+	 * the remote value; never inline. */
+	if (atomic && (wr->num_sge != 1 || total != sizeof(uint64_t) ||
+		       (wr->send_flags & IBV_SEND_INLINE)))
 		return EINVAL;
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
@@ -347,6 +373,11 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 		w->ud_ttl = ah->ttl;
 		w->ud_remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud_remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (atomic) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
 	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
