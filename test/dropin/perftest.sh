@@ -9,7 +9,8 @@
 #
 #   MEMORY    nohuge (--no-huge --no-shconf) or huge (--in-memory, hugepages)
 #   TCP_PORT  where the server listens for perftest's exchange (-p)
-#   PROGRAM   ib_write_bw, ib_read_bw, ib_write_lat, ib_read_lat
+#   PROGRAM   ib_write_bw, ib_read_bw, ib_write_lat, ib_read_lat, ib_atomic_bw,
+#             ib_atomic_lat
 #
 # What it shows: the server side of ib_write_bw, ib_read_bw and ib_read_lat never
 # calls verbs while the test runs, yet its device must ACK the WRITEs and answer the
@@ -148,6 +149,8 @@ finish_side "$server" "server ($prog ${args[*]})"
 # The result line: "#bytes #iterations" then the figures.
 size=65536 iters=1000
 [[ $prog == *_lat ]] && size=2
+# An atomic is 8 bytes, whatever -s says.
+[[ $prog == ib_atomic_* ]] && size=8
 [[ $prog == *_bw ]] && iters=5000
 set -- "${args[@]}" ""
 for ((i = 1; i < $#; i++)); do
