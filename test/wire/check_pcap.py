@@ -55,8 +55,10 @@ def atomic_problems(opcode, index, row):
         why.append(f"AtomicAckETH original data {orig}")
     return why
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
-# READ request, READ response first/middle/last/only, ACK, UD SEND only+imm.
-CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 101}
+# READ request, READ response first/middle/last/only, ACK, ATOMIC ACK, CMP_SWAP,
+# FETCH_ADD, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
+CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                   32, 33, 34, 42, 101}
 
 
 def tshark_rows(pcap, extra=()):
