@@ -590,6 +590,7 @@ static void atomic_queue(struct xp_qp *q, uint32_t psn, uint64_t orig, bool dup)
 static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
 	const uint8_t slots = q->qp.attr.max_dest_rd_atomic;
+	const bool cas = p->opcode == DPV_OP_RC_CMP_SWAP;
 	struct xp_atomic_res *r;
 	uint64_t orig;
 
@@ -600,8 +601,7 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 	if (!(q->qp.attr.access & DPV_ACCESS_REMOTE_ATOMIC) ||
 	    dpv_mr_check(x->mrs, p->atomic_rkey, q->qp.init.pd, p->atomic_va, sizeof(orig),
 			 DPV_ACCESS_REMOTE_ATOMIC) == NULL ||
-	    !xp_atomic(x, p->atomic_va, p->opcode == DPV_OP_RC_CMP_SWAP, p->opcode ==
-		       DPV_OP_RC_CMP_SWAP ? p->atomic_compare : p->atomic_swap_add,
+	    !xp_atomic(x, p->atomic_va, cas, cas ? p->atomic_compare : p->atomic_swap_add,
 		       p->atomic_swap_add, &orig)) {
 		access_nak(x, q, p->psn, true);
 		return;
@@ -1042,9 +1042,7 @@ void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 	}
 	if (d > 0) {
 		XP_CNT(x, q, out_of_seq);
-		if (q->op != XP_OP_NONE)
-			uc_drop_msg(x, q);
-		else if (!first)
+		if (q->op != XP_OP_NONE || !first)
 			uc_drop_msg(x, q);
 	}
 	q->epsn = psn_add(p->psn, 1);
