@@ -2299,6 +2299,7 @@ static void atomics_cmp_swap_and_fetch_add_return_the_value_before(void **state)
 	uint32_t kr = mr_reg(tb, remote, 2 * sizeof(*remote),
 			     DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_ATOMIC);
 	uint32_t kl = mr_reg(ta, local, 41 * sizeof(*local), DPV_ACCESS_LOCAL_WRITE);
+	struct dpv_xport_stats sa = stats(xa), sb = stats(xb);
 	struct dpv_cqe c[40];
 	struct dpv_swqe w;
 	struct end a, b;
@@ -2344,7 +2345,9 @@ static void atomics_cmp_swap_and_fetch_add_return_the_value_before(void **state)
 		assert_true(local[1 + i] == sum);
 	}
 	assert_true(remote[1] == 40 * 41 / 2);
-	assert_int_equal(stats(xb).qps.atomic_replays, 0);
+	/* The link loses nothing: a duplicate can only be a request the requester sent
+	 * again (a tail loss probe, when this process was slow), answered from the cache. */
+	assert_true(DELTA(xb, atomic_replays, sb) <= DELTA(xa, retrans_packets, sa));
 	end_close(&a);
 	end_close(&b);
 	/* on one device, through its loopback */
@@ -2416,8 +2419,9 @@ static void duplicate_atomic_is_answered_from_the_replay_cache(void **state)
 	assert_int_equal(c.wr_id, 2);
 	assert_int_equal(c.status, DPV_WC_SUCCESS);
 	assert_true(local[1] == 105 && *remote == 110);
-	assert_int_equal(DELTA(xb, atomic_replays, sb), 1);
-	assert_true(DELTA(xa, retrans_packets, sa) >= 1);
+	/* one resend at least (a slow run may probe twice before the answer is in) */
+	assert_true(DELTA(xb, atomic_replays, sb) >= 1);
+	assert_true(DELTA(xb, atomic_replays, sb) <= DELTA(xa, retrans_packets, sa));
 	assert_int_equal(DELTA(xb, dup_atomics_dropped, sb), 0);
 	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
