@@ -121,7 +121,8 @@ bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_ad
 	xp_copy_env = &env;
 	/* A failed compare leaves the value found in v; a successful one found v. */
 	if (cas)
-		__atomic_compare_exchange_n(mem, &v, swap, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		__atomic_compare_exchange_n(mem, &v, swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
 	else
 		v = __atomic_fetch_add(mem, compare_add, __ATOMIC_SEQ_CST);
 	xp_copy_env = NULL;

@@ -330,11 +330,12 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)
 			break;
 		if (xp_wr_answered(w->opcode)) {
+			const uint32_t max_rd = q->qp.attr.max_rd_atomic ? q->qp.attr.max_rd_atomic : 1u;
+
 			/* IBTA 9.5: no more READs and atomics in flight than max_rd_atomic
 			 * (the responder's resources); 0 runs as 1, so one never waits for
 			 * ever. One sent before goes again whatever the count. */
-			if ((!m->req_sent &&
-			     q->reads_out >= (q->qp.attr.max_rd_atomic ? q->qp.attr.max_rd_atomic : 1u)) ||
+			if ((!m->req_sent && q->reads_out >= max_rd) ||
 			    !(w->opcode == DPV_WR_RDMA_READ ? send_read_req(x, q, w, m)
 							    : send_atomic_req(x, q, w, m)))
 				break;

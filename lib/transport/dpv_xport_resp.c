@@ -1007,7 +1007,8 @@ static void uc_write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_w
 			return;
 		}
 		q->rcv.msg_len = w->len;
-		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM, q->qp.attr.dest_qpn, 0);
+		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM, q->qp.attr.dest_qpn,
+			  0);
 	}
 }
 

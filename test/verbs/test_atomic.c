@@ -314,7 +314,8 @@ static void fetch_adds_over_a_lossy_link_apply_once(void **state)
 	       " dup_atomics_dropped=%" PRIu64 "\n",
 	       n, qp_xstat(p.a, "qp.retrans_packets"), qp_xstat(p.b, "qp.dup_requests"),
 	       qp_xstat(p.b, "qp.atomic_replays"), qp_xstat(p.b, "qp.dup_atomics_dropped"));
-	assert_true(dev_xstat(A.ctx, "faults.tx.dropped") + dev_xstat(B.ctx, "faults.tx.dropped") > 0);
+	assert_true(dev_xstat(A.ctx, "faults.tx.dropped") +
+		    dev_xstat(B.ctx, "faults.tx.dropped") > 0);
 	assert_true(qp_xstat(p.b, "qp.atomic_replays") > 0);
 	assert_int_equal(qp_xstat(p.a, "qp.retry_exceeded"), 0);
 }
