@@ -607,7 +607,11 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		return;
 	}
 	/* The cache holds the last max_dest_rd_atomic results (slots > 0 here): as many as
-	 * the requester may have outstanding, so every duplicate it can send finds its own. */
+	 * the requester may have outstanding, so every duplicate it can send finds its own.
+	 * A result kept from 2^24 PSNs ago under the same PSN is not it: it goes. */
+	for (uint32_t i = 0; i < DPV_MAX_RD_ATOMIC; i++)
+		if (q->atomics[i].psn == p->psn)
+			q->atomics[i].valid = false;
 	r = &q->atomics[q->atomic_next++ % slots];
 	r->valid = true;
 	r->psn = p->psn;
