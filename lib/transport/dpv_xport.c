@@ -208,6 +208,26 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 	return true;
 }
 
+uint32_t dpv_cq_clean(struct dpv_cq *cq, uint32_t qpn)
+{
+	struct dpv_ring *r = cq->ring;
+	uint32_t head = __atomic_load_n(&r->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t tail = __atomic_load_n(&r->prod_tail, __ATOMIC_ACQUIRE);
+	uint32_t n = 0;
+
+	for (uint32_t i = head; i != tail; i++) {
+		struct dpv_cqe *e = dpv_ring_slot(r, i);
+
+		/* The SRQ's own tag operations (ADD, DEL, SYNC) are no QP's. */
+		if (e->qp_num != qpn || (e->flags & DPV_WC_F_HIDDEN) || e->opcode == DPV_WC_TM_ADD ||
+		    e->opcode == DPV_WC_TM_DEL || e->opcode == DPV_WC_TM_SYNC)
+			continue;
+		e->flags |= DPV_WC_F_HIDDEN;
+		n++;
+	}
+	return n;
+}
+
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
 	       bool solicited)
 {

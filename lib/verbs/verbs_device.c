@@ -347,6 +347,7 @@ static int add_device(uint16_t port, uint32_t ipv4)
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "dpdk-port-%u", port);
 	d->ethdev_port = port;
 	d->ipv4 = ipv4;
+	pthread_mutex_init(&d->contexts_lock, NULL);
 	devices[n_devices++] = d;
 	return 0;
 }
@@ -675,6 +676,19 @@ static const char *faults_of(const struct dpv_device *d)
 	return conf.faults;
 }
 
+/* Called by the device's owner when its link went up or down: every open context of
+ * the device hears of it (ibv_get_async_event(3): IBV_EVENT_PORT_ACTIVE, _PORT_ERR). */
+static void port_event(struct dpv_dev *dev, bool up, void *arg)
+{
+	struct dpv_device *d = arg;
+
+	(void)dev;
+	pthread_mutex_lock(&d->contexts_lock);
+	for (struct dpv_context *c = d->contexts; c != NULL; c = c->next_on_device)
+		dpv_verbs_async_event(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+	pthread_mutex_unlock(&d->contexts_lock);
+}
+
 static int open_dev(struct dpv_device *d)
 {
 	static bool linger_hook, capture_hook;
@@ -693,8 +707,11 @@ static int open_dev(struct dpv_device *d)
 		if (ret == 0)
 			ret = start_env_capture(d);
 		/* Before the progress mode: nobody polls the port yet. */
-		if (ret == 0)
+		if (ret == 0) {
+			d->dev->link_event = port_event;
+			d->dev->link_arg = d;
 			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+		}
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
 		/* After the mode: a device that went to an lcore or a service needs no
@@ -787,6 +804,10 @@ struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	pthread_mutex_init(&c->async_lock, NULL);
 	fill_ops(c);
+	pthread_mutex_lock(&c->device->contexts_lock);
+	c->next_on_device = c->device->contexts;
+	c->device->contexts = c;
+	pthread_mutex_unlock(&c->device->contexts_lock);
 	return &c->vctx.context;
 }
 
@@ -805,7 +826,13 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	struct dpv_context *c = to_ctx(context);
+	struct dpv_context **pp;
 
+	pthread_mutex_lock(&c->device->contexts_lock);
+	for (pp = &c->device->contexts; *pp != c; pp = &(*pp)->next_on_device)
+		;
+	*pp = c->next_on_device;
+	pthread_mutex_unlock(&c->device->contexts_lock);
 	close(context->async_fd);
 	pthread_mutex_destroy(&c->async_lock);
 	free(c);
@@ -820,7 +847,11 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = DPV_MAX_MR_SIZE;
 	a->page_size_cap = 4096;
-	a->vendor_id = 0;
+	/* IEEE OUIs name the makers of hardware; a device of software has none. It
+	 * reports 0xffffff, as rdma-core's other software RoCE device (rxe) does, which
+	 * is no maker's OUI: programs that act on a vendor (a Mellanox or Amazon device)
+	 * find none here, and those that take 0 for "no device" do not. */
+	a->vendor_id = 0xffffff;
 	a->hw_ver = 1;
 	a->max_qp = DPV_MAX_QP - 2;
 	a->max_qp_wr = DPV_MAX_QP_WR;

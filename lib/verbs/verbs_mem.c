@@ -289,7 +289,8 @@ static void slot_free(struct dpv_mr_table *t, uint32_t slot)
 
 /*
  * Register [addr, addr + length) for @p access. Besides ibv_reg_mr(3)'s EINVAL for bad
- * access flags or an iova other than @p addr: EINVAL for a range that wraps, ENOMEM for
+ * access flags or an iova other than @p addr: EOPNOTSUPP for access flags dpverbs does
+ * not offer (dpv_verbs_access_check()), EINVAL for a range that wraps, ENOMEM for
  * one longer than DPV_MAX_MR_SIZE or when every key slot is taken, EFAULT for a range
  * not mapped with the rights @p access needs (doc/guides/memory.md). The pages are
  * locked when RLIMIT_MEMLOCK allows.
@@ -304,12 +305,11 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	uint32_t slot;
 	int ret;
 
-	if (!dpv_verbs_access_ok(access) || iova != (uintptr_t)addr ||
-	    (addr == NULL && length > 0)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	ret = range_check(addr, length, access);
+	ret = dpv_verbs_access_check(access);
+	if (ret == 0 && (iova != (uintptr_t)addr || (addr == NULL && length > 0)))
+		ret = EINVAL;
+	if (ret == 0)
+		ret = range_check(addr, length, access);
 	if (ret != 0) {
 		errno = ret;
 		return NULL;
@@ -396,7 +396,8 @@ int ibv_dereg_mr(struct ibv_mr *mr)
  * @return 0; IBV_REREG_MR_ERR_INPUT, the region unchanged, with errno EINVAL: unknown
  *         flag bits, @p access without _CHANGE_ACCESS or breaking ibv_reg_mr(3)'s rules,
  *         no @p pd or one of another device, no @p addr or @p length for a new range, or
- *         a new range that wraps; ENOMEM: a new range longer than DPV_MAX_MR_SIZE;
+ *         a new range that wraps; EOPNOTSUPP: @p access asks for what dpverbs does not
+ *         offer (dpv_verbs_access_check()); ENOMEM: a new range longer than DPV_MAX_MR_SIZE;
  *         EFAULT: the resulting range not mapped with the rights the resulting access
  *         needs. No other error can happen: no command can fail.
  */
@@ -410,9 +411,14 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	struct mr_full *f = to_full(m), moved;
 	int ret;
 
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) == 0 &&
+	    dpv_verbs_access_check(acc) == EOPNOTSUPP) {
+		errno = EOPNOTSUPP;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
 	    (acc != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !dpv_verbs_access_ok(acc)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && dpv_verbs_access_check(acc) != 0) ||
 	    ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL || pd->context != ibmr->context)) ||
 	    (translate && (addr == NULL || length == 0))) {
 		errno = EINVAL;

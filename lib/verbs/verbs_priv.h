@@ -7,6 +7,7 @@
 #ifndef DPV_VERBS_PRIV_H
 #define DPV_VERBS_PRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,9 @@ struct dpv_device {
 	/* Every SRQ of the device, for telemetry (verbs_telemetry.c): linked and unlinked
 	 * by whoever owns the device (dpv_dev_own), so an owner finds each one whole. */
 	struct dpv_srq_v *srqs;
+	/* Its open contexts, each told of port events (verbs_device.c). */
+	pthread_mutex_t contexts_lock;
+	struct dpv_context *contexts;
 };
 
 struct dpv_async_event {
@@ -54,6 +58,7 @@ struct dpv_context {
 	uint32_t async_head, async_tail;
 	uint64_t async_lost;
 	uint32_t next_pd;
+	struct dpv_context *next_on_device; /* dpv_device's contexts */
 };
 
 struct dpv_pd {
@@ -237,17 +242,28 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
-/* ibv_reg_mr(3)'s rules for access flags: only known bits, and remote write or atomic
- * only with local write (otherwise EINVAL). Shared by ibv_reg_mr and ibv_rereg_mr. */
-static inline bool dpv_verbs_access_ok(unsigned int access)
+/*
+ * ibv_reg_mr(3)'s rules for access flags, shared by ibv_reg_mr and ibv_rereg_mr:
+ * EINVAL for bits libibverbs does not define, or remote write or atomic without local
+ * write; EOPNOTSUPP for what is defined but dpverbs does not offer, as providers answer
+ * it: memory windows (IBV_ACCESS_MW_BIND), zero-based regions (IBV_ACCESS_ZERO_BASED)
+ * and on-demand paging (IBV_ACCESS_ON_DEMAND). IBV_ACCESS_HUGETLB is a hint that
+ * changes nothing here: accepted. 0 when the flags are good.
+ */
+static inline int dpv_verbs_access_check(unsigned int access)
 {
-	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+	const unsigned int offered = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				     IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |
+				     IBV_ACCESS_OPTIONAL_RANGE;
+	const unsigned int not_offered = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
+					 IBV_ACCESS_ON_DEMAND;
 
-	return (access & ~known) == 0 &&
-	       (!(access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
-		(access & IBV_ACCESS_LOCAL_WRITE));
+	if ((access & ~(offered | not_offered)) != 0 ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE)))
+		return EINVAL;
+	return (access & not_offered) != 0 ? EOPNOTSUPP : 0;
 }
 
 /* The access bits the device checks, of what the application asked for. */

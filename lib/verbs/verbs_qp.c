@@ -50,6 +50,50 @@ static int check_caps(const struct ibv_qp_cap *cap, bool srq)
 	return 0;
 }
 
+/* The comp_mask bits of ibv_qp_init_attr_ex that rdma-core 44 defines. */
+#define QP_INIT_ATTR_KNOWN (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
+			    IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
+			    IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH | \
+			    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+/*
+ * ibv_create_qp_ex(3)'s request, as a provider judges it: EINVAL for what is not a
+ * request at all (bits or QP types libibverbs does not define, no PD, no CQs, caps
+ * beyond the device's), EOPNOTSUPP for a valid one dpverbs does not offer: QP types
+ * other than RC and UD, creation flags, TSO, RSS, and the extended send API
+ * (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: dpverbs posts through ibv_post_send()).
+ * IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag asks for nothing: accepted.
+ */
+static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
+{
+	switch (attr->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_UC:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+	if ((attr->comp_mask & ~QP_INIT_ATTR_KNOWN) != 0 ||
+	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL)
+		return EINVAL;
+	if ((attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) != 0 ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0))
+		return EOPNOTSUPP;
+	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
+	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
+	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm))
+		return EINVAL;
+	return 0;
+}
+
 struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 				      struct ibv_qp_init_attr_ex *attr)
 {
@@ -58,19 +102,9 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	struct dpv_qp_v *qp;
 	int ret;
 
-	if ((attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) != 0 ||
-	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
-	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
-	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm)) {
-		errno = EINVAL;
+	ret = check_init_attr(attr);
+	if (ret != 0) {
+		errno = ret;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -190,12 +224,38 @@ static int av_of(const struct ibv_ah_attr *ah, uint32_t *dst_ip, uint8_t *tos, u
 	return 0;
 }
 
+/*
+ * A QP moved to RESET leaves no completion behind (ibv_modify_qp(3): RESET is a QP
+ * just created): those its CQs hold and the application has not polled are taken out,
+ * on every CQ it completes into (send, receive, and its TM SRQ's), as rdma-core's
+ * providers clean their CQs. The caller owns the device, so nothing is produced into
+ * them meanwhile; each CQ's poll lock keeps its pollers out while its slots are marked.
+ */
+static void clean_cqs(struct dpv_qp_v *qp)
+{
+	struct ibv_cq *cqs[3] = {qp->ibqp.send_cq, qp->ibqp.recv_cq, NULL};
+
+	if (qp->ibqp.srq != NULL && to_srq(qp->ibqp.srq)->tm)
+		cqs[2] = to_srq(qp->ibqp.srq)->cq;
+	for (int i = 0; i < 3; i++) {
+		struct dpv_cq_v *cq;
+
+		if (cqs[i] == NULL || (i > 0 && cqs[i] == cqs[0]) || (i > 1 && cqs[i] == cqs[1]))
+			continue;
+		cq = to_cq(cqs[i]);
+		pthread_spin_lock(&cq->poll_lock);
+		dpv_cq_clean(cq->cq, qp->qp->qpn);
+		pthread_spin_unlock(&cq->poll_lock);
+	}
+}
+
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct dpv_qp_v *qp = to_qp(ibqp);
 	struct dpv_dev *dev = qp->ctx->dev;
 	struct dpv_qp_attr a;
 	uint32_t mask = (uint32_t)attr_mask;
+	bool was_reset;
 	int ret;
 
 	if ((mask & ~MODIFY_MASK) != 0 || ((mask & IBV_QP_PORT) && attr->port_num != 1) ||
@@ -220,9 +280,13 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		return EINVAL;
 	mask &= ~(uint32_t)IBV_QP_CUR_STATE;
 	dpv_dev_own(dev);
+	was_reset = qp->qp->attr.state == DPV_QPS_RESET;
 	ret = dpv_qp_modify(dev->xport, qp->qp, &a, mask);
-	if (ret == 0)
+	if (ret == 0) {
 		ibqp->state = (enum ibv_qp_state)qp->qp->attr.state;
+		if (ibqp->state == IBV_QPS_RESET && !was_reset)
+			clean_cqs(qp);
+	}
 	dpv_dev_disown(dev);
 	return ret;
 }
