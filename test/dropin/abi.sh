@@ -7,7 +7,11 @@
 #      the drop-in in that version node (they are linked BIND_NOW: one missing symbol
 #      and the program does not start);
 #   2. every symbol of libibverbs.map is exported, in the node the map puts it in;
-#   3. nothing else is exported (the DPDK linked in stays private).
+#   3. nothing else is exported (the DPDK linked in stays private);
+#   4. every IBVERBS_* symbol rdma-core's provider libraries import (ibverbs-providers:
+#      libmlx5, libefa... which perftest, UCX and pyverbs link directly) is defined, as
+#      is every one that perftest's and UCX's binaries import, where those packages
+#      are installed.
 # Usage: abi.sh LIBIBVERBS.SO.1 LIBIBVERBS.MAP
 
 set -u
@@ -32,17 +36,49 @@ if [ ! -s "$tmp/defined" ]; then
 fi
 
 failed=0
-for b in "${bins[@]}"; do
-	objdump -T "$(command -v "$b")" | awk '/\*UND\*/ && /IBVERBS_/ {
-		v = $(NF - 1); gsub(/[()]/, "", v); print $NF, v }' | sort -u >"$tmp/$b"
-	missing=$(comm -23 "$tmp/$b" "$tmp/defined")
+# check_imports FILE: every IBVERBS_* symbol FILE imports is defined.
+check_imports() {
+	local f=$1 n=$(basename "$1")
+	objdump -T "$f" | awk '/\*UND\*/ && /IBVERBS_/ {
+		v = $(NF - 1); gsub(/[()]/, "", v); print $NF, v }' | sort -u >"$tmp/imports"
+	missing=$(comm -23 "$tmp/imports" "$tmp/defined")
 	if [ -n "$missing" ]; then
-		echo "FAIL: $b imports what the drop-in does not define:"
+		echo "FAIL: $n imports what the drop-in does not define:"
 		echo "$missing" | sed 's/^/    /'
 		failed=1
 	else
-		echo "ok: $b: its $(wc -l <"$tmp/$b") imports are all defined"
+		echo "ok: $n: its $(wc -l <"$tmp/imports") imports are all defined"
 	fi
+}
+for b in "${bins[@]}"; do
+	check_imports "$(command -v "$b")"
+done
+
+# The provider libraries, as the real libibverbs.so.1's directory holds them.
+real=$(ldconfig -p | awk '$1 == "libibverbs.so.1" && /x86-64|x86_64/ { print $NF; exit }')
+libs=()
+if [ -n "$real" ]; then
+	d=$(dirname "$(readlink -f "$real")")
+	for f in "$d"/lib{mlx5,mlx4,efa,mana}.so.1 "$d"/libibverbs/*-rdmav34.so; do
+		[ -e "$f" ] && libs+=("$(readlink -f "$f")")
+	done
+fi
+if [ ${#libs[@]} -eq 0 ]; then
+	echo "FAIL: no rdma-core provider library found (Debian package ibverbs-providers)"
+	failed=1
+fi
+for f in $(printf '%s\n' "${libs[@]}" | sort -u); do
+	check_imports "$f"
+done
+for p in perftest ucx-utils libucx0; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || {
+		echo "not checked: $p is not installed"
+		continue
+	}
+	for f in $(dpkg -L "$p" | grep -E '/bin/|\.so'); do
+		[ -f "$f" ] && [ ! -L "$f" ] && objdump -T "$f" 2>/dev/null | grep -q 'IBVERBS_' &&
+			check_imports "$f"
+	done
 done
 
 # The version script: a node opens with "NAME {", a symbol is "name;" inside it.

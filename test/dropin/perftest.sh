@@ -16,11 +16,10 @@
 # READs; inline progress does that with its helper thread (DPV_INLINE_IDLE_US). Without
 # it the client ends with "Failed status 12" (retry exceeded).
 #
-# Two things of the setting are not the drop-in's: perftest links libmlx5.so.1 and
-# libefa.so.1, which need libibverbs' private ABI, so DPV_PERFTEST_STUBDIR (meson sets
-# it) holds stand-ins for them (perftest/mlx5.c); and a perftest server wants its port
-# up before its client starts, which a memif server's link is not (it comes up when
-# the client connects), hence af_packet. Needs root (exit 77 without it), as do the
+# perftest links Debian's libmlx5.so.1 and libefa.so.1, which load on the drop-in's
+# provider interface (lib/verbs/verbs_private.c). A perftest server wants its port up
+# before its client starts, which a memif server's link is not (it comes up when the
+# client connects), hence af_packet. Needs root (exit 77 without it), as do the
 # afpacket cases of dropin.sh. DPV_DROPIN_NETNS (default dpv) starts the namespaces'
 # names. Both sides must exit 0, the client print its result line for the size and
 # count asked for, the bandwidth tests' server too, and neither an error. Only the
@@ -39,7 +38,6 @@ shift 3
 args=("$@")
 
 libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
-stubdir=${DPV_PERFTEST_STUBDIR:?set DPV_PERFTEST_STUBDIR to the directory of the libmlx5/libefa stand-ins}
 unset LD_LIBRARY_PATH
 prog_path=$(command -v "$prog") || {
 	echo "skipped: $prog is not installed (Debian package perftest)"
@@ -105,7 +103,7 @@ start_side() { # side outfile program args...
 		ns=$ns_b ip=10.203.0.12
 		eal="-l 1 --file-prefix $prefix_b $eal_common --vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
 	fi
-	timeout --kill-after=5 60 ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir:$stubdir" \
+	timeout --kill-after=5 60 ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" \
 		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
 		stdbuf -oL -eL "$@" >"$out" 2>&1 &
 	last_pid=$!
