@@ -114,8 +114,22 @@ struct dpv_srq_v {
 	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };
 
+/* The WRs of one ibv_wr_start() .. ibv_wr_complete() batch (verbs_qp_ex.c). */
+struct dpv_wr_batch {
+	struct ibv_send_wr *wr;       /* max_send_wr of them */
+	struct ibv_sge *sge;          /* sge_per_wr per WR */
+	uint32_t sge_per_wr;          /* max_send_sge, at least 1 (for inline data) */
+	uint8_t *inl;                 /* max_inline bytes per WR: inline data is copied */
+	uint32_t cap, n;
+	int err;                      /* the first bad call's errno: the batch fails */
+};
+
 struct dpv_qp_v {
-	struct ibv_qp ibqp;
+	union {                       /* ibv_qp_ex starts with the ibv_qp */
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqpx;
+	};
+	struct dpv_wr_batch *batch;   /* with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only */
 	struct dpv_context *ctx;
 	struct dpv_qp *qp;
 	pthread_spinlock_t sq_lock;   /* posters of one QP (uncontended normally) */
@@ -199,6 +213,11 @@ int dpv_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int dpv_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
 int dpv_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+/* The extended send API (verbs_qp_ex.c): whether @p ops (IBV_QP_EX_WITH_*) are offered
+ * on a QP of @p type (0, or EOPNOTSUPP); set it up on a new QP (0 or ENOMEM); free it. */
+int dpv_verbs_qp_ex_check(enum ibv_qp_type type, uint64_t ops);
+int dpv_verbs_qp_ex_init(struct dpv_qp_v *qp);
+void dpv_verbs_qp_ex_fini(struct dpv_qp_v *qp);
 int dpv_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int dpv_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int dpv_verbs_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad);

@@ -60,9 +60,9 @@ static int check_caps(const struct ibv_qp_cap *cap, bool srq)
  * ibv_create_qp_ex(3)'s request, as a provider judges it: EINVAL for what is not a
  * request at all (bits or QP types libibverbs does not define, no PD, no CQs, caps
  * beyond the device's), EOPNOTSUPP for a valid one dpverbs does not offer: QP types
- * other than RC and UD, creation flags, TSO, RSS, and the extended send API
- * (IBV_QP_INIT_ATTR_SEND_OPS_FLAGS: dpverbs posts through ibv_post_send()).
- * IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag asks for nothing: accepted.
+ * other than RC and UD, creation flags, TSO, RSS, XRC, and send ops of the extended
+ * send API other than SEND, WRITE and READ (with immediate). IBV_QP_INIT_ATTR_CREATE_FLAGS
+ * with no flag asks for nothing: accepted.
  */
 static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
 {
@@ -83,9 +83,10 @@ static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
 	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL)
 		return EINVAL;
 	if ((attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-				IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
-				IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) != 0 ||
-	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0))
+				IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) != 0 ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     dpv_verbs_qp_ex_check(attr->qp_type, attr->send_ops_flags) != 0))
 		return EOPNOTSUPP;
 	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
 	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
@@ -143,6 +144,10 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	qp->max_inline = init.max_inline;
 	qp->max_send_sge = init.max_send_sge;
 	qp->max_recv_sge = init.max_recv_sge;
+	/* Report what the QP really has (ibv_create_qp(3): the caps are updated). */
+	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
+	if (attr->srq == NULL)
+		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -159,10 +164,12 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
-	/* Report what the QP really has (ibv_create_qp(3): the caps are updated). */
-	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
-	if (attr->srq == NULL)
-		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    dpv_verbs_qp_ex_init(qp) != 0) {
+		ibv_destroy_qp(&qp->ibqp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return &qp->ibqp;
 }
 
@@ -202,6 +209,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dpv_dev_disown(dev);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
+	dpv_verbs_qp_ex_fini(qp);
 	free(qp);
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * What rdma-core's providers answer and programs written against them rely on (its
  * pyverbs suite checks each): a vendor id that is no maker's; EOPNOTSUPP, not EINVAL,
- * for a valid request dpverbs does not offer; a QP moved to RESET leaves no completion
+ * for a valid request dpverbs does not offer; the extended send API (ibv_wr_*); a QP moved to RESET leaves no completion
  * behind in its CQs; the port's link changes come as IBV_EVENT_PORT_ACTIVE and
  * IBV_EVENT_PORT_ERR. The link is turned down and up with DPDK's
  * rte_eth_dev_set_link_down/up on the ring port under the device, as a cable would.
@@ -63,11 +63,19 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	struct ibv_qp_init_attr_ex attr;
 
 	(void)state;
-	/* The extended send API (ibv_wr_*): dpverbs posts through ibv_post_send(). */
+	/* Send ops of the extended send API that a QP of that type does not have. */
 	qp_init(&attr, cq, IBV_QPT_RC);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	attr.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	qp_init(&attr, cq, IBV_QPT_UD);
+	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	assert_int_equal(create_qp_errno(&attr), 0);
 	/* Creation flags: none offered, but asking for none is asking for nothing. */
 	qp_init(&attr, cq, IBV_QPT_UD);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_CREATE_FLAGS;
@@ -93,6 +101,94 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	qp_init(&attr, cq, IBV_QPT_RC);
 	attr.comp_mask = 0;
 	assert_int_equal(create_qp_errno(&attr), EINVAL);
+}
+
+/* An RC QP on A with the extended send API, connected to a plain one on B. */
+static struct ibv_qp_ex *qp_ex_pair(struct ibv_cq *acq, struct ibv_cq *bcq, struct ibv_qp **b)
+{
+	struct ibv_qp_init_attr_ex attr;
+	struct ibv_qp *a;
+
+	qp_init(&attr, acq, IBV_QPT_RC);
+	attr.cap.max_inline_data = 64;
+	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+			      IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ;
+	a = ibv_create_qp_ex(A.ctx, &attr);
+	assert_non_null(a);
+	*b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
+	connect_rc(a, *b, &(struct conn_opts){.access = IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ});
+	return ibv_qp_to_qp_ex(a);
+}
+
+/* ibv_wr_post(3): one batch of a SEND, an inline SEND with immediate, a WRITE and a
+ * READ arrives whole and in order; a batch with a bad call posts nothing. */
+static void qp_ex_batch_posts_in_order(void **state)
+{
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL), *bcq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_mr *smr = new_mr(&A, 4096, LW);
+	struct ibv_mr *rmr = new_mr(&B, 4096, LW | IBV_ACCESS_REMOTE_WRITE |
+				    IBV_ACCESS_REMOTE_READ);
+	char *s = smr->addr, *r = rmr->addr, inl[16];
+	struct ibv_qp *b;
+	struct ibv_qp_ex *x = qp_ex_pair(acq, bcq, &b);
+	struct ibv_wc wc[4];
+
+	(void)state;
+	assert_non_null(x);
+	fill_pattern(s, 1024, 1);
+	fill_pattern(r + 2048, 512, 2);
+	fill_pattern(inl, sizeof(inl), 3);
+	assert_int_equal(post_recv(b, 1, r, 256, rmr->lkey), 0);
+	assert_int_equal(post_recv(b, 2, r + 256, 256, rmr->lkey), 0);
+	ibv_wr_start(x);
+	x->wr_id = 11;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s, 200);
+	x->wr_id = 12;
+	ibv_wr_send_imm(x, htobe32(0x1234));
+	ibv_wr_set_inline_data(x, inl, sizeof(inl));
+	memset(inl, 0, sizeof(inl)); /* copied by the call */
+	x->wr_id = 13;
+	ibv_wr_rdma_write(x, rmr->rkey, (uintptr_t)r + 1024);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s, 1024);
+	x->wr_id = 14;
+	ibv_wr_rdma_read(x, rmr->rkey, (uintptr_t)r + 2048);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s + 2048, 512);
+	assert_int_equal(ibv_wr_complete(x), 0);
+	assert_int_equal(poll_wc(acq, wc, 4), 4);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, 11 + i);
+	}
+	assert_int_equal(poll_wc(bcq, wc, 2), 2);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(wc[0].byte_len, 200);
+	assert_int_equal(wc[1].wr_id, 2);
+	assert_int_equal(wc[1].byte_len, sizeof(inl));
+	assert_true(wc[1].wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(be32toh(wc[1].imm_data), 0x1234);
+	assert_true(check_pattern(r, 200, 1));
+	assert_true(check_pattern(r + 256, sizeof(inl), 3));
+	assert_true(check_pattern(r + 1024, 1024, 1));
+	assert_true(check_pattern(s + 2048, 512, 2));
+	/* A setter before any WR: the batch fails with EINVAL and posts nothing. */
+	ibv_wr_start(x);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s, 8);
+	x->wr_id = 15;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s, 8);
+	assert_int_equal(ibv_wr_complete(x), EINVAL);
+	expect_quiet(acq);
+	/* ibv_wr_abort() drops the batch. */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, smr->lkey, (uintptr_t)s, 8);
+	ibv_wr_abort(x);
+	expect_quiet(acq);
+	assert_int_equal(ibv_destroy_qp(&x->qp_base), 0);
 }
 
 static int reg_mr_errno(void *buf, unsigned int access)
@@ -302,6 +398,7 @@ int run_compat_tests(void)
 	const struct CMUnitTest tests[] = {
 		VT(vendor_id_is_no_makers_oui),
 		VT(create_qp_ex_unsupported_is_eopnotsupp),
+		VT(qp_ex_batch_posts_in_order),
 		VT(reg_mr_unsupported_access_is_eopnotsupp),
 		VT(create_cq_ex_unsupported_is_eopnotsupp),
 		VT(reset_takes_the_qps_completions_out_of_its_cqs),
