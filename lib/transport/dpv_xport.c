@@ -187,6 +187,33 @@ void dpv_cq_destroy(struct dpv_cq *cq)
 	rte_free(cq);
 }
 
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe)
+{
+	struct dpv_ring *old = cq->ring, *r;
+	uint32_t head = __atomic_load_n(&old->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t used = __atomic_load_n(&old->prod_tail, __ATOMIC_ACQUIRE) - head;
+	uint32_t count;
+	void *mem;
+
+	if (cqe == 0 || cqe > DPV_MAX_CQE)
+		return EINVAL;
+	count = xp_pow2_at_least(cqe);
+	if (count < used)
+		return EINVAL;
+	if (count == dpv_ring_count(old))
+		return 0;
+	mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
+	if (mem == NULL)
+		return ENOMEM;
+	r = dpv_ring_init(mem, count, sizeof(struct dpv_cqe));
+	for (uint32_t i = 0; i < used; i++)
+		memcpy(dpv_ring_slot(r, i), dpv_ring_slot(old, head + i), sizeof(struct dpv_cqe));
+	dpv_ring_commit(r, used);
+	cq->ring = r;
+	rte_free(old);
+	return 0;
+}
+
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 {
 	uint32_t first, armed;

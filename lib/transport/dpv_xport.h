@@ -266,6 +266,16 @@ int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out);
 /** Destroy a CQ (owner; no QP or SRQ may still use it). */
 void dpv_cq_destroy(struct dpv_cq *cq);
 
+/**
+ * Give a CQ a ring of at least @p cqe entries (rounded up to a power of two), the
+ * completions not yet consumed moved into it in order (ibv_resize_cq(3)). Threads: the
+ * device's owner, while no thread consumes the ring (lib/verbs holds the CQ's poll
+ * lock): the ring is replaced under both its sides.
+ * @return 0 (also when the size is already that); EINVAL @p cqe 0, above DPV_MAX_CQE,
+ *         or fewer than the completions it holds; ENOMEM, the CQ as it was.
+ */
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe);
+
 /** Write one completion; false (and counted in overflows) if the ring is full. */
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited);
 

@@ -387,11 +387,29 @@ int dpv_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/*
+ * ibv_resize_cq(3): at least @p cqe entries (a power of two), the unpolled completions
+ * kept in order. The device is owned and the CQ's pollers held off while its ring is
+ * replaced: not to be called between ibv_start_poll and ibv_end_poll on it.
+ * @return 0; EINVAL @p cqe below 1, above the device's max_cqe, or fewer than the
+ * completions the CQ holds; ENOMEM, the CQ as it was.
+ */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
+	struct dpv_cq_v *cq = to_cq(ibcq);
+	struct dpv_dev *dev = cq->ctx->dev;
+	int ret;
+
+	if (cqe <= 0)
+		return EINVAL;
+	dpv_dev_own(dev);
+	pthread_spin_lock(&cq->poll_lock);
+	ret = dpv_cq_resize(dev->xport, cq->cq, (uint32_t)cqe);
+	if (ret == 0)
+		ibcq->cqe = (int)dpv_ring_count(cq->cq->ring);
+	pthread_spin_unlock(&cq->poll_lock);
+	dpv_dev_disown(dev);
+	return ret;
 }
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

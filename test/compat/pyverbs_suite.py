@@ -69,8 +69,6 @@ ALLOWED_SKIPS = [
      'asked only by the mlx5 timestamp tests'),
     (r"Query device real time is not supported",
      'no device clock (ibv_query_rt_values_ex: EOPNOTSUPP)'),
-    (r"Resize CQ is not supported",
-     'ibv_resize_cq: EOPNOTSUPP (a CQ keeps the size it was created with)'),
     (r"All gid indices populated, cannot check bad flow",
      'one GID per port (gid_tbl_len 1, index 0 in use): no empty index to query'),
 ]

@@ -2,7 +2,8 @@
 /*
  * What rdma-core's providers answer and programs written against them rely on (its
  * pyverbs suite checks each): a vendor id that is no maker's; EOPNOTSUPP, not EINVAL,
- * for a valid request dpverbs does not offer; the extended send API (ibv_wr_*); a QP moved to RESET leaves no completion
+ * for a valid request dpverbs does not offer; the extended send API (ibv_wr_*);
+ * ibv_resize_cq; a QP moved to RESET leaves no completion
  * behind in its CQs; the port's link changes come as IBV_EVENT_PORT_ACTIVE and
  * IBV_EVENT_PORT_ERR. The link is turned down and up with DPDK's
  * rte_eth_dev_set_link_down/up on the ring port under the device, as a cable would.
@@ -267,6 +268,56 @@ static void create_cq_ex_unsupported_is_eopnotsupp(void **state)
 	assert_int_equal(create_cq_errno(0, 1u << 9, 0), EINVAL);
 }
 
+/* ibv_resize_cq(3): larger and smaller, the unpolled completions kept in order; not
+ * below what it holds. */
+static void resize_cq_keeps_its_completions(void **state)
+{
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL), *bcq = new_cq(&B, 2, NULL, NULL);
+	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 16, 16);
+	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 16);
+	struct ibv_mr *smr = new_mr(&A, 256, LW), *rmr = new_mr(&B, 4096, LW);
+	struct ibv_device_attr da;
+	struct ibv_wc wc[8];
+	int i;
+
+	(void)state;
+	assert_int_equal(ibv_query_device(B.ctx, &da), 0);
+	assert_int_equal(bcq->cqe, 2);
+	connect_rc(a, b, &conn_default);
+	assert_int_equal(ibv_resize_cq(bcq, 7), 0);
+	assert_int_equal(bcq->cqe, 8);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(post_recv(b, 100 + i, (char *)rmr->addr + 256 * i, 256, rmr->lkey), 0);
+		assert_int_equal(post_send(a, IBV_WR_SEND, i, smr->addr, 16, smr->lkey,
+					   IBV_SEND_SIGNALED), 0);
+	}
+	/* Acknowledged, so all five receive completions are in bcq, unpolled. */
+	assert_int_equal(poll_wc(acq, wc, 5), 5);
+	errno = 0;
+	assert_int_equal(ibv_resize_cq(bcq, 4), EINVAL);
+	assert_int_equal(bcq->cqe, 8);
+	assert_int_equal(ibv_resize_cq(bcq, 0), EINVAL);
+	assert_int_equal(ibv_resize_cq(bcq, da.max_cqe + 1), EINVAL);
+	assert_int_equal(ibv_resize_cq(bcq, 64), 0);
+	assert_int_equal(bcq->cqe, 64);
+	assert_int_equal(poll_wc(bcq, wc, 2), 2);
+	assert_int_equal(ibv_resize_cq(bcq, 3), 0);
+	assert_int_equal(bcq->cqe, 4);
+	assert_int_equal(poll_wc(bcq, wc + 2, 3), 3);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(wc[i].status, IBV_WC_SUCCESS);
+		assert_int_equal(wc[i].wr_id, 100 + i);
+	}
+	expect_quiet(bcq);
+	/* The resized ring takes new completions. */
+	assert_int_equal(post_recv(b, 200, rmr->addr, 256, rmr->lkey), 0);
+	assert_int_equal(post_send(a, IBV_WR_SEND, 9, smr->addr, 16, smr->lkey, IBV_SEND_SIGNALED),
+			 0);
+	expect_wc(bcq, wc);
+	assert_int_equal(wc[0].wr_id, 200);
+	expect_send_ok(acq, 9, IBV_WC_SEND);
+}
+
 static void to_reset(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr attr = {.qp_state = IBV_QPS_RESET};
@@ -401,6 +452,7 @@ int run_compat_tests(void)
 		VT(qp_ex_batch_posts_in_order),
 		VT(reg_mr_unsupported_access_is_eopnotsupp),
 		VT(create_cq_ex_unsupported_is_eopnotsupp),
+		VT(resize_cq_keeps_its_completions),
 		VT(reset_takes_the_qps_completions_out_of_its_cqs),
 		VT(link_changes_are_port_events),
 	};
