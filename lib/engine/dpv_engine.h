@@ -37,7 +37,8 @@ extern "C" {
 /** Frames per rx burst. */
 #define DPV_RX_BURST 32u
 /** How often a device looks at its port's link (milliseconds), as a NIC watches its
- * PHY: a change is seen this long after it at the latest, while the device is driven. */
+ * PHY: a change is seen this long after it at the latest, while the device is driven.
+ * Not at every poll: for some drivers (af_packet, tap) asking is a system call. */
 #define DPV_LINK_CHECK_MS 10u
 /** TM SRQs one device runs ops for. */
 #define DPV_DEV_MAX_TM_SRQS 64u
