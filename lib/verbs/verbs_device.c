@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -794,10 +795,19 @@ struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_
 	c->device = container_of(device, struct dpv_device, ibdev);
 	c->dev = dev;
 	c->vctx.context.device = device;
-	c->vctx.context.cmd_fd = -1;
+	/* rdma-core's cmd_fd is the command file of a kernel RDMA device, which dpverbs
+	 * has none of. Programs dup(), fstat() or poll() it (to share the context with
+	 * ibv_import_device(3), which dpverbs refuses with EOPNOTSUPP), so it is a real
+	 * descriptor, and an inert one: an empty epoll set, which never polls readable
+	 * and on which read() and write() fail with EINVAL. */
+	c->vctx.context.cmd_fd = epoll_create1(EPOLL_CLOEXEC);
 	c->vctx.context.num_comp_vectors = 1;
 	c->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
-	if (c->vctx.context.async_fd < 0) {
+	if (c->vctx.context.async_fd < 0 || c->vctx.context.cmd_fd < 0) {
+		if (c->vctx.context.async_fd >= 0)
+			close(c->vctx.context.async_fd);
+		if (c->vctx.context.cmd_fd >= 0)
+			close(c->vctx.context.cmd_fd);
 		free(c);
 		return NULL;
 	}
@@ -833,6 +843,7 @@ int ibv_close_device(struct ibv_context *context)
 		;
 	*pp = c->next_on_device;
 	pthread_mutex_unlock(&c->device->contexts_lock);
+	close(context->cmd_fd);
 	close(context->async_fd);
 	pthread_mutex_destroy(&c->async_lock);
 	free(c);

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What rdma-core's providers answer and programs written against them rely on (its
- * pyverbs suite checks each): a vendor id that is no maker's; EOPNOTSUPP, not EINVAL,
- * for a valid request dpverbs does not offer; the extended send API (ibv_wr_*);
- * ibv_resize_cq; a QP moved to RESET leaves no completion
- * behind in its CQs; the port's link changes come as IBV_EVENT_PORT_ACTIVE and
- * IBV_EVENT_PORT_ERR. The link is turned down and up with DPDK's
- * rte_eth_dev_set_link_down/up on the ring port under the device, as a cable would.
+ * pyverbs suite checks each): a vendor id that is no maker's; a command FD, inert;
+ * EOPNOTSUPP, not EINVAL, for a valid request dpverbs does not offer; the extended send
+ * API (ibv_wr_*); ibv_resize_cq; a QP moved to RESET leaves no completion behind in its
+ * CQs; the port's link changes come as IBV_EVENT_PORT_ACTIVE and IBV_EVENT_PORT_ERR.
+ * The link is turned down and up with DPDK's rte_eth_dev_set_link_down/up on the ring
+ * port under the device, as a cable would.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 
@@ -30,6 +31,32 @@ static void vendor_id_is_no_makers_oui(void **state)
 	assert_int_equal(attr.vendor_id, 0xffffff);
 	assert_int_equal(ibv_query_device_ex(B.ctx, NULL, &ex), 0);
 	assert_int_equal(ex.orig_attr.vendor_id, 0xffffff);
+}
+
+/* The context's cmd_fd is a descriptor a program can dup() and poll(), which takes no
+ * command, and importing through it is refused as a valid request not offered. */
+static void cmd_fd_is_inert_and_import_refused(void **state)
+{
+	struct pollfd pfd = {.fd = A.ctx->cmd_fd, .events = POLLIN | POLLOUT};
+	char byte;
+	int fd;
+
+	(void)state;
+	assert_true(A.ctx->cmd_fd >= 0);
+	assert_int_not_equal(A.ctx->cmd_fd, B.ctx->cmd_fd);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	errno = 0;
+	assert_int_equal(read(A.ctx->cmd_fd, &byte, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_int_equal(write(A.ctx->cmd_fd, &byte, 1), -1);
+	assert_int_equal(errno, EINVAL);
+	fd = dup(A.ctx->cmd_fd);
+	assert_true(fd >= 0);
+	errno = 0;
+	assert_null(ibv_import_device(fd));
+	assert_int_equal(errno, EOPNOTSUPP);
+	assert_int_equal(close(fd), 0);
 }
 
 static int create_qp_errno(struct ibv_qp_init_attr_ex *attr)
@@ -448,6 +475,7 @@ int run_compat_tests(void)
 {
 	const struct CMUnitTest tests[] = {
 		VT(vendor_id_is_no_makers_oui),
+		VT(cmd_fd_is_inert_and_import_refused),
 		VT(create_qp_ex_unsupported_is_eopnotsupp),
 		VT(qp_ex_batch_posts_in_order),
 		VT(reg_mr_unsupported_access_is_eopnotsupp),
