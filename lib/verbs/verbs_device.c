@@ -780,6 +780,7 @@ static void fill_ops(struct dpv_context *c)
 	v->query_device_ex = dpv_verbs_query_device_ex;
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
+	v->advise_mr = dpv_verbs_advise_mr;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -908,6 +909,14 @@ int dpv_verbs_query_device_ex(struct ibv_context *context,
 	a.tm_caps.flags = IBV_TM_CAP_RC;
 	a.tm_caps.max_ops = DPV_VERBS_TM_MAX_OPS;
 	a.tm_caps.max_sge = DPV_MAX_SGE < DPV_TM_MAX_SGE_LIMIT ? DPV_MAX_SGE : DPV_TM_MAX_SGE_LIMIT;
+	/* On-demand paging (verbs_mem.c): the device copies with the CPU, which faults a
+	 * region's pages in as it touches them; implicit regions cover the address space. */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
 	a.phys_port_cnt_ex = 1;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;

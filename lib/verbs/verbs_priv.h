@@ -213,6 +213,8 @@ int dpv_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int dpv_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
 int dpv_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int dpv_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			struct ibv_sge *sg_list, uint32_t num_sge);
 /* The extended send API (verbs_qp_ex.c): whether @p ops (IBV_QP_EX_WITH_*) are offered
  * on a QP of @p type (0, or EOPNOTSUPP); set it up on a new QP (0 or ENOMEM); free it. */
 int dpv_verbs_qp_ex_check(enum ibv_qp_type type, uint64_t ops);
@@ -265,18 +267,18 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
  * ibv_reg_mr(3)'s rules for access flags, shared by ibv_reg_mr and ibv_rereg_mr:
  * EINVAL for bits libibverbs does not define, or remote write or atomic without local
  * write; EOPNOTSUPP for what is defined but dpverbs does not offer, as providers answer
- * it: memory windows (IBV_ACCESS_MW_BIND), zero-based regions (IBV_ACCESS_ZERO_BASED)
- * and on-demand paging (IBV_ACCESS_ON_DEMAND). IBV_ACCESS_HUGETLB is a hint that
- * changes nothing here: accepted. 0 when the flags are good.
+ * it: memory windows (IBV_ACCESS_MW_BIND) and zero-based regions (IBV_ACCESS_ZERO_BASED).
+ * IBV_ACCESS_HUGETLB is a hint that changes nothing here: accepted. On-demand paging
+ * (IBV_ACCESS_ON_DEMAND) is offered: the device copies with the CPU, which faults pages
+ * in (verbs_mem.c). 0 when the flags are good.
  */
 static inline int dpv_verbs_access_check(unsigned int access)
 {
 	const unsigned int offered = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				     IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING |
-				     IBV_ACCESS_OPTIONAL_RANGE;
-	const unsigned int not_offered = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
-					 IBV_ACCESS_ON_DEMAND;
+				     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
+				     IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+	const unsigned int not_offered = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED;
 
 	if ((access & ~(offered | not_offered)) != 0 ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&

@@ -221,6 +221,20 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		     IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | \
 		     IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN)
 
+/*
+ * A QP's access flags are ibv_reg_mr(3)'s IBV_ACCESS_* bits, of which a QP acts on the
+ * remote ones (IBTA 10.2.3: which incoming RDMA operations it allows). Programs often
+ * give their QPs the access word of their MRs; the bits that only mean something to a
+ * region (on demand, huge pages, relaxed ordering...) mean nothing to a QP and, as
+ * providers do, are taken and dropped. Bits libibverbs does not define are EINVAL.
+ */
+#define QP_ACCESS_DEFINED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
+			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | \
+			   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
+#define QP_ACCESS_KEPT (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
 /* An address vector's destination: RoCEv2 needs a global route to an IPv4-mapped GID. */
 static int av_of(const struct ibv_ah_attr *ah, uint32_t *dst_ip, uint8_t *tos, uint8_t *ttl)
 {
@@ -267,7 +281,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	int ret;
 
 	if ((mask & ~MODIFY_MASK) != 0 || ((mask & IBV_QP_PORT) && attr->port_num != 1) ||
-	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != qp_state(qp)))
+	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != qp_state(qp)) ||
+	    ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~QP_ACCESS_DEFINED) != 0))
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	a.state = (uint8_t)attr->qp_state;
@@ -276,7 +291,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	a.retry_cnt = attr->retry_cnt;
 	a.rnr_retry = attr->rnr_retry;
 	a.min_rnr_timer = attr->min_rnr_timer;
-	a.access = attr->qp_access_flags;
+	a.access = attr->qp_access_flags & QP_ACCESS_KEPT;
 	a.qkey = attr->qkey;
 	a.dest_qpn = attr->dest_qp_num;
 	a.rq_psn = attr->rq_psn;

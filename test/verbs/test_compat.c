@@ -2,8 +2,8 @@
 /*
  * What rdma-core's providers answer and programs written against them rely on (its
  * pyverbs suite checks each): a vendor id that is no maker's; a command FD, inert;
- * EOPNOTSUPP, not EINVAL, for a valid request dpverbs does not offer; the extended send
- * API (ibv_wr_*); ibv_resize_cq; a QP moved to RESET leaves no completion behind in its
+ * EOPNOTSUPP, not EINVAL, for a valid request dpverbs does not offer; on-demand paging;
+ * the extended send API (ibv_wr_*); ibv_resize_cq; a QP moved to RESET leaves no completion behind in its
  * CQs; the port's link changes come as IBV_EVENT_PORT_ACTIVE and IBV_EVENT_PORT_ERR.
  * The link is turned down and up with DPDK's rte_eth_dev_set_link_down/up on the ring
  * port under the device, as a cable would.
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rte_ethdev.h>
@@ -38,7 +39,7 @@ static void vendor_id_is_no_makers_oui(void **state)
 static void cmd_fd_is_inert_and_import_refused(void **state)
 {
 	struct pollfd pfd = {.fd = A.ctx->cmd_fd, .events = POLLIN | POLLOUT};
-	char byte;
+	char byte = 0;
 	int fd;
 
 	(void)state;
@@ -238,7 +239,6 @@ static void reg_mr_unsupported_access_is_eopnotsupp(void **state)
 
 	(void)state;
 	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_MW_BIND), EOPNOTSUPP);
-	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_ON_DEMAND), EOPNOTSUPP);
 	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_ZERO_BASED), EOPNOTSUPP);
 	/* A hint about the pages changes nothing: accepted. */
 	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_HUGETLB), 0);
@@ -251,8 +251,82 @@ static void reg_mr_unsupported_access_is_eopnotsupp(void **state)
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 				      LW | IBV_ACCESS_MW_BIND), IBV_REREG_MR_ERR_INPUT);
 	assert_int_equal(errno, EOPNOTSUPP);
+	/* A pinned region does not become an on-demand one. */
+	errno = 0;
+	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				      LW | IBV_ACCESS_ON_DEMAND), IBV_REREG_MR_ERR_INPUT);
+	assert_int_equal(errno, EOPNOTSUPP);
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 				      LW | IBV_ACCESS_REMOTE_READ), 0);
+}
+
+/* On-demand paging: the caps say so, a region's pages need not be present (nor
+ * locked), an implicit region covers the address space, prefetching is advice. */
+static void on_demand_regions(void **state)
+{
+	const size_t len = 64 * 1024;
+	struct ibv_device_attr_ex ex;
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL), *bcq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 8, 8);
+	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
+	struct ibv_mr *src = new_mr(&B, len, LW), *odp, *implicit, *pinned;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *q = new_buf(4096);
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(ibv_query_device_ex(A.ctx, NULL, &ex), 0);
+	assert_int_equal(ex.odp_caps.general_caps, IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT);
+	assert_true(ex.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_WRITE);
+	assert_true(ex.odp_caps.per_transport_caps.ud_odp_caps & IBV_ODP_SUPPORT_RECV);
+	/* Pages never touched: the device's WRITE faults them in. */
+	odp = ibv_reg_mr(A.pd, p, len, LW | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+	assert_non_null(odp);
+	/* The QP takes the region's access word; what is only a region's means nothing. */
+	connect_rc(a, b, &(struct conn_opts){.access = IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB});
+	fill_pattern(src->addr, len, 31);
+	assert_int_equal(post_rdma(b, IBV_WR_RDMA_WRITE, 1, src->addr, (uint32_t)len, src->lkey,
+				   (uintptr_t)p, odp->rkey), 0);
+	expect_send_ok(bcq, 1, IBV_WC_RDMA_WRITE);
+	assert_true(check_pattern(p, len, 31));
+	/* Prefetching: within the region, for writing a writable one; not a pinned one's. */
+	sge = (struct ibv_sge){.addr = (uintptr_t)p, .length = (uint32_t)len, .lkey = odp->lkey};
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+				       IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1), 0);
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, 0, &sge, 1), 0);
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 1u << 3, &sge, 1),
+			 EINVAL);
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 0), EINVAL);
+	sge.length = (uint32_t)len + 1;
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EFAULT);
+	sge.length = 8;
+	sge.lkey ^= 0x100;
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EFAULT);
+	pinned = new_mr(&A, 4096, IBV_ACCESS_REMOTE_READ);
+	sge = (struct ibv_sge){.addr = (uintptr_t)pinned->addr, .length = 8, .lkey = pinned->lkey};
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1), EINVAL);
+	/* An implicit region: address 0, length SIZE_MAX; any address is in it. */
+	implicit = ibv_reg_mr(A.pd, NULL, SIZE_MAX, LW | IBV_ACCESS_ON_DEMAND);
+	assert_non_null(implicit);
+	assert_int_equal(implicit->length, SIZE_MAX);
+	memset(q, 0, 64);
+	assert_int_equal(post_recv(a, 2, q, 64, implicit->lkey), 0);
+	assert_int_equal(post_send(b, IBV_WR_SEND, 3, src->addr, 64, src->lkey,
+				   IBV_SEND_SIGNALED), 0);
+	expect_send_ok(bcq, 3, IBV_WC_SEND);
+	expect_wc(acq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(check_pattern(q, 64, 31));
+	sge = (struct ibv_sge){.addr = (uintptr_t)q, .length = 64, .lkey = implicit->lkey};
+	assert_int_equal(ibv_advise_mr(A.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, &sge, 1), 0);
+	/* Not implicit without ON_DEMAND. */
+	assert_null(ibv_reg_mr(A.pd, NULL, SIZE_MAX, LW));
+	assert_int_equal(ibv_dereg_mr(implicit), 0);
+	assert_int_equal(ibv_dereg_mr(odp), 0);
+	assert_int_equal(munmap(p, len), 0);
 }
 
 static int create_cq_errno(uint64_t wc_flags, uint32_t comp_mask, uint32_t flags)
@@ -479,6 +553,7 @@ int run_compat_tests(void)
 		VT(create_qp_ex_unsupported_is_eopnotsupp),
 		VT(qp_ex_batch_posts_in_order),
 		VT(reg_mr_unsupported_access_is_eopnotsupp),
+		VT(on_demand_regions),
 		VT(create_cq_ex_unsupported_is_eopnotsupp),
 		VT(resize_cq_keeps_its_completions),
 		VT(reset_takes_the_qps_completions_out_of_its_cqs),
