@@ -214,6 +214,33 @@ void dpv_cq_destroy(struct dpv_cq *cq)
 	rte_free(cq);
 }
 
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe)
+{
+	struct dpv_ring *old = cq->ring, *r;
+	uint32_t head = __atomic_load_n(&old->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t used = __atomic_load_n(&old->prod_tail, __ATOMIC_ACQUIRE) - head;
+	uint32_t count;
+	void *mem;
+
+	if (cqe == 0 || cqe > DPV_MAX_CQE)
+		return EINVAL;
+	count = xp_pow2_at_least(cqe);
+	if (count < used)
+		return EINVAL;
+	if (count == dpv_ring_count(old))
+		return 0;
+	mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
+	if (mem == NULL)
+		return ENOMEM;
+	r = dpv_ring_init(mem, count, sizeof(struct dpv_cqe));
+	for (uint32_t i = 0; i < used; i++)
+		memcpy(dpv_ring_slot(r, i), dpv_ring_slot(old, head + i), sizeof(struct dpv_cqe));
+	dpv_ring_commit(r, used);
+	cq->ring = r;
+	rte_free(old);
+	return 0;
+}
+
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 {
 	uint32_t first, armed;
@@ -233,6 +260,26 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 			cq->notify(cq, cq->notify_arg);
 	}
 	return true;
+}
+
+uint32_t dpv_cq_clean(struct dpv_cq *cq, uint32_t qpn)
+{
+	struct dpv_ring *r = cq->ring;
+	uint32_t head = __atomic_load_n(&r->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t tail = __atomic_load_n(&r->prod_tail, __ATOMIC_ACQUIRE);
+	uint32_t n = 0;
+
+	for (uint32_t i = head; i != tail; i++) {
+		struct dpv_cqe *e = dpv_ring_slot(r, i);
+
+		/* The SRQ's own tag operations (ADD, DEL, SYNC) are no QP's. */
+		if (e->qp_num != qpn || (e->flags & DPV_WC_F_HIDDEN) || e->opcode == DPV_WC_TM_ADD ||
+		    e->opcode == DPV_WC_TM_DEL || e->opcode == DPV_WC_TM_SYNC)
+			continue;
+		e->flags |= DPV_WC_F_HIDDEN;
+		n++;
+	}
+	return n;
 }
 
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,

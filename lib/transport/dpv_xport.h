@@ -217,7 +217,9 @@ enum dpv_wc_flags {
 	DPV_WC_F_TM_DATA_VALID = 1u << 4,
 	/** The poll side gives tm_handle back to lib/tm when it reads this cqe */
 	DPV_WC_F_TM_RELEASE = 1u << 6,
-	/** Not for the application (lib/tm's hidden cqe): read, act on, skip */
+	/** Not for the application: skipped by the poll side (after giving tm_handle back
+	 *  with DPV_WC_F_TM_RELEASE): lib/tm's own entries, and the completions of a QP
+	 *  reset since (dpv_cq_clean()) */
 	DPV_WC_F_HIDDEN = 1u << 7,
 };
 
@@ -271,8 +273,30 @@ int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out);
 /** Destroy a CQ (owner; no QP or SRQ may still use it). */
 void dpv_cq_destroy(struct dpv_cq *cq);
 
+/**
+ * Give a CQ a ring of at least @p cqe entries (rounded up to a power of two), the
+ * completions not yet consumed moved into it in order (ibv_resize_cq(3)). Threads: the
+ * device's owner, while no thread consumes the ring (lib/verbs holds the CQ's poll
+ * lock): the ring is replaced under both its sides.
+ * @return 0 (also when the size is already that); EINVAL @p cqe 0, above DPV_MAX_CQE,
+ *         or fewer than the completions it holds; ENOMEM, the CQ as it was.
+ */
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe);
+
 /** Write one completion; false (and counted in overflows) if the ring is full. */
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited);
+
+/**
+ * Take a QP's completions out of a CQ (ibv_modify_qp(3) to RESET: what the QP had
+ * completed and the application had not polled is gone with the QP's old life, as a
+ * NIC's driver cleans its CQ). They stay in their slots, hidden, and the poll side skips
+ * them (a TM receive's entry is still given back); the SRQ's own tag operations stay.
+ * Threads: the device's owner, while no thread consumes the ring (lib/verbs holds the
+ * CQ's poll lock): the owner is the only producer, and the slots it marks are
+ * published ones no consumer is reading.
+ * @return the completions taken out.
+ */
+uint32_t dpv_cq_clean(struct dpv_cq *cq, uint32_t qpn);
 
 /* ---- work requests (ring slots) ---- */
 

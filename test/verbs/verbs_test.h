@@ -171,6 +171,7 @@ int run_error_tests(void);
 int run_channel_tests(void);
 int run_misuse_tests(void);
 int run_capture_tests(void);
+int run_compat_tests(void);
 
 /* A test that destroys what it created, whatever happens. */
 #define VT(f) cmocka_unit_test_teardown(f, teardown_objects)
