@@ -38,8 +38,6 @@ ALLOWED_SKIPS = [
      'mlx5-only: mlx5dv and DevX tests for ConnectX devices (and mlx5 VFIO)'),
     (r"Can not run the test over non EFA device|Not supported on non EFA devices",
      'EFA-only: efadv and SRD tests for Amazon EFA'),
-    (r"ODP is unavailable - Operation not supported on this device",
-     'on-demand paging of atomics: no RC atomics in this build', r'atomic'),
     (r"Device memory is not supported",
      'no device memory (ibv_alloc_dm): a software device has none'),
     (r"Device \S+ doesn't have net interface",
@@ -52,8 +50,6 @@ ALLOWED_SKIPS = [
     (r"Huge pages of size 2M is not supported in this platform|"
      r"There are no huge pages of size 2M allocated",
      'no 2 MiB hugepages free on this machine'),
-    (r"Atomic operations are not supported",
-     'atomic_cap IBV_ATOMIC_NONE: no RC atomics in this build'),
     (r"Reg MR with MW access is not supported|Create memory window of type \d is not supported|"
      r"Create custom mr with additional access flags \d+ is not supported|"
      r"Create MW is not supported|Memory Window allocation is not supported",
@@ -66,13 +62,11 @@ ALLOWED_SKIPS = [
      'no parent domains (ibv_alloc_parent_domain: EOPNOTSUPP)'),
     (r"Create QP type 8 is not supported|Create Raw Packet QP .*is not supported",
      'no raw packet QPs: dpverbs is a RoCE device, not an Ethernet NIC to programs'),
-    (r"Create UC QP .*is not supported",
-     'no UC QPs in this build (ibv_create_qp: EOPNOTSUPP)'),
     (r"Create XRCD is not supported",
      'no XRC (ibv_open_xrcd: EOPNOTSUPP)'),
     (r"Extended QP is not supported on this device",
-     'extended send ops dpverbs does not offer: atomics and atomic write '
-     '(IBV_QP_EX_WITH_ATOMIC_*: EOPNOTSUPP)', r'atomic'),
+     'atomic write (IBV_QP_EX_WITH_ATOMIC_WRITE, IBTA 1.5): not offered, EOPNOTSUPP',
+     r'atomic_write'),
     (r"Create Extended CQ is not supported",
      'completion timestamps (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP: EOPNOTSUPP), '
      'asked by the mlx5 timestamp tests', r'timestamp'),
