@@ -68,6 +68,7 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 {
 	char args[DPV_FAULTS_SPEC_MAX + 16];
 	struct dpv_dev *dev;
+	uint32_t speed;
 	int ret;
 
 	if (n_devs >= DPV_MAX_DEVS)
@@ -92,6 +93,7 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 		rte_free(dev);
 		return ret;
 	}
+	dev->port.ops->link(&dev->port, &dev->link_up, &speed);
 	dev->mrs = rte_zmalloc_socket("dpv_mrs", sizeof(*dev->mrs), RTE_CACHE_LINE_SIZE,
 				      dev->port.socket);
 	if (dev->mrs == NULL) {
@@ -201,6 +203,21 @@ void dpv_dev_disown(struct dpv_dev *dev)
 	dpv_dev_release(dev);
 }
 
+/* A port state change is an unaffiliated asynchronous event (IBTA 11.6.3.3): told
+ * through link_event when the link is seen to have changed. */
+static void link_check(struct dpv_dev *dev)
+{
+	uint32_t speed;
+	bool up;
+
+	dev->port.ops->link(&dev->port, &up, &speed);
+	if (up == dev->link_up)
+		return;
+	dev->link_up = up;
+	if (dev->link_event != NULL)
+		dev->link_event(dev, up, dev->link_arg);
+}
+
 uint32_t dpv_dev_poll(struct dpv_dev *dev)
 {
 	struct rte_mbuf *pkts[DPV_RX_BURST];
@@ -227,6 +244,10 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 		dev->tick_wait = 0;
 		dpv_xport_tick(dev->xport, now);
 		dpv_port_arp_tick(&dev->port, now);
+		if (now >= dev->link_next_tsc) {
+			link_check(dev);
+			dev->link_next_tsc = now + rte_get_tsc_hz() / 1000 * DPV_LINK_CHECK_MS;
+		}
 	}
 	dev->stats.polls++;
 	if (work)

@@ -36,6 +36,10 @@ extern "C" {
 #define DPV_MAX_DEVS 32u
 /** Frames per rx burst. */
 #define DPV_RX_BURST 32u
+/** How often a device looks at its port's link (milliseconds), as a NIC watches its
+ * PHY: a change is seen this long after it at the latest, while the device is driven.
+ * Not at every poll: for some drivers (af_packet, tap) asking is a system call. */
+#define DPV_LINK_CHECK_MS 10u
 /** TM SRQs one device runs ops for. */
 #define DPV_DEV_MAX_TM_SRQS 64u
 
@@ -70,6 +74,15 @@ struct dpv_dev {
 	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
 	struct dpv_dev_stats stats;
 	uint32_t tick_wait;          /**< owner: polls since the timers last ran */
+	/** The link as the device last saw it (owner; set at open), looked at every
+	 * DPV_LINK_CHECK_MS as the timers run. */
+	bool link_up;
+	uint64_t link_next_tsc;      /**< owner: when it looks next */
+	/** Called by the owner when the link went up or down since it last looked (lib/verbs
+	 * raises IBV_EVENT_PORT_ACTIVE / IBV_EVENT_PORT_ERR); set before the device is
+	 * driven, or while it is owned. */
+	void (*link_event)(struct dpv_dev *dev, bool up, void *arg);
+	void *link_arg;
 	uint32_t helper_seen_visits; /**< helper thread only: app_visits when last read */
 	uint64_t helper_seen_tsc;    /**< helper thread only: TSC when it last changed */
 };

@@ -103,6 +103,33 @@ bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len)
 	return true;
 }
 
+/* IBTA 9.4.5: the device is the only one to execute the atomics of its peers, on its
+ * owner thread, so any 64-bit read-modify-write would be atomic among them
+ * (IBV_ATOMIC_HCA). A locked instruction costs little more and keeps a CPU's own
+ * atomics on the same word out of the way too. */
+bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_add,
+	       uint64_t swap, uint64_t *orig)
+{
+	uint64_t *mem = (uint64_t *)(uintptr_t)addr;
+	sigjmp_buf env;
+	uint64_t v = compare_add;
+
+	if (sigsetjmp(env, 0) != 0) {
+		x->stats.mem_faults++;
+		return false;
+	}
+	xp_copy_env = &env;
+	/* A failed compare leaves the value found in v; a successful one found v. */
+	if (cas)
+		__atomic_compare_exchange_n(mem, &v, swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	else
+		v = __atomic_fetch_add(mem, compare_add, __ATOMIC_SEQ_CST);
+	xp_copy_env = NULL;
+	*orig = v;
+	return true;
+}
+
 /* Copy @p len bytes between a scatter list, from byte @p off of it, and a buffer: out
  * of the list into @p dst, or into the list from @p src. Each piece is checked against
  * its key first (IBTA 10.6), so nothing outside a region is touched. */
@@ -187,6 +214,33 @@ void dpv_cq_destroy(struct dpv_cq *cq)
 	rte_free(cq);
 }
 
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe)
+{
+	struct dpv_ring *old = cq->ring, *r;
+	uint32_t head = __atomic_load_n(&old->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t used = __atomic_load_n(&old->prod_tail, __ATOMIC_ACQUIRE) - head;
+	uint32_t count;
+	void *mem;
+
+	if (cqe == 0 || cqe > DPV_MAX_CQE)
+		return EINVAL;
+	count = xp_pow2_at_least(cqe);
+	if (count < used)
+		return EINVAL;
+	if (count == dpv_ring_count(old))
+		return 0;
+	mem = xp_ring_alloc(x->port->socket, count, sizeof(struct dpv_cqe), 1);
+	if (mem == NULL)
+		return ENOMEM;
+	r = dpv_ring_init(mem, count, sizeof(struct dpv_cqe));
+	for (uint32_t i = 0; i < used; i++)
+		memcpy(dpv_ring_slot(r, i), dpv_ring_slot(old, head + i), sizeof(struct dpv_cqe));
+	dpv_ring_commit(r, used);
+	cq->ring = r;
+	rte_free(old);
+	return 0;
+}
+
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 {
 	uint32_t first, armed;
@@ -206,6 +260,26 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 			cq->notify(cq, cq->notify_arg);
 	}
 	return true;
+}
+
+uint32_t dpv_cq_clean(struct dpv_cq *cq, uint32_t qpn)
+{
+	struct dpv_ring *r = cq->ring;
+	uint32_t head = __atomic_load_n(&r->cons_head, __ATOMIC_ACQUIRE);
+	uint32_t tail = __atomic_load_n(&r->prod_tail, __ATOMIC_ACQUIRE);
+	uint32_t n = 0;
+
+	for (uint32_t i = head; i != tail; i++) {
+		struct dpv_cqe *e = dpv_ring_slot(r, i);
+
+		/* The SRQ's own tag operations (ADD, DEL, SYNC) are no QP's. */
+		if (e->qp_num != qpn || (e->flags & DPV_WC_F_HIDDEN) || e->opcode == DPV_WC_TM_ADD ||
+		    e->opcode == DPV_WC_TM_DEL || e->opcode == DPV_WC_TM_SYNC)
+			continue;
+		e->flags |= DPV_WC_F_HIDDEN;
+		n++;
+	}
+	return n;
 }
 
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
@@ -614,7 +688,8 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x)
 
 static bool rc_request(uint8_t opcode)
 {
-	return opcode <= DPV_OP_RC_READ_REQUEST;
+	return opcode <= DPV_OP_RC_READ_REQUEST || opcode == DPV_OP_RC_CMP_SWAP ||
+	       opcode == DPV_OP_RC_FETCH_ADD;
 }
 
 /* One received frame: checked (IBTA 9.6 packet checks, A17.4 for RoCEv2) and handed to
@@ -658,14 +733,22 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 			xp_ud_rx(x, q, &p, frame);
 		return;
 	}
-	/* An RC QP talks to one peer (its AH): frames from any other address are not its
-	 * connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
+	/* An RC or UC QP talks to one peer (its AH): frames from any other address are not
+	 * its connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
 	 * has no peer yet leaves the refusal to its state check. */
 	if (p.src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0) {
 		x->stats.rx_bad_src++;
 		return;
 	}
-	if (p.opcode > DPV_OP_RC_ACK)
+	/* IBTA 9.6: the opcode's transport must be the QP's. */
+	if (q->qp.init.type == DPV_QPT_UC) {
+		if (DPV_WIRE_OP_TRANSPORT(p.opcode) != DPV_WIRE_OP_UC)
+			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		else
+			xp_uc_rx(x, q, &p, frame);
+		return;
+	}
+	if (p.opcode > DPV_OP_RC_FETCH_ADD)
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	else if (rc_request(p.opcode))
 		xp_resp_rx(x, q, &p, frame);

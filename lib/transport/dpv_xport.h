@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * dpv_xport: the RoCEv2 transport of one device (one port): RC and UD queue pairs, the
- * QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND / SEND_WITH_IMM
- * / RDMA WRITE (WITH_IMM) / RDMA READ, memory-region checks, SRQs and tag-matching
- * SRQs (through lib/tm), completions into CQ rings.
+ * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC and UD queue pairs,
+ * the QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND /
+ * SEND_WITH_IMM / RDMA WRITE (WITH_IMM) / RDMA READ / atomic compare-and-swap and
+ * fetch-and-add (RC, IBTA 9.4.5), memory-region checks, SRQs and tag-matching SRQs
+ * (through lib/tm), completions into CQ rings.
  *
  * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
  * responder and completer are separate state machines (dpv_xport_req.c, _resp.c,
@@ -21,7 +22,10 @@
  * last packet, ACK, NAK or READ response is recovered by the local ACK timer (the
  * QP's timeout attribute), retried retry_cnt times without progress before the WQE
  * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
- * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ).
+ * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
+ * atomic gets the result it had the first time, from the responder's replay cache of
+ * the last max_dest_rd_atomic atomics, and is not executed again. UC (IBTA 9.7.7) has
+ * PSNs but no acknowledgements: a gap ends the message it falls in, nothing is resent.
  *
  * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
  * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an
@@ -60,7 +64,8 @@ struct dpv_xport;
 #define DPV_MAX_CQE 1048576u
 #define DPV_MAX_SRQ_WR 65536u
 #define DPV_UD_GRH_LEN 40u
-/** RDMA READs a requester keeps outstanding, and a responder accepts, per QP. */
+/** RDMA READs and atomics a requester keeps outstanding, and a responder accepts, per
+ *  QP; also the size of the responder's atomic replay cache. */
 #define DPV_MAX_RD_ATOMIC 16u
 /**
  * The shortest local ACK timeout the device runs, as an exponent of 4.096 us:
@@ -200,6 +205,8 @@ enum dpv_wc_opcode {
 	DPV_WC_TM_SYNC,
 	DPV_WC_TM_RECV,
 	DPV_WC_TM_NO_TAG,
+	DPV_WC_COMP_SWAP,
+	DPV_WC_FETCH_ADD,
 };
 
 enum dpv_wc_flags {
@@ -210,7 +217,9 @@ enum dpv_wc_flags {
 	DPV_WC_F_TM_DATA_VALID = 1u << 4,
 	/** The poll side gives tm_handle back to lib/tm when it reads this cqe */
 	DPV_WC_F_TM_RELEASE = 1u << 6,
-	/** Not for the application (lib/tm's hidden cqe): read, act on, skip */
+	/** Not for the application: skipped by the poll side (after giving tm_handle back
+	 *  with DPV_WC_F_TM_RELEASE): lib/tm's own entries, and the completions of a QP
+	 *  reset since (dpv_cq_clean()) */
 	DPV_WC_F_HIDDEN = 1u << 7,
 };
 
@@ -264,8 +273,30 @@ int dpv_cq_create(struct dpv_xport *x, uint32_t cqe, struct dpv_cq **out);
 /** Destroy a CQ (owner; no QP or SRQ may still use it). */
 void dpv_cq_destroy(struct dpv_cq *cq);
 
+/**
+ * Give a CQ a ring of at least @p cqe entries (rounded up to a power of two), the
+ * completions not yet consumed moved into it in order (ibv_resize_cq(3)). Threads: the
+ * device's owner, while no thread consumes the ring (lib/verbs holds the CQ's poll
+ * lock): the ring is replaced under both its sides.
+ * @return 0 (also when the size is already that); EINVAL @p cqe 0, above DPV_MAX_CQE,
+ *         or fewer than the completions it holds; ENOMEM, the CQ as it was.
+ */
+int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe);
+
 /** Write one completion; false (and counted in overflows) if the ring is full. */
 bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited);
+
+/**
+ * Take a QP's completions out of a CQ (ibv_modify_qp(3) to RESET: what the QP had
+ * completed and the application had not polled is gone with the QP's old life, as a
+ * NIC's driver cleans its CQ). They stay in their slots, hidden, and the poll side skips
+ * them (a TM receive's entry is still given back); the SRQ's own tag operations stay.
+ * Threads: the device's owner, while no thread consumes the ring (lib/verbs holds the
+ * CQ's poll lock): the owner is the only producer, and the slots it marks are
+ * published ones no consumer is reading.
+ * @return the completions taken out.
+ */
+uint32_t dpv_cq_clean(struct dpv_cq *cq, uint32_t qpn);
 
 /* ---- work requests (ring slots) ---- */
 
@@ -281,6 +312,9 @@ enum dpv_wr_opcode {
 	DPV_WR_RDMA_WRITE,
 	DPV_WR_RDMA_WRITE_WITH_IMM,
 	DPV_WR_RDMA_READ,
+	DPV_WR_ATOMIC_CMP_SWP,   /**< RC: 8 bytes at remote_addr; one 8-byte SGE gets the
+	                              value before the operation */
+	DPV_WR_ATOMIC_FETCH_ADD,
 };
 
 enum dpv_wr_flags {
@@ -293,8 +327,8 @@ enum dpv_wr_flags {
 /** A send WQE: one SQ ring slot (512 bytes). */
 struct dpv_swqe {
 	uint64_t wr_id;
-	uint64_t remote_addr;  /**< WRITE, READ */
-	uint32_t rkey;         /**< WRITE, READ */
+	uint64_t remote_addr;  /**< WRITE, READ, atomics */
+	uint32_t rkey;         /**< WRITE, READ, atomics */
 	uint32_t imm;          /**< *_WITH_IMM, host order */
 	uint32_t length;       /**< total bytes (sum of SGEs, or inline bytes) */
 	uint8_t opcode;        /**< enum dpv_wr_opcode */
@@ -307,7 +341,9 @@ struct dpv_swqe {
 	uint32_t ud_remote_qkey;
 	uint8_t ud_tos;
 	uint8_t ud_ttl;
-	uint8_t pad1[18];
+	uint8_t pad1[2];
+	uint64_t compare_add;  /**< CMP_SWP: the compare value; FETCH_ADD: the addend */
+	uint64_t swap;         /**< CMP_SWP: the value stored when the compare matched */
 	union {
 		struct dpv_sge sge[DPV_MAX_SGE];
 		uint8_t inline_data[DPV_MAX_INLINE];
@@ -371,7 +407,7 @@ void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq);
 
 /* ---- queue pairs ---- */
 
-enum dpv_qp_type { DPV_QPT_RC = 2, DPV_QPT_UD = 4 }; /* IBV_QPT_* values */
+enum dpv_qp_type { DPV_QPT_RC = 2, DPV_QPT_UC = 3, DPV_QPT_UD = 4 }; /* IBV_QPT_* values */
 
 /** QP states, IBTA 10.3.1 (same values as IBV_QPS_*). */
 enum dpv_qp_state {
@@ -401,8 +437,10 @@ struct dpv_qp_attr {
 	uint32_t sq_psn;
 	uint32_t dst_ip;        /**< host order, from the AH's GID */
 	uint16_t pkey_index;
-	uint8_t max_rd_atomic;      /**< READs this QP keeps outstanding as requester */
-	uint8_t max_dest_rd_atomic; /**< READs this QP accepts outstanding as responder */
+	uint8_t max_rd_atomic;      /**< READs and atomics this QP keeps outstanding as
+	                                 requester */
+	uint8_t max_dest_rd_atomic; /**< READs and atomics this QP accepts outstanding as
+	                                 responder; atomic results it keeps for replay */
 };
 
 /** The IBV_QP_* mask bits dpv_qp_modify() understands (same values). */
@@ -528,6 +566,11 @@ struct dpv_qp_stats {
 	                                 dropped, the requester asks again */
 	uint64_t resp_queue_full;   /**< answers that found the responder queue full (its
 	                                 size makes it never happen): dropped */
+	uint64_t atomic_replays;    /**< duplicate atomics answered from the replay cache */
+	uint64_t dup_atomics_dropped; /**< duplicate atomics older than the replay cache
+	                                 keeps, or with no responder resource left */
+	uint64_t uc_msgs_dropped;   /**< UC: messages in progress ended by a PSN gap, and
+	                                 packets of a message whose start was lost */
 	/* both */
 	uint64_t flushed_wrs;       /**< WQEs completed with WR_FLUSH_ERR */
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The completer (IBTA 9.7.5.2 and 9.9): reads ACKs, NAKs and READ responses on the
- * requester side, completes send WQEs in order, places READ data, waits out RNR NAKs,
+ * The completer (IBTA 9.7.5.2 and 9.9): reads ACKs, NAKs, READ responses and atomic
+ * acknowledgements on the requester side, completes send WQEs in order, places READ
+ * data and atomics' original values, waits out RNR NAKs,
  * goes back N after a PSN sequence error NAK or a local ACK timeout (IBTA 9.7.6.1),
  * asks again for READ responses that went missing, and fails the oldest WQE when the
  * retries run out.
@@ -42,10 +43,11 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 	}
 }
 
-/* The oldest WQE is an incomplete READ: nothing at or after its first missing response
- * is acknowledged, whatever an ACK says. An ACK beyond it means the responder has
- * answered the READ and gone on, so the responses were lost (IBTA 9.7.5.2, implied
- * NAK): ask for them again. */
+/* The oldest WQE is an incomplete READ or atomic: nothing at or after its first missing
+ * response is acknowledged, whatever an ACK says. An ACK beyond it means the responder
+ * has answered it and gone on, so the responses were lost (IBTA 9.7.5.2, implied NAK):
+ * ask for them again (a duplicate atomic is answered from the responder's replay
+ * cache, not executed again). */
 static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->qp.sq;
@@ -53,7 +55,7 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 	uint32_t missing;
 
-	if (w->opcode != DPV_WR_RDMA_READ || m->rd_done)
+	if (!xp_wr_answered(w->opcode) || m->rd_done)
 		return;
 	missing = psn_add(m->first_psn, m->rd_pkts);
 	if (dpv_wire_psn_diff(q->una, missing) <= 0)
@@ -77,8 +79,9 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 		const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
 		const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 
-		/* IBTA 9.7.5.2: a READ completes with its last response, not with an ACK. */
-		if (w->opcode == DPV_WR_RDMA_READ ? !m->rd_done
+		/* IBTA 9.7.5.2: a READ completes with its last response, an atomic with its
+		 * ATOMIC ACKNOWLEDGE, not with an ACK. */
+		if (xp_wr_answered(w->opcode) ? !m->rd_done
 		    : dpv_wire_psn_diff(psn_add(m->first_psn, m->npkts - 1), q->una) >= 0)
 			break;
 		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
@@ -263,8 +266,44 @@ static bool is_last_resp(uint8_t op)
 	return op == DPV_OP_RC_READ_RESP_LAST || op == DPV_OP_RC_READ_RESP_ONLY;
 }
 
-/* IBTA 9.7.5.2: READ responses arrive in order for the oldest READ not yet complete;
- * each is checked against what that READ expects before its data lands. */
+/* The READ or atomic a response answers is done: its resource is free again. */
+static void answered(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m)
+{
+	m->rd_done = true;
+	if (m->req_sent) {
+		m->req_sent = false;
+		q->reads_out--;
+	}
+	xp_comp_acked(x, q);
+}
+
+/* IBTA 9.4.5: the ATOMIC ACKNOWLEDGE of the atomic at the head: the value the responder
+ * found goes into the WQE's 8-byte buffer, in host order as the responder's memory
+ * held it. */
+static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+			  const struct dpv_swqe *w, struct xp_swqe_meta *m)
+{
+	uint64_t orig = p->atomic_orig;
+	uint8_t st;
+
+	if (p->opcode != DPV_OP_RC_ATOMIC_ACK) {
+		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+		return;
+	}
+	st = xp_sgl_scatter(x, w->sge, w->num_sge, q->qp.init.pd, 0, &orig, sizeof(orig));
+	if (st != DPV_WC_SUCCESS) {
+		x->stats.access_errors++;
+		fail_head(x, q, st, false);
+		return;
+	}
+	ack_upto(x, q, p->psn);
+	m->rd_pkts = 1;
+	answered(x, q, m);
+}
+
+/* IBTA 9.7.5.2: READ responses and atomic acknowledgements arrive in order for the
+ * oldest READ or atomic not yet complete; each is checked against what that WQE
+ * expects before its data lands. */
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 			 const uint8_t *payload)
 {
@@ -278,7 +317,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
 		w = dpv_ring_slot(sq, i);
 		m = &q->meta[i & sq->mask];
-		if (w->opcode == DPV_WR_RDMA_READ && !m->rd_done)
+		if (xp_wr_answered(w->opcode) && !m->rd_done)
 			break;
 	}
 	if (idx_diff(q->wqe_hi, i) <= 0) {
@@ -309,13 +348,18 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		return;
 	}
 	q->rd_gap = false;
+	if (xp_wr_atomic(w->opcode)) {
+		atomic_ack_rx(x, q, p, w, m);
+		return;
+	}
 	plen = m->len - m->rd_pkts * q->mtu;
 	if (plen > q->mtu)
 		plen = q->mtu;
 	/* Responses to a READ asked again start with FIRST mid-message, and those to
 	 * the first request may still be on their way: what must hold is the length of
 	 * each and that the last one is last. */
-	if (is_last_resp(p->opcode) != (m->rd_pkts == m->npkts - 1) || p->payload_len != plen) {
+	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
+	    is_last_resp(p->opcode) != (m->rd_pkts == m->npkts - 1) || p->payload_len != plen) {
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return;
 	}
@@ -331,12 +375,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	ack_upto(x, q, p->psn);
 	if (++m->rd_pkts < m->npkts)
 		return;
-	m->rd_done = true;
-	if (m->req_sent) {
-		m->req_sent = false;
-		q->reads_out--;
-	}
-	xp_comp_acked(x, q);
+	answered(x, q, m);
 }
 
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,

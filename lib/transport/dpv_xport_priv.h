@@ -64,14 +64,26 @@ static inline int32_t idx_diff(uint32_t a, uint32_t b)
 	return (int32_t)(a - b);
 }
 
+static inline bool xp_wr_atomic(uint8_t opcode)
+{
+	return opcode == DPV_WR_ATOMIC_CMP_SWP || opcode == DPV_WR_ATOMIC_FETCH_ADD;
+}
+
+/* A READ or an atomic: the responder answers it with data (IBTA 9.4: responses, not
+ * ACKs, complete it), and it holds one of the max_rd_atomic resources while it is out. */
+static inline bool xp_wr_answered(uint8_t opcode)
+{
+	return opcode == DPV_WR_RDMA_READ || xp_wr_atomic(opcode);
+}
+
 /* Requester bookkeeping of one send WQE, parallel to its SQ slot. */
 struct xp_swqe_meta {
 	uint32_t first_psn;
 	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
 	uint32_t len;       /**< message bytes */
-	uint32_t rd_pkts;   /**< READ: response packets placed */
-	bool rd_done;       /**< READ: last response placed */
-	bool req_sent;      /**< READ: request out and counted in reads_out */
+	uint32_t rd_pkts;   /**< READ, atomic: response packets placed */
+	bool rd_done;       /**< READ, atomic: last response placed */
+	bool req_sent;      /**< READ, atomic: request out and counted in reads_out */
 };
 
 /* What kind of receive a message in progress is (the completion it will give). */
@@ -113,6 +125,7 @@ struct xp_write {
 enum xp_resp_kind {
 	XP_RESP_ACK = 0,  /**< an ACK or NAK: one frame */
 	XP_RESP_READ,     /**< the response packets of an RDMA READ */
+	XP_RESP_ATOMIC,   /**< an atomic acknowledgement: one frame */
 };
 
 /* One entry of the responder queue, sent in order by dpv_xport_tx(). */
@@ -125,7 +138,16 @@ struct xp_resp {
 	uint32_t rkey;
 	uint32_t len;
 	uint32_t sent;     /**< READ: bytes sent */
-	bool dup;          /**< READ: answers a duplicate request */
+	bool dup;          /**< READ, ATOMIC: answers a duplicate request */
+	uint64_t orig;     /**< ATOMIC: the value before the operation */
+};
+
+/* The result of an atomic executed by the responder, kept so that a duplicate of its
+ * request is answered with it, not executed again (IBTA 9.4.5). */
+struct xp_atomic_res {
+	bool valid;
+	uint32_t psn;
+	uint64_t orig;
 };
 
 /* What is in progress on the responder side. */
@@ -183,8 +205,15 @@ struct xp_qp {
 	struct xp_write wr;
 	struct xp_resp respq[XP_RESPQ];
 	uint32_t resp_head, resp_tail;
-	uint32_t resp_reads;      /**< READ entries in respq answering new requests */
-	uint32_t resp_dup_reads;  /**< READ entries in respq answering duplicates */
+	uint32_t resp_reads;      /**< READ and atomic entries in respq answering new
+	                               requests (max_dest_rd_atomic) */
+	uint32_t resp_dup_reads;  /**< READ and atomic entries in respq answering
+	                               duplicates */
+	/* The replay cache: the results of the last max_dest_rd_atomic atomics. */
+	struct xp_atomic_res atomics[DPV_MAX_RD_ATOMIC];
+	uint32_t atomic_next;     /**< the entry the next result replaces */
+	bool uc_drop;             /**< UC: a gap ended the message in progress; packets
+	                               are dropped until the next message starts */
 	struct dpv_qp_stats stats;
 };
 
@@ -241,6 +270,12 @@ void xp_cq_overruns(struct dpv_xport *x);
 /* memcpy() through registered memory that may have been unmapped under its region:
  * false (counted in mem_faults) when the copy faulted, with part of it done. */
 bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
+/* The 64-bit atomic of IBTA 9.4.5 at @p addr (8-byte aligned, in a registered region),
+ * protected as xp_copy(): compare-and-swap (@p cas: store @p swap if the value equals
+ * @p compare_add) or fetch-and-add (add @p compare_add). @p orig gets the value before.
+ * false (counted in mem_faults) when the memory faulted. */
+bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_add,
+	       uint64_t swap, uint64_t *orig);
 uint8_t xp_sgl_scatter(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
 uint8_t xp_sgl_gather(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
@@ -275,6 +310,10 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		const uint8_t *frame);
 void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 	      const uint8_t *frame);
+void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
+/* The responder's replay cache starts empty (a new connection: RTR). */
+void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);

@@ -95,7 +95,7 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	struct xp_qp *q;
 	uint32_t qpn;
 
-	if ((init->type != DPV_QPT_RC && init->type != DPV_QPT_UD) ||
+	if ((init->type != DPV_QPT_RC && init->type != DPV_QPT_UC && init->type != DPV_QPT_UD) ||
 	    init->max_send_wr > DPV_MAX_QP_WR || init->max_recv_wr > DPV_MAX_QP_WR ||
 	    init->max_send_sge > DPV_MAX_SGE || init->max_recv_sge > DPV_MAX_SGE ||
 	    init->max_inline > DPV_MAX_INLINE || init->send_cq == NULL ||
@@ -183,6 +183,8 @@ static void qp_reset(struct dpv_xport *x, struct xp_qp *q)
 	q->psn = q->psn_hi = q->una = 0;
 	q->epsn = q->msn = 0;
 	q->nak_sent = false;
+	q->uc_drop = false;
+	xp_resp_atomics_clear(q);
 }
 
 void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
@@ -193,6 +195,8 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 		[DPV_WR_RDMA_WRITE] = DPV_WC_RDMA_WRITE,
 		[DPV_WR_RDMA_WRITE_WITH_IMM] = DPV_WC_RDMA_WRITE,
 		[DPV_WR_RDMA_READ] = DPV_WC_RDMA_READ,
+		[DPV_WR_ATOMIC_CMP_SWP] = DPV_WC_COMP_SWAP,
+		[DPV_WR_ATOMIC_FETCH_ADD] = DPV_WC_FETCH_ADD,
 	};
 	struct dpv_ring *sq = q->qp.sq;
 	uint32_t head = sq->cons_head;
@@ -277,6 +281,41 @@ void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event)
 	}
 }
 
+/* ibv_modify_qp(3) for UC: RC's connection attributes (AV, path MTU, destination QP,
+ * PSNs, access), none of its reliability ones (timeout, retries, RNR, READ/atomic
+ * resources), and the SQE state of UD. */
+static bool uc_transition_masks(uint8_t cur, uint8_t next, uint32_t *req, uint32_t *opt)
+{
+	switch (cur << 4 | next) {
+	case DPV_QPS_RESET << 4 | DPV_QPS_INIT:
+		*req |= DPV_QP_PKEY_INDEX | DPV_QP_PORT | DPV_QP_ACCESS_FLAGS;
+		return true;
+	case DPV_QPS_INIT << 4 | DPV_QPS_INIT:
+		*opt = DPV_QP_PKEY_INDEX | DPV_QP_PORT | DPV_QP_ACCESS_FLAGS;
+		return true;
+	case DPV_QPS_INIT << 4 | DPV_QPS_RTR:
+		*req |= DPV_QP_AV | DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN;
+		*opt = DPV_QP_ACCESS_FLAGS | DPV_QP_PKEY_INDEX;
+		return true;
+	case DPV_QPS_RTR << 4 | DPV_QPS_RTS:
+		*req |= DPV_QP_SQ_PSN;
+		*opt = DPV_QP_ACCESS_FLAGS;
+		return true;
+	case DPV_QPS_RTS << 4 | DPV_QPS_RTS:
+	case DPV_QPS_SQD << 4 | DPV_QPS_RTS:
+	case DPV_QPS_SQE << 4 | DPV_QPS_RTS:
+		*opt = DPV_QP_ACCESS_FLAGS;
+		return true;
+	case DPV_QPS_RTS << 4 | DPV_QPS_SQD:
+		return true;
+	case DPV_QPS_SQD << 4 | DPV_QPS_SQD:
+		*opt = DPV_QP_PKEY_INDEX | DPV_QP_PORT | DPV_QP_AV | DPV_QP_ACCESS_FLAGS;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* IBTA 10.3.1 / ibv_modify_qp(3): the attributes a transition requires and those it
  * allows, per QP type. false: the transition does not exist. */
 static bool transition_masks(uint8_t type, uint8_t cur, uint8_t next, uint32_t *req,
@@ -288,6 +327,8 @@ static bool transition_masks(uint8_t type, uint8_t cur, uint8_t next, uint32_t *
 	*opt = 0;
 	if (next == DPV_QPS_RESET || next == DPV_QPS_ERR)
 		return true;
+	if (type == DPV_QPT_UC)
+		return uc_transition_masks(cur, next, req, opt);
 	switch (cur << 4 | next) {
 	case DPV_QPS_RESET << 4 | DPV_QPS_INIT:
 		*req |= DPV_QP_PKEY_INDEX | DPV_QP_PORT |
@@ -453,16 +494,18 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 		/* A path MTU above the port's active MTU runs at the active MTU: a larger
 		 * packet could not leave the port, and both ends clamp alike. */
 		active = xp_active_mtu(x->port);
-		q->mtu = qp->init.type == DPV_QPT_RC && (256u << (qp->attr.path_mtu - 1)) < active
+		q->mtu = qp->init.type != DPV_QPT_UD && (256u << (qp->attr.path_mtu - 1)) < active
 				 ? 256u << (qp->attr.path_mtu - 1)
 				 : active;
 		q->epsn = qp->attr.rq_psn;
 		q->msn = 0;
 		q->nak_sent = false;
+		q->uc_drop = false;
 		q->op = XP_OP_NONE;
+		xp_resp_atomics_clear(q);
 		/* Ask for the peer's MAC now, as a RoCE NIC resolves it at this transition,
 		 * so that the first message does not wait for ARP. */
-		if (qp->init.type == DPV_QPT_RC) {
+		if (qp->init.type != DPV_QPT_UD) {
 			struct rte_ether_addr mac;
 
 			dpv_port_resolve(x->port, qp->attr.dst_ip, &mac);

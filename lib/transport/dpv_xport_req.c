@@ -3,8 +3,9 @@
  * The requester (IBTA 9.7 and 9.8): reads send WQEs in place from the SQ ring,
  * checks them (local keys and ranges), segments them by the path MTU into request
  * packets with consecutive PSNs, and sets AckReq on the last packet of each message.
- * RC WQEs stay in their slots until the completer acknowledges them; UD WQEs complete
- * as soon as their packet is out (IBTA 9.8: UD is unacknowledged).
+ * RC WQEs stay in their slots until the completer acknowledges them (a READ or an
+ * atomic until its response came); UC and UD WQEs complete as soon as their last
+ * packet is out (IBTA 9.7.7, 9.8: they are unacknowledged).
  */
 #include <string.h>
 
@@ -15,12 +16,13 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
 	return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
-/* IBTA 10.8: what the device checks when it starts a WQE. A READ's
- * scatter list is written by the device, so it needs LOCAL_WRITE (IBTA 10.6). */
+/* IBTA 10.8: what the device checks when it starts a WQE. The scatter list of a READ,
+ * and the 8 bytes that get an atomic's original value, are written by the device, so
+ * they need LOCAL_WRITE (IBTA 10.6). */
 static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 			  uint32_t *len)
 {
-	const bool rc = q->qp.init.type == DPV_QPT_RC;
+	const uint8_t type = q->qp.init.type;
 	uint64_t total = 0;
 	uint32_t i, access;
 
@@ -30,15 +32,20 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 		break;
 	case DPV_WR_RDMA_WRITE:
 	case DPV_WR_RDMA_WRITE_WITH_IMM:
+		if (type == DPV_QPT_UD)
+			return DPV_WC_LOC_QP_OP_ERR;
+		break;
 	case DPV_WR_RDMA_READ:
-		if (!rc)
+	case DPV_WR_ATOMIC_CMP_SWP:
+	case DPV_WR_ATOMIC_FETCH_ADD:
+		if (type != DPV_QPT_RC)
 			return DPV_WC_LOC_QP_OP_ERR;
 		break;
 	default:
 		return DPV_WC_LOC_QP_OP_ERR;
 	}
 	if (w->flags & DPV_WR_F_INLINE) {
-		if (w->opcode == DPV_WR_RDMA_READ)
+		if (xp_wr_answered(w->opcode))
 			return DPV_WC_LOC_QP_OP_ERR;
 		if (w->length > DPV_MAX_INLINE)
 			return DPV_WC_LOC_LEN_ERR;
@@ -46,7 +53,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	} else {
 		if (w->num_sge > DPV_MAX_SGE)
 			return DPV_WC_LOC_QP_OP_ERR;
-		access = w->opcode == DPV_WR_RDMA_READ ? DPV_ACCESS_LOCAL_WRITE : 0;
+		access = xp_wr_answered(w->opcode) ? DPV_ACCESS_LOCAL_WRITE : 0;
 		for (i = 0; i < w->num_sge; i++) {
 			total += w->sge[i].length;
 			if (w->sge[i].length != 0 &&
@@ -55,8 +62,10 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 				return DPV_WC_LOC_PROT_ERR;
 		}
 	}
-	/* IBTA 9.4: a message is at most 2^31 bytes; a UD message is one packet (9.8). */
-	if (total > (1u << 31) || (!rc && total > q->mtu))
+	/* IBTA 9.4: a message is at most 2^31 bytes; a UD message is one packet (9.8); an
+	 * atomic's local buffer is the 64-bit value (9.4.5). */
+	if (total > (1u << 31) || (type == DPV_QPT_UD && total > q->mtu) ||
+	    (xp_wr_atomic(w->opcode) && total != sizeof(uint64_t)))
 		return DPV_WC_LOC_LEN_ERR;
 	*len = (uint32_t)total;
 	return DPV_WC_SUCCESS;
@@ -112,6 +121,8 @@ static void psn_sent(struct dpv_xport *x, struct xp_qp *q, uint32_t n)
 	}
 }
 
+/* The RC opcode of packet i of n of a SEND or WRITE; UC's are the same with the UC
+ * transport bits (IBTA Table 38). */
 static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
 {
 	const bool imm = wr == DPV_WR_SEND_WITH_IMM || wr == DPV_WR_RDMA_WRITE_WITH_IMM;
@@ -139,6 +150,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 			  const struct xp_swqe_meta *m)
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
+	const bool uc = q->qp.init.type == DPV_QPT_UC;
 	uint32_t i = q->next_off / q->mtu, plen = m->len - q->next_off;
 	bool last = i == m->npkts - 1;
 	struct dpv_wire_pkt p;
@@ -147,13 +159,14 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts), a->dst_ip, q->qp.qpn, a->dest_qpn,
-		    q->psn, a->tos, a->ttl);
+	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts) |
+			   (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC),
+		    a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn, a->tos, a->ttl);
 	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
 	 * message that completes a receive (SEND, WRITE with immediate); a long message
-	 * asks four times a window too, so its window moves. */
-	p.ack_req = last || q->ackreq_next ||
-		    ++q->since_ackreq >= (q->cwnd >= 4 ? q->cwnd / 4 : 1);
+	 * asks four times a window too, so its window moves. UC asks for none (9.7.7). */
+	p.ack_req = !uc && (last || q->ackreq_next ||
+			    ++q->since_ackreq >= (q->cwnd >= 4 ? q->cwnd / 4 : 1));
 	if (p.ack_req) {
 		q->since_ackreq = 0;
 		q->ackreq_next = false;
@@ -186,6 +199,18 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	return true;
 }
 
+/* A READ or atomic request went out. It holds one of the max_rd_atomic resources from
+ * its first sending until its response is in, however often it is sent again: the
+ * responder may have executed it (and an atomic's result must still be in the
+ * responder's replay cache when the request comes again). */
+static void req_out(struct xp_qp *q, struct xp_swqe_meta *m)
+{
+	if (!m->req_sent) {
+		m->req_sent = true;
+		q->reads_out++;
+	}
+}
+
 /* IBTA 9.4: one READ request for the rest of the message from next_off; it
  * takes one PSN per response packet. */
 static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
@@ -208,8 +233,36 @@ static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		return false;
 	xp_frame_send(x, mb, a->dst_ip);
 	psn_sent(x, q, npkts_of(rest, q->mtu));
-	m->req_sent = true;
-	q->reads_out++;
+	req_out(q, m);
+	q->next_wqe++;
+	q->next_off = 0;
+	return true;
+}
+
+/* IBTA 9.4.5: an atomic is one request packet with an AtomicETH, and one PSN; its
+ * ATOMIC ACKNOWLEDGE carries the value the responder found. */
+static bool send_atomic_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			    struct xp_swqe_meta *m)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	const bool cas = w->opcode == DPV_WR_ATOMIC_CMP_SWP;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *mb;
+	uint8_t *payload;
+
+	xp_pkt_init(x, &p, cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD, a->dst_ip, q->qp.qpn,
+		    a->dest_qpn, q->psn, a->tos, a->ttl);
+	p.ack_req = true;
+	p.atomic_va = w->remote_addr;
+	p.atomic_rkey = w->rkey;
+	p.atomic_swap_add = cas ? w->swap : w->compare_add;
+	p.atomic_compare = cas ? w->compare_add : 0;
+	mb = xp_frame_alloc(x, &p, 0, &payload);
+	if (mb == NULL)
+		return false;
+	xp_frame_send(x, mb, a->dst_ip);
+	psn_sent(x, q, 1);
+	req_out(q, m);
 	q->next_wqe++;
 	q->next_off = 0;
 	return true;
@@ -238,7 +291,7 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	}
 	m->first_psn = q->psn;
 	m->len = len;
-	m->npkts = npkts_of(len, q->mtu);
+	m->npkts = xp_wr_atomic(w->opcode) ? 1 : npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
 	m->rd_done = false;
 	m->req_sent = false;
@@ -264,8 +317,9 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 		if (q->next_off == 0 && idx_diff(q->wqe_hi, q->next_wqe) > 0) {
 			/* Going back N: a WQE already started keeps its PSNs; a READ whose
-			 * responses are all in is not asked for again. */
-			if (w->opcode == DPV_WR_RDMA_READ && m->rd_done) {
+			 * responses are all in, or an atomic whose result came, is not asked
+			 * for again. */
+			if (xp_wr_answered(w->opcode) && m->rd_done) {
 				q->psn = psn_add(m->first_psn, m->npkts);
 				q->next_wqe++;
 				continue;
@@ -275,11 +329,15 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 		}
 		if (dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)
 			break;
-		if (w->opcode == DPV_WR_RDMA_READ) {
-			/* IBTA 9.5: no more READs in flight than max_rd_atomic (the
-			 * responder's resources); 0 runs as 1, so a READ never waits for ever. */
-			if (q->reads_out >= (q->qp.attr.max_rd_atomic ? q->qp.attr.max_rd_atomic : 1u) ||
-			    !send_read_req(x, q, w, m))
+		if (xp_wr_answered(w->opcode)) {
+			const uint32_t max_rd = q->qp.attr.max_rd_atomic ? q->qp.attr.max_rd_atomic : 1u;
+
+			/* IBTA 9.5: no more READs and atomics in flight than max_rd_atomic
+			 * (the responder's resources); 0 runs as 1, so one never waits for
+			 * ever. One sent before goes again whatever the count. */
+			if ((!m->req_sent && q->reads_out >= max_rd) ||
+			    !(w->opcode == DPV_WR_RDMA_READ ? send_read_req(x, q, w, m)
+							    : send_atomic_req(x, q, w, m)))
 				break;
 		} else if (!send_data_pkt(x, q, w, m)) {
 			break;
@@ -344,12 +402,58 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	return sent;
 }
 
+/*
+ * UC (IBTA 9.7.7): the messages of RC's SENDs and WRITEs, with PSNs but no ACK: a WQE
+ * completes when its last packet is out, and nothing is sent again. A local error
+ * puts the QP in SQE, as for UD.
+ */
+static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head, ready, room, sent = 0;
+	uint8_t st;
+
+	if (q->qp.attr.state != DPV_QPS_RTS && q->qp.attr.state != DPV_QPS_SQD)
+		return 0;
+	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
+	if (idx_diff(head + ready, q->next_wqe) <= 0)
+		return 0;
+	room = dst_room(x, q, q->qp.attr.dst_ip);
+	if (quota > room)
+		quota = room;
+	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
+		const struct dpv_swqe *w = dpv_ring_slot(sq, q->next_wqe);
+		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
+
+		if (q->next_off == 0 && !rc_start(x, q, w, m))
+			break;
+		if (!send_data_pkt(x, q, w, m))
+			break;
+		sent++;
+		if (q->next_off == 0)
+			xp_complete_swqe(x, q, DPV_WC_SUCCESS);
+	}
+	if (q->blocked_err != 0) {
+		st = q->blocked_err;
+		/* The message that failed is ended: the next one starts with a first
+		 * packet, which tells the responder to drop what it holds of this one. */
+		q->next_wqe++;
+		q->next_off = 0;
+		xp_complete_swqe(x, q, st);
+		q->qp.attr.state = DPV_QPS_SQE;
+		xp_qp_flush_new(x, q);
+	}
+	return sent;
+}
+
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
 	if (q->qp.sq == NULL || q->rnr_wait || quota == 0)
 		return 0;
 	if (q->qp.init.type == DPV_QPT_UD)
 		return ud_tx(x, q, quota);
+	if (q->qp.init.type == DPV_QPT_UC)
+		return uc_tx(x, q, quota);
 	return q->blocked_err == 0 ? rc_tx(x, q, quota) : 0;
 }
 
@@ -363,7 +467,7 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 {
 	struct dpv_ring *sq = q->qp.sq;
 	struct xp_swqe_meta *m;
-	uint32_t i, j;
+	uint32_t i;
 	int32_t d;
 
 	if (sq == NULL || dpv_wire_psn_diff(psn, q->psn_hi) > 0)
@@ -376,16 +480,9 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 	}
 	if (idx_diff(q->wqe_hi, i) <= 0)
 		return;
-	for (j = i; idx_diff(q->next_wqe, j) > 0; j++) {
-		m = &q->meta[j & sq->mask];
-		if (m->req_sent) {
-			m->req_sent = false;
-			q->reads_out--;
-		}
-	}
 	m = &q->meta[i & sq->mask];
 	/* What a READ already placed is not asked for again. */
-	if (((const struct dpv_swqe *)dpv_ring_slot(sq, i))->opcode == DPV_WR_RDMA_READ &&
+	if (xp_wr_answered(((const struct dpv_swqe *)dpv_ring_slot(sq, i))->opcode) &&
 	    (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) < m->rd_pkts)
 		psn = psn_add(m->first_psn, m->rd_pkts);
 	q->next_wqe = i;

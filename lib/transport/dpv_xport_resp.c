@@ -2,9 +2,9 @@
 /*
  * The responder (IBTA 9.7.5.1): checks each request's PSN against the expected PSN,
  * places SENDs into receive WQEs (the QP's RQ, its SRQ, or a tag-matching SRQ's tag
- * list, SPEC-SRQ-TM §4), executes RDMA WRITEs and READs against the key table, and
- * answers with ACKs, NAKs and READ responses in PSN order. UD receives (IBTA 9.8)
- * are here too.
+ * list, SPEC-SRQ-TM §4), executes RDMA WRITEs, READs and atomics against the key
+ * table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
+ * PSN order. UC (IBTA 9.7.7) and UD (IBTA 9.8) receives are here too.
  */
 #include <string.h>
 
@@ -235,11 +235,12 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 	default:
 		break;
 	}
-	if (p != NULL && (p->opcode == DPV_OP_RC_SEND_LAST_IMM ||
-			  p->opcode == DPV_OP_RC_SEND_ONLY_IMM ||
-			  p->opcode == DPV_OP_RC_WRITE_LAST_IMM ||
-			  p->opcode == DPV_OP_RC_WRITE_ONLY_IMM ||
-			  p->opcode == DPV_OP_UD_SEND_ONLY_IMM)) {
+	/* The low five bits of an opcode say the operation whatever the transport (IBTA
+	 * Table 38): RC's values stand for UC's and UD's too. */
+	if (p != NULL && ((p->opcode & 0x1f) == DPV_OP_RC_SEND_LAST_IMM ||
+			  (p->opcode & 0x1f) == DPV_OP_RC_SEND_ONLY_IMM ||
+			  (p->opcode & 0x1f) == DPV_OP_RC_WRITE_LAST_IMM ||
+			  (p->opcode & 0x1f) == DPV_OP_RC_WRITE_ONLY_IMM)) {
 		cqe.flags |= DPV_WC_F_IMM;
 		cqe.imm = p->imm;
 	}
@@ -382,6 +383,8 @@ static bool is_first(uint8_t op)
 	case DPV_OP_RC_WRITE_ONLY:
 	case DPV_OP_RC_WRITE_ONLY_IMM:
 	case DPV_OP_RC_READ_REQUEST:
+	case DPV_OP_RC_CMP_SWAP:
+	case DPV_OP_RC_FETCH_ADD:
 		return true;
 	default:
 		return false;
@@ -550,6 +553,108 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
 }
 
+/* ---- atomics (IBTA 9.4.5) ---- */
+
+void xp_resp_atomics_clear(struct xp_qp *q)
+{
+	memset(q->atomics, 0, sizeof(q->atomics));
+	q->atomic_next = 0;
+}
+
+/* Queue an ATOMIC ACKNOWLEDGE; the callers checked that a slot is free, and the queue
+ * holds every READ and atomic a QP accepts. */
+static void atomic_queue(struct xp_qp *q, uint32_t psn, uint64_t orig, bool dup)
+{
+	struct xp_resp *e = respq_push(q);
+
+	e->kind = XP_RESP_ATOMIC;
+	e->psn = psn;
+	e->msn = q->msn;
+	e->orig = orig;
+	e->dup = dup;
+	if (dup)
+		q->resp_dup_reads++;
+	else
+		q->resp_reads++;
+	xp_kick(q);
+}
+
+/*
+ * IBTA 9.4.5: an atomic needs the QP's remote-atomic permission and an R_Key whose
+ * region covers the 8 bytes with remote atomic; its address must be 8-byte aligned
+ * (an invalid request otherwise), and it takes one of the max_dest_rd_atomic
+ * resources, as a READ does, until its acknowledgement is out. It executes at once, in
+ * PSN order with everything else the QP receives, and its result is kept for a
+ * duplicate of the request (duplicate_rx()).
+ */
+static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
+{
+	const uint8_t slots = q->qp.attr.max_dest_rd_atomic;
+	const bool cas = p->opcode == DPV_OP_RC_CMP_SWAP;
+	struct xp_atomic_res *r;
+	uint64_t orig;
+
+	if ((p->atomic_va & 7) != 0 || q->resp_reads >= slots) {
+		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, true);
+		return;
+	}
+	if (!(q->qp.attr.access & DPV_ACCESS_REMOTE_ATOMIC) ||
+	    dpv_mr_check(x->mrs, p->atomic_rkey, q->qp.init.pd, p->atomic_va, sizeof(orig),
+			 DPV_ACCESS_REMOTE_ATOMIC) == NULL ||
+	    !xp_atomic(x, p->atomic_va, cas, cas ? p->atomic_compare : p->atomic_swap_add,
+		       p->atomic_swap_add, &orig)) {
+		access_nak(x, q, p->psn, true);
+		return;
+	}
+	/* The cache holds the last max_dest_rd_atomic results (slots > 0 here): as many as
+	 * the requester may have outstanding, so every duplicate it can send finds its own.
+	 * A result kept from 2^24 PSNs ago under the same PSN is not it: it goes. */
+	for (uint32_t i = 0; i < DPV_MAX_RD_ATOMIC; i++)
+		if (q->atomics[i].psn == p->psn)
+			q->atomics[i].valid = false;
+	r = &q->atomics[q->atomic_next++ % slots];
+	r->valid = true;
+	r->psn = p->psn;
+	r->orig = orig;
+	ack_flush_one(x, q);
+	q->msn++;
+	atomic_queue(q, p->psn, orig, false);
+	q->epsn = psn_add(q->epsn, 1);
+}
+
+/*
+ * A duplicate atomic (IBTA 9.4.5): the requester lost the acknowledgement, or went back
+ * N past the atomic. Executing it again would add twice or swap what it swapped: the
+ * result kept when it executed is sent again instead. One whose acknowledgement is
+ * still queued needs nothing; one older than the cache, or with no response slot
+ * left, is dropped (the requester's timer asks again, or the QP ends in RETRY_EXC_ERR).
+ */
+static void atomic_dup_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
+{
+	const uint32_t slots = q->qp.attr.max_dest_rd_atomic;
+	uint32_t i;
+
+	for (i = q->resp_head; i != q->resp_tail; i++) {
+		const struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
+
+		if (e->kind == XP_RESP_ATOMIC && e->psn == p->psn)
+			return;
+	}
+	for (i = 0; i < slots && i < DPV_MAX_RD_ATOMIC; i++) {
+		const struct xp_atomic_res *r = &q->atomics[i];
+
+		if (!r->valid || r->psn != p->psn)
+			continue;
+		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC)
+			break;
+		XP_CNT(x, q, atomic_replays);
+		ack_flush_one(x, q);
+		atomic_queue(q, p->psn, r->orig, true);
+		return;
+	}
+	XP_CNT(x, q, dup_atomics_dropped);
+}
+
 /*
  * A duplicate READ at @p psn says the requester has everything before it and went back
  * N from there. If the responses of that READ are still queued, they go again from
@@ -586,6 +691,10 @@ static bool read_restart(struct xp_qp *q, uint32_t psn)
 static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
 	XP_CNT(x, q, dup_requests);
+	if (p->opcode == DPV_OP_RC_CMP_SWAP || p->opcode == DPV_OP_RC_FETCH_ADD) {
+		atomic_dup_rx(x, q, p);
+		return;
+	}
 	if (p->opcode == DPV_OP_RC_READ_REQUEST) {
 		if (!read_allowed(x, q, p)) {
 			x->stats.access_errors++;
@@ -661,6 +770,10 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	case DPV_OP_RC_READ_REQUEST:
 		read_rx(x, q, p);
 		break;
+	case DPV_OP_RC_CMP_SWAP:
+	case DPV_OP_RC_FETCH_ADD:
+		atomic_rx(x, q, p);
+		break;
 	default:
 		write_rx(x, q, p, payload);
 		break;
@@ -712,6 +825,27 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 	return true;
 }
 
+/* IBTA 9.4.5: the ATOMIC ACKNOWLEDGE: an ACK's AETH, then the value found. */
+static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct xp_resp *e)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	xp_pkt_init(x, &p, DPV_OP_RC_ATOMIC_ACK, a->dst_ip, q->qp.qpn, a->dest_qpn, e->psn,
+		    a->tos, a->ttl);
+	p.aeth_syndrome = ACK_SYNDROME;
+	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
+	p.atomic_orig = e->orig;
+	m = xp_frame_alloc(x, &p, 0, &payload);
+	if (m == NULL)
+		return false;
+	xp_frame_send(x, m, a->dst_ip);
+	XP_CNT(x, q, tx_packets);
+	return true;
+}
+
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
 	uint32_t sent = 0;
@@ -723,6 +857,14 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 			if (!ack_frame(x, q, e->psn, e->syndrome, e->msn))
 				break;
 			q->resp_head++;
+		} else if (e->kind == XP_RESP_ATOMIC) {
+			if (!atomic_ack_frame(x, q, e))
+				break;
+			q->resp_head++;
+			if (e->dup)
+				q->resp_dup_reads--;
+			else
+				q->resp_reads--;
 		} else if (!read_resp_pkt(x, q, e)) {
 			break;
 		}
@@ -771,4 +913,162 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 		return;
 	}
 	recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);
+}
+
+/* ---- UC receive (IBTA 9.7.7) ---- */
+
+/*
+ * The message in progress is lost (a PSN gap, or an opcode that cannot continue it):
+ * nothing of it completes, and the packets up to the next first packet are dropped. A
+ * receive WQE the message had taken stays with the QP, emptied, for the next SEND, so
+ * receive WQEs are still used in the order they were posted.
+ */
+static void uc_drop_msg(struct dpv_xport *x, struct xp_qp *q)
+{
+	if (!q->uc_drop)
+		XP_CNT(x, q, uc_msgs_dropped);
+	q->uc_drop = true;
+	q->op = XP_OP_NONE;
+	q->rcv.msg_len = 0;
+}
+
+/* The receive WQE of a SEND, or of a WRITE with immediate: the one a lost message left,
+ * else the next posted. */
+static bool uc_take_recv(struct dpv_xport *x, struct xp_qp *q)
+{
+	return q->rcv.active || xp_take_recv(x, q, &q->rcv);
+}
+
+static void uc_send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		       uint8_t op, const uint8_t *payload)
+{
+	uint8_t st;
+
+	/* No RNR on UC: a message that finds no receive WQE is dropped. */
+	if (is_first(op)) {
+		if (!uc_take_recv(x, q)) {
+			uc_drop_msg(x, q);
+			return;
+		}
+		q->op = XP_OP_SEND;
+	}
+	st = place(x, &q->rcv, payload, p->payload_len);
+	if (st != DPV_WC_SUCCESS) {
+		/* IBTA 10.3.1: a receive completed in error moves the QP to Error. */
+		if (st == DPV_WC_LOC_PROT_ERR)
+			x->stats.access_errors++;
+		recv_done(x, q, st, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+		xp_qp_error(x, q, DPV_QP_EV_NONE);
+		return;
+	}
+	if (is_last(op)) {
+		q->op = XP_OP_NONE;
+		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+	}
+}
+
+/* A WRITE the responder may not place (key, range, rights, length, memory gone) is
+ * dropped whole: UC has no NAK to say so (IBTA 9.7.7). */
+static void uc_write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+			uint8_t op, const uint8_t *payload)
+{
+	const bool imm = op == DPV_OP_RC_WRITE_ONLY_IMM || op == DPV_OP_RC_WRITE_LAST_IMM;
+	struct xp_write *w = &q->wr;
+
+	if (is_first(op)) {
+		if (!write_allowed(x, q, p->reth_rkey, p->reth_va, p->reth_len)) {
+			x->stats.access_errors++;
+			uc_drop_msg(x, q);
+			return;
+		}
+		w->va = p->reth_va;
+		w->rkey = p->reth_rkey;
+		w->len = p->reth_len;
+		w->done = 0;
+		q->op = XP_OP_WRITE;
+	}
+	if (p->payload_len > w->len - w->done ||
+	    (is_last(op) && w->done + p->payload_len != w->len)) {
+		uc_drop_msg(x, q);
+		return;
+	}
+	if (p->payload_len != 0) {
+		if (!write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len) ||
+		    !xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
+			x->stats.access_errors++;
+			uc_drop_msg(x, q);
+			return;
+		}
+		w->done += p->payload_len;
+	}
+	if (!is_last(op))
+		return;
+	q->op = XP_OP_NONE;
+	if (imm) {
+		if (!uc_take_recv(x, q)) {
+			/* The data is placed; only the completion has nowhere to go. */
+			XP_CNT(x, q, uc_msgs_dropped);
+			return;
+		}
+		q->rcv.msg_len = w->len;
+		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM, q->qp.attr.dest_qpn,
+			  0);
+	}
+}
+
+/*
+ * IBTA 9.7.7: UC has PSNs and no acknowledgements. A packet at the expected PSN goes on
+ * with its message; one ahead of it means packets were lost: the message in progress is
+ * dropped, and a first (or only) packet starts the next one from its PSN, while any
+ * other is dropped with the rest of its message. A UC sender never sends a PSN twice,
+ * so a packet behind the expected PSN is a copy the link made, or one it delayed past
+ * the packets after it: dropped (dup_requests), and the message in progress goes on.
+ * Nothing is NAKed or resent; the drops are counted (out_of_seq for the packets ahead,
+ * uc_msgs_dropped for the messages).
+ */
+void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame)
+{
+	const uint8_t op = p->opcode & 0x1f; /* the RC opcode of the same packet kind */
+	const uint8_t *payload = frame + p->hdr_len;
+	uint8_t st = q->qp.attr.state;
+	bool first = is_first(op);
+	int32_t d;
+
+	if (st != DPV_QPS_RTR && st != DPV_QPS_RTS && st != DPV_QPS_SQD && st != DPV_QPS_SQE) {
+		x->stats.rx_bad_state++;
+		return;
+	}
+	XP_CNT(x, q, rx_packets);
+	d = dpv_wire_psn_diff(p->psn, q->epsn);
+	if (d < 0) {
+		XP_CNT(x, q, dup_requests);
+		return;
+	}
+	if (d > 0) {
+		XP_CNT(x, q, out_of_seq);
+		if (q->op != XP_OP_NONE || !first)
+			uc_drop_msg(x, q);
+	}
+	q->epsn = psn_add(p->psn, 1);
+	if (first) {
+		/* A first packet while a message is in progress: that message's last
+		 * packet was lost along with nothing else in between. */
+		if (q->op != XP_OP_NONE)
+			uc_drop_msg(x, q);
+		q->uc_drop = false;
+	} else if (q->uc_drop) {
+		return;
+	} else if (!in_sequence(q->op, op)) {
+		uc_drop_msg(x, q);
+		return;
+	}
+	if (p->payload_len > q->mtu) {
+		uc_drop_msg(x, q);
+		return;
+	}
+	if (op <= DPV_OP_RC_SEND_ONLY_IMM)
+		uc_send_rx(x, q, p, op, payload);
+	else
+		uc_write_rx(x, q, p, op, payload);
 }

@@ -5,7 +5,7 @@
  * does for a dpverbs device what it does for a kernel one where dpverbs has the thing
  * (rates, sysfs helpers, kernel-struct conversions, GID table, address handles from
  * received datagrams, re-registration, neighbour MACs), and where it has not (multicast,
- * objects shared through a kernel, dma-buf, ECE, the extended QP), fails with the error
+ * objects shared through a kernel, dma-buf, ECE), fails with the error
  * its man page gives for a device that does not support it.
  */
 #define _GNU_SOURCE /* secure_getenv */
@@ -550,14 +550,18 @@ struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t leng
 /* ---- queue pairs ---- */
 
 /*
- * dpverbs' QPs are created without IBV_QP_INIT_ATTR_SEND_OPS_FLAGS (ibv_create_qp_ex
- * refuses it), so none has the extended post interface. @return NULL, errno EOPNOTSUPP.
+ * The extended send API of a QP created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+ * (verbs_qp_ex.c). @return it; NULL, errno EOPNOTSUPP, for a QP created without.
  */
 struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 {
-	(void)qp;
-	errno = EOPNOTSUPP;
-	return NULL;
+	struct dpv_qp_v *q = to_qp(qp);
+
+	if (q->batch == NULL) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return &q->ibqpx;
 }
 
 /*

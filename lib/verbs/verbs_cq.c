@@ -42,6 +42,8 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 	[DPV_WC_TM_SYNC] = IBV_WC_TM_SYNC,
 	[DPV_WC_TM_RECV] = IBV_WC_TM_RECV,
 	[DPV_WC_TM_NO_TAG] = IBV_WC_TM_NO_TAG,
+	[DPV_WC_COMP_SWAP] = IBV_WC_COMP_SWAP,
+	[DPV_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
 };
 
 static unsigned int wc_flags_of(uint8_t f)
@@ -64,9 +66,9 @@ static void tm_release(struct dpv_cq_v *cq, const struct dpv_cqe *e)
 }
 
 /*
- * The next completion the application may see, or NULL: hidden ones (lib/tm's
- * handle releases) are acted on and skipped. The slot stays in the ring until
- * cq_consume().
+ * The next completion the application may see, or NULL: hidden ones (lib/tm's handle
+ * releases, the completions of a QP reset since) are acted on and skipped. The slot
+ * stays in the ring until cq_consume().
  */
 static const struct dpv_cqe *cq_peek(struct dpv_cq_v *cq)
 {
@@ -78,7 +80,8 @@ static const struct dpv_cqe *cq_peek(struct dpv_cq_v *cq)
 		e = dpv_ring_slot(r, first);
 		if (!(e->flags & DPV_WC_F_HIDDEN))
 			return e;
-		tm_release(cq, e);
+		if (e->flags & DPV_WC_F_TM_RELEASE)
+			tm_release(cq, e);
 		dpv_ring_release(r, 1);
 	}
 	return NULL;
@@ -228,6 +231,9 @@ static void cq_ex_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *info)
 			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
 			    IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO)
 
+/* Every IBV_WC_EX_WITH_* bit rdma-core 44 defines (the last is the wall clock's). */
+#define WC_FLAGS_KNOWN (((uint64_t)IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK << 1) - 1)
+
 /* Called by the device, when armed, after it wrote a completion. */
 static void cq_notify(struct dpv_cq *dcq, void *arg)
 {
@@ -259,6 +265,31 @@ static void cq_error(struct dpv_cq *dcq, void *arg)
 	dpv_verbs_async_event(cq->ctx, IBV_EVENT_CQ_ERR, ibv_cq_ex_to_cq(&cq->ibcq));
 }
 
+/*
+ * ibv_create_cq_ex(3)'s request, as providers judge it: EINVAL for no entries or more
+ * than the device has, a completion vector it does not have, or bits libibverbs does
+ * not define; EOPNOTSUPP for what is defined but dpverbs does not offer: completion
+ * timestamps, CVLAN and flow tags in wc_flags, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+ * (dpverbs' CQ overrun is always reported: errors.md), and a parent domain.
+ */
+static int check_cq_attr(const struct ibv_cq_init_attr_ex *attr)
+{
+	const uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
+
+	if (attr->cqe == 0 || attr->cqe > DPV_MAX_CQE || attr->comp_vector != 0 ||
+	    (attr->wc_flags & ~WC_FLAGS_KNOWN) != 0 ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS |
+					   IBV_CQ_INIT_ATTR_MASK_PD)) != 0 ||
+	    (flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
+				 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) != 0)
+		return EINVAL;
+	if ((attr->wc_flags & ~SUPPORTED_WC_FLAGS) != 0 ||
+	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ||
+	    (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))
+		return EOPNOTSUPP;
+	return 0;
+}
+
 struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 					 struct ibv_cq_init_attr_ex *attr)
 {
@@ -266,12 +297,9 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	struct dpv_cq_v *cq;
 	int ret;
 
-	if (attr->cqe == 0 || attr->cqe > DPV_MAX_CQE || (attr->wc_flags & ~SUPPORTED_WC_FLAGS) ||
-	    (attr->comp_mask & ~(IBV_CQ_INIT_ATTR_MASK_FLAGS)) ||
-	    ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-	     (attr->flags & ~IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
-	    attr->comp_vector != 0) {
-		errno = EINVAL;
+	ret = check_cq_attr(attr);
+	if (ret != 0) {
+		errno = ret;
 		return NULL;
 	}
 	cq = calloc(1, sizeof(*cq));
@@ -361,11 +389,29 @@ int dpv_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	return 0;
 }
 
-int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+/*
+ * ibv_resize_cq(3): at least @p cqe entries (a power of two), the unpolled completions
+ * kept in order. The device is owned and the CQ's pollers held off while its ring is
+ * replaced: not to be called between ibv_start_poll and ibv_end_poll on it.
+ * @return 0; EINVAL @p cqe below 1, above the device's max_cqe, or fewer than the
+ * completions the CQ holds; ENOMEM, the CQ as it was.
+ */
+int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;
+	struct dpv_cq_v *cq = to_cq(ibcq);
+	struct dpv_dev *dev = cq->ctx->dev;
+	int ret;
+
+	if (cqe <= 0)
+		return EINVAL;
+	dpv_dev_own(dev);
+	pthread_spin_lock(&cq->poll_lock);
+	ret = dpv_cq_resize(dev->xport, cq->cq, (uint32_t)cqe);
+	if (ret == 0)
+		ibcq->cqe = (int)dpv_ring_count(cq->cq->ring);
+	pthread_spin_unlock(&cq->poll_lock);
+	dpv_dev_disown(dev);
+	return ret;
 }
 
 struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)

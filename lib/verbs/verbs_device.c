@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -356,6 +357,7 @@ static int add_device(uint16_t port, uint32_t ipv4)
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "dpdk-port-%u", port);
 	d->ethdev_port = port;
 	d->ipv4 = ipv4;
+	pthread_mutex_init(&d->contexts_lock, NULL);
 	devices[n_devices++] = d;
 	return 0;
 }
@@ -684,6 +686,19 @@ static const char *faults_of(const struct dpv_device *d)
 	return conf.faults;
 }
 
+/* Called by the device's owner when its link went up or down: every open context of
+ * the device hears of it (ibv_get_async_event(3): IBV_EVENT_PORT_ACTIVE, _PORT_ERR). */
+static void port_event(struct dpv_dev *dev, bool up, void *arg)
+{
+	struct dpv_device *d = arg;
+
+	(void)dev;
+	pthread_mutex_lock(&d->contexts_lock);
+	for (struct dpv_context *c = d->contexts; c != NULL; c = c->next_on_device)
+		dpv_verbs_async_event(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
+	pthread_mutex_unlock(&d->contexts_lock);
+}
+
 /*
  * Open the device's port unless it is open. Opening a port waits up to @p link_wait_ms
  * for its link (dpv_port_set_link_wait()): a program that checks its port right after
@@ -719,8 +734,11 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 		if (ret == 0)
 			ret = start_env_capture(d);
 		/* Before the progress mode: nobody polls the port yet. */
-		if (ret == 0)
+		if (ret == 0) {
+			d->dev->link_event = port_event;
+			d->dev->link_arg = d;
 			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+		}
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
 		/* After the mode: a device that went to an lcore or a service needs no
@@ -788,6 +806,7 @@ static void fill_ops(struct dpv_context *c)
 	v->query_device_ex = dpv_verbs_query_device_ex;
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
+	v->advise_mr = dpv_verbs_advise_mr;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -803,16 +822,29 @@ struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_
 	c->device = container_of(device, struct dpv_device, ibdev);
 	c->dev = dev;
 	c->vctx.context.device = device;
-	c->vctx.context.cmd_fd = -1;
+	/* rdma-core's cmd_fd is the command file of a kernel RDMA device, which dpverbs
+	 * has none of. Programs dup(), fstat() or poll() it (to share the context with
+	 * ibv_import_device(3), which dpverbs refuses with EOPNOTSUPP), so it is a real
+	 * descriptor, and an inert one: an empty epoll set, which never polls readable
+	 * and on which read() and write() fail with EINVAL. */
+	c->vctx.context.cmd_fd = epoll_create1(EPOLL_CLOEXEC);
 	c->vctx.context.num_comp_vectors = 1;
 	c->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
-	if (c->vctx.context.async_fd < 0) {
+	if (c->vctx.context.async_fd < 0 || c->vctx.context.cmd_fd < 0) {
+		if (c->vctx.context.async_fd >= 0)
+			close(c->vctx.context.async_fd);
+		if (c->vctx.context.cmd_fd >= 0)
+			close(c->vctx.context.cmd_fd);
 		free(c);
 		return NULL;
 	}
 	pthread_mutex_init(&c->vctx.context.mutex, NULL);
 	pthread_mutex_init(&c->async_lock, NULL);
 	fill_ops(c);
+	pthread_mutex_lock(&c->device->contexts_lock);
+	c->next_on_device = c->device->contexts;
+	c->device->contexts = c;
+	pthread_mutex_unlock(&c->device->contexts_lock);
 	return &c->vctx.context;
 }
 
@@ -831,7 +863,14 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	struct dpv_context *c = to_ctx(context);
+	struct dpv_context **pp;
 
+	pthread_mutex_lock(&c->device->contexts_lock);
+	for (pp = &c->device->contexts; *pp != c; pp = &(*pp)->next_on_device)
+		;
+	*pp = c->next_on_device;
+	pthread_mutex_unlock(&c->device->contexts_lock);
+	close(context->cmd_fd);
 	close(context->async_fd);
 	pthread_mutex_destroy(&c->async_lock);
 	free(c);
@@ -846,7 +885,11 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = DPV_MAX_MR_SIZE;
 	a->page_size_cap = 4096;
-	a->vendor_id = 0;
+	/* IEEE OUIs name the makers of hardware; a device of software has none. It
+	 * reports 0xffffff, as rdma-core's other software RoCE device (rxe) does, which
+	 * is no maker's OUI: programs that act on a vendor (a Mellanox or Amazon device)
+	 * find none here, and those that take 0 for "no device" do not. */
+	a->vendor_id = 0xffffff;
 	a->hw_ver = 1;
 	a->max_qp = DPV_MAX_QP - 2;
 	a->max_qp_wr = DPV_MAX_QP_WR;
@@ -861,6 +904,9 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_qp_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = DPV_MAX_RD_ATOMIC * (DPV_MAX_QP - 2);
+	/* Atomics execute on the device's owner thread, one at a time: atomic among the
+	 * atomics this device executes, which is what IBV_ATOMIC_HCA promises. */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_srq = 65536;
 	a->max_srq_wr = DPV_MAX_SRQ_WR;
 	a->max_srq_sge = DPV_MAX_SGE;
@@ -892,6 +938,15 @@ int dpv_verbs_query_device_ex(struct ibv_context *context,
 	a.tm_caps.flags = IBV_TM_CAP_RC;
 	a.tm_caps.max_ops = DPV_VERBS_TM_MAX_OPS;
 	a.tm_caps.max_sge = DPV_MAX_SGE < DPV_TM_MAX_SGE_LIMIT ? DPV_MAX_SGE : DPV_TM_MAX_SGE_LIMIT;
+	/* On-demand paging (verbs_mem.c): the device copies with the CPU, which faults a
+	 * region's pages in as it touches them; implicit regions cover the address space. */
+	a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						    IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+						    IBV_ODP_SUPPORT_ATOMIC |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
+	a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
+						    IBV_ODP_SUPPORT_SRQ_RECV;
 	a.phys_port_cnt_ex = 1;
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;

@@ -141,7 +141,18 @@ static int range_check(const void *addr, size_t length, unsigned int access)
 		return EINVAL;
 	if (length > DPV_MAX_MR_SIZE)
 		return ENOMEM;
+	/* An on-demand region's pages need not be there yet: they are faulted in when the
+	 * device touches them, and an access to one that is not mapped then ends as a bad
+	 * key's does (memory.md). */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return 0;
 	return range_mapped(page_down(a), page_up(a + length), (access & WRITE_ACCESS) != 0);
+}
+
+/* ibv_reg_mr(3): an implicit on-demand region covers the whole address space. */
+static bool implicit_odp(const void *addr, size_t length, unsigned int access)
+{
+	return (access & IBV_ACCESS_ON_DEMAND) && addr == NULL && length == SIZE_MAX;
 }
 
 /* ---- pinning ---- */
@@ -160,6 +171,7 @@ static int range_check(const void *addr, size_t length, unsigned int access)
  */
 struct mr_full {
 	struct dpv_mr_v v;
+	bool odp;                    /* IBV_ACCESS_ON_DEMAND: never locked */
 	uintptr_t lock_lo, lock_hi;  /* the locked pages; lock_lo == lock_hi if none */
 	struct mr_full *prev, *next; /* on the locked list while lock_lo < lock_hi */
 };
@@ -289,7 +301,8 @@ static void slot_free(struct dpv_mr_table *t, uint32_t slot)
 
 /*
  * Register [addr, addr + length) for @p access. Besides ibv_reg_mr(3)'s EINVAL for bad
- * access flags or an iova other than @p addr: EINVAL for a range that wraps, ENOMEM for
+ * access flags or an iova other than @p addr: EOPNOTSUPP for access flags dpverbs does
+ * not offer (dpv_verbs_access_check()), EINVAL for a range that wraps, ENOMEM for
  * one longer than DPV_MAX_MR_SIZE or when every key slot is taken, EFAULT for a range
  * not mapped with the rights @p access needs (doc/guides/memory.md). The pages are
  * locked when RLIMIT_MEMLOCK allows.
@@ -304,12 +317,13 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	uint32_t slot;
 	int ret;
 
-	if (!dpv_verbs_access_ok(access) || iova != (uintptr_t)addr ||
-	    (addr == NULL && length > 0)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	ret = range_check(addr, length, access);
+	ret = dpv_verbs_access_check(access);
+	if (ret == 0 && implicit_odp(addr, length, access))
+		; /* the whole address space, no page of which need be mapped */
+	else if (ret == 0 && (iova != (uintptr_t)addr || (addr == NULL && length > 0)))
+		ret = EINVAL;
+	else if (ret == 0)
+		ret = range_check(addr, length, access);
 	if (ret != 0) {
 		errno = ret;
 		return NULL;
@@ -328,7 +342,9 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 		errno = ret;
 		return NULL;
 	}
-	pin(f, addr, length);
+	f->odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
+	if (!f->odp)
+		pin(f, addr, length);
 	m->slot = slot;
 	m->mr.addr = (uintptr_t)addr;
 	m->mr.length = length;
@@ -396,7 +412,9 @@ int ibv_dereg_mr(struct ibv_mr *mr)
  * @return 0; IBV_REREG_MR_ERR_INPUT, the region unchanged, with errno EINVAL: unknown
  *         flag bits, @p access without _CHANGE_ACCESS or breaking ibv_reg_mr(3)'s rules,
  *         no @p pd or one of another device, no @p addr or @p length for a new range, or
- *         a new range that wraps; ENOMEM: a new range longer than DPV_MAX_MR_SIZE;
+ *         a new range that wraps; EOPNOTSUPP: @p access asks for what dpverbs does not
+ *         offer (dpv_verbs_access_check()), or would make an on-demand region pinned or a
+ *         pinned one on demand; ENOMEM: a new range longer than DPV_MAX_MR_SIZE;
  *         EFAULT: the resulting range not mapped with the rights the resulting access
  *         needs. No other error can happen: no command can fail.
  */
@@ -410,19 +428,29 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	struct mr_full *f = to_full(m), moved;
 	int ret;
 
+	/* A region stays on demand or pinned, as it was registered: moving between the two
+	 * is a valid request not offered. */
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) == 0 &&
+	    (dpv_verbs_access_check(acc) == EOPNOTSUPP ||
+	     ((acc & IBV_ACCESS_ON_DEMAND) != 0) != f->odp)) {
+		errno = EOPNOTSUPP;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
 	    (acc != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS)) ||
-	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && !dpv_verbs_access_ok(acc)) ||
+	    ((flags & IBV_REREG_MR_CHANGE_ACCESS) && dpv_verbs_access_check(acc) != 0) ||
 	    ((flags & IBV_REREG_MR_CHANGE_PD) && (pd == NULL || pd->context != ibmr->context)) ||
 	    (translate && (addr == NULL || length == 0))) {
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	if (translate || (flags & IBV_REREG_MR_CHANGE_ACCESS)) {
+	if ((translate || (flags & IBV_REREG_MR_CHANGE_ACCESS)) &&
+	    !(f->odp && !translate && ibmr->addr == NULL && ibmr->length == SIZE_MAX)) {
 		/* m->mr.access is IBV_ACCESS_* bits too (enum dpv_access has their values). */
 		ret = range_check(translate ? addr : ibmr->addr,
 				  translate ? length : ibmr->length,
-				  (flags & IBV_REREG_MR_CHANGE_ACCESS) ? acc : m->mr.access);
+				  ((flags & IBV_REREG_MR_CHANGE_ACCESS) ? acc : m->mr.access) |
+				  (f->odp ? IBV_ACCESS_ON_DEMAND : 0));
 		if (ret != 0) {
 			errno = ret;
 			return IBV_REREG_MR_ERR_INPUT;
@@ -433,7 +461,9 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	if (translate) {
 		/* The new pages are locked, and on the list, before the old are unlocked,
 		 * so pages the two ranges share end locked. */
-		pin(&moved, addr, length);
+		moved.lock_lo = moved.lock_hi = 0;
+		if (!f->odp)
+			pin(&moved, addr, length);
 		unpin(f);
 		if (moved.lock_lo != moved.lock_hi) {
 			if (moved.next != NULL)
@@ -460,4 +490,74 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		ibmr->pd = pd;
 	return 0;
+}
+
+/* ---- ibv_advise_mr(3) ---- */
+
+/*
+ * The region of @p pd that key @p lkey names and that holds [addr, addr + length), for
+ * ibv_advise_mr(3): EFAULT for a key that names no region of the PD, or a range outside
+ * it; EINVAL for a region that is not on demand (prefetching is ODP's); EPERM to
+ * prefetch for writing a region registered without local write. Under mr_lock.
+ */
+static int advise_target(struct ibv_pd *pd, const struct ibv_sge *sge, bool write)
+{
+	struct dpv_mr_table *t = to_ctx(pd->context)->dev->mrs;
+	const struct dpv_mr *mr = t->slot[dpv_mr_key_slot(sge->lkey)];
+	const struct mr_full *f;
+
+	if (mr == NULL || mr->lkey != sge->lkey || mr->pd != to_pd(pd)->id ||
+	    sge->addr < mr->addr || sge->length > mr->length ||
+	    sge->addr - mr->addr > mr->length - sge->length)
+		return EFAULT;
+	f = to_full(container_of(mr, struct dpv_mr_v, mr));
+	if (!f->odp)
+		return EINVAL;
+	if (write && !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return EPERM;
+	return 0;
+}
+
+/*
+ * Prefetch parts of on-demand regions. The device copies with the CPU through the
+ * program's own page tables, so making pages present to the CPU is making them present
+ * to the device: PREFETCH and PREFETCH_WRITE fault them in, readable or writable
+ * (madvise(2) MADV_POPULATE_READ / _WRITE, done when the call returns, which is what
+ * IBV_ADVISE_MR_FLAG_FLUSH asks), and PREFETCH_NO_FAULT, which presents only the pages
+ * already there, has nothing left to do.
+ * @return 0; EINVAL: flag bits other than IBV_ADVISE_MR_FLAG_FLUSH, no SGE, or a region
+ *         not on demand; EFAULT: a key or range that is no region of @p pd, or pages
+ *         that are not mapped (with write access for PREFETCH_WRITE); EPERM:
+ *         PREFETCH_WRITE into a region without local write; EOPNOTSUPP: another advice.
+ */
+int dpv_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	const bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+	int ret = 0;
+
+	if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && !write &&
+	    advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return EOPNOTSUPP;
+	if ((flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) != 0 || num_sge == 0 || sg_list == NULL)
+		return EINVAL;
+	pthread_mutex_lock(&mr_lock);
+	for (uint32_t i = 0; i < num_sge && ret == 0; i++)
+		ret = advise_target(pd, &sg_list[i], write);
+	pthread_mutex_unlock(&mr_lock);
+	if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+		return ret;
+	for (uint32_t i = 0; i < num_sge && ret == 0; i++) {
+		uintptr_t lo = page_down((uintptr_t)sg_list[i].addr);
+		uintptr_t hi = page_up((uintptr_t)sg_list[i].addr + sg_list[i].length);
+
+		/* Unmapped (ENOMEM) or not populatable with those rights (EFAULT) is the
+		 * caller's EFAULT; a kernel before 5.14 knows no MADV_POPULATE_* (EINVAL),
+		 * and advice it cannot follow is still advice. */
+		if (lo < hi && madvise((void *)lo, hi - lo,
+				       write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ) != 0 &&
+		    (errno == ENOMEM || errno == EFAULT))
+			ret = EFAULT;
+	}
+	return ret;
 }

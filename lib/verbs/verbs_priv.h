@@ -7,6 +7,7 @@
 #ifndef DPV_VERBS_PRIV_H
 #define DPV_VERBS_PRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,9 @@ struct dpv_device {
 	/* Every SRQ of the device, for telemetry (verbs_telemetry.c): linked and unlinked
 	 * by whoever owns the device (dpv_dev_own), so an owner finds each one whole. */
 	struct dpv_srq_v *srqs;
+	/* Its open contexts, each told of port events (verbs_device.c). */
+	pthread_mutex_t contexts_lock;
+	struct dpv_context *contexts;
 };
 
 struct dpv_async_event {
@@ -54,6 +58,7 @@ struct dpv_context {
 	uint32_t async_head, async_tail;
 	uint64_t async_lost;
 	uint32_t next_pd;
+	struct dpv_context *next_on_device; /* dpv_device's contexts */
 };
 
 struct dpv_pd {
@@ -109,8 +114,22 @@ struct dpv_srq_v {
 	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };
 
+/* The WRs of one ibv_wr_start() .. ibv_wr_complete() batch (verbs_qp_ex.c). */
+struct dpv_wr_batch {
+	struct ibv_send_wr *wr;       /* max_send_wr of them */
+	struct ibv_sge *sge;          /* sge_per_wr per WR */
+	uint32_t sge_per_wr;          /* max_send_sge, at least 1 (for inline data) */
+	uint8_t *inl;                 /* max_inline bytes per WR: inline data is copied */
+	uint32_t cap, n;
+	int err;                      /* the first bad call's errno: the batch fails */
+};
+
 struct dpv_qp_v {
-	struct ibv_qp ibqp;
+	union {                       /* ibv_qp_ex starts with the ibv_qp */
+		struct ibv_qp ibqp;
+		struct ibv_qp_ex ibqpx;
+	};
+	struct dpv_wr_batch *batch;   /* with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only */
 	struct dpv_context *ctx;
 	struct dpv_qp *qp;
 	pthread_spinlock_t sq_lock;   /* posters of one QP (uncontended normally) */
@@ -194,6 +213,13 @@ int dpv_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int dpv_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *attr);
 int dpv_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int dpv_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+			struct ibv_sge *sg_list, uint32_t num_sge);
+/* The extended send API (verbs_qp_ex.c): whether @p ops (IBV_QP_EX_WITH_*) are offered
+ * on a QP of @p type (0, or EOPNOTSUPP); set it up on a new QP (0 or ENOMEM); free it. */
+int dpv_verbs_qp_ex_check(enum ibv_qp_type type, uint64_t ops);
+int dpv_verbs_qp_ex_init(struct dpv_qp_v *qp);
+void dpv_verbs_qp_ex_fini(struct dpv_qp_v *qp);
 int dpv_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int dpv_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 int dpv_verbs_post_srq_ops(struct ibv_srq *srq, struct ibv_ops_wr *op, struct ibv_ops_wr **bad);
@@ -237,17 +263,28 @@ void ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst, struct ib_uverbs_ah_att
 void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst, struct ib_user_path_rec *src);
 void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_rec *src);
 
-/* ibv_reg_mr(3)'s rules for access flags: only known bits, and remote write or atomic
- * only with local write (otherwise EINVAL). Shared by ibv_reg_mr and ibv_rereg_mr. */
-static inline bool dpv_verbs_access_ok(unsigned int access)
+/*
+ * ibv_reg_mr(3)'s rules for access flags, shared by ibv_reg_mr and ibv_rereg_mr:
+ * EINVAL for bits libibverbs does not define, or remote write or atomic without local
+ * write; EOPNOTSUPP for what is defined but dpverbs does not offer, as providers answer
+ * it: memory windows (IBV_ACCESS_MW_BIND) and zero-based regions (IBV_ACCESS_ZERO_BASED).
+ * IBV_ACCESS_HUGETLB is a hint that changes nothing here: accepted. On-demand paging
+ * (IBV_ACCESS_ON_DEMAND) is offered: the device copies with the CPU, which faults pages
+ * in (verbs_mem.c). 0 when the flags are good.
+ */
+static inline int dpv_verbs_access_check(unsigned int access)
 {
-	const unsigned int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+	const unsigned int offered = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
+				     IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+	const unsigned int not_offered = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED;
 
-	return (access & ~known) == 0 &&
-	       (!(access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) ||
-		(access & IBV_ACCESS_LOCAL_WRITE));
+	if ((access & ~(offered | not_offered)) != 0 ||
+	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(access & IBV_ACCESS_LOCAL_WRITE)))
+		return EINVAL;
+	return (access & not_offered) != 0 ? EOPNOTSUPP : 0;
 }
 
 /* The access bits the device checks, of what the application asked for. */

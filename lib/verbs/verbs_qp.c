@@ -50,6 +50,51 @@ static int check_caps(const struct ibv_qp_cap *cap, bool srq)
 	return 0;
 }
 
+/* The comp_mask bits of ibv_qp_init_attr_ex that rdma-core 44 defines. */
+#define QP_INIT_ATTR_KNOWN (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
+			    IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
+			    IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH | \
+			    IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+/*
+ * ibv_create_qp_ex(3)'s request, as a provider judges it: EINVAL for what is not a
+ * request at all (bits or QP types libibverbs does not define, no PD, no CQs, caps
+ * beyond the device's), EOPNOTSUPP for a valid one dpverbs does not offer: QP types
+ * other than RC and UD, creation flags, TSO, RSS, XRC, and send ops of the extended
+ * send API other than SEND, WRITE and READ (with immediate). IBV_QP_INIT_ATTR_CREATE_FLAGS
+ * with no flag asks for nothing: accepted.
+ */
+static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
+{
+	switch (attr->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		return EOPNOTSUPP;
+	default:
+		return EINVAL;
+	}
+	if ((attr->comp_mask & ~QP_INIT_ATTR_KNOWN) != 0 ||
+	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL)
+		return EINVAL;
+	if ((attr->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) != 0 ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     dpv_verbs_qp_ex_check(attr->qp_type, attr->send_ops_flags) != 0))
+		return EOPNOTSUPP;
+	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
+	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
+	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm))
+		return EINVAL;
+	return 0;
+}
+
 struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 				      struct ibv_qp_init_attr_ex *attr)
 {
@@ -58,19 +103,9 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	struct dpv_qp_v *qp;
 	int ret;
 
-	if ((attr->comp_mask & ~IBV_QP_INIT_ATTR_PD) != 0 ||
-	    !(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
-	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
-	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm)) {
-		errno = EINVAL;
+	ret = check_init_attr(attr);
+	if (ret != 0) {
+		errno = ret;
 		return NULL;
 	}
 	qp = calloc(1, sizeof(*qp));
@@ -79,7 +114,8 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		return NULL;
 	}
 	memset(&init, 0, sizeof(init));
-	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC : DPV_QPT_UD;
+	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC
+		    : attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC : DPV_QPT_UD;
 	init.pd = to_pd(attr->pd)->id;
 	init.max_send_wr = attr->cap.max_send_wr;
 	init.max_recv_wr = attr->srq != NULL ? 0 : attr->cap.max_recv_wr;
@@ -109,6 +145,10 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	qp->max_inline = init.max_inline;
 	qp->max_send_sge = init.max_send_sge;
 	qp->max_recv_sge = init.max_recv_sge;
+	/* Report what the QP really has (ibv_create_qp(3): the caps are updated). */
+	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
+	if (attr->srq == NULL)
+		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -125,10 +165,12 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
-	/* Report what the QP really has (ibv_create_qp(3): the caps are updated). */
-	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
-	if (attr->srq == NULL)
-		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    dpv_verbs_qp_ex_init(qp) != 0) {
+		ibv_destroy_qp(&qp->ibqp);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return &qp->ibqp;
 }
 
@@ -168,6 +210,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dpv_dev_disown(dev);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
+	dpv_verbs_qp_ex_fini(qp);
 	free(qp);
 	return 0;
 }
@@ -178,6 +221,20 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		     IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
 		     IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER | \
 		     IBV_QP_SQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_DEST_QPN)
+
+/*
+ * A QP's access flags are ibv_reg_mr(3)'s IBV_ACCESS_* bits, of which a QP acts on the
+ * remote ones (IBTA 10.2.3: which incoming RDMA operations it allows). Programs often
+ * give their QPs the access word of their MRs; the bits that only mean something to a
+ * region (on demand, huge pages, relaxed ordering...) mean nothing to a QP and, as
+ * providers do, are taken and dropped. Bits libibverbs does not define are EINVAL.
+ */
+#define QP_ACCESS_DEFINED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
+			   IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | \
+			   IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE)
+#define QP_ACCESS_KEPT (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
 /* An address vector's destination: RoCEv2 needs a global route to an IPv4-mapped GID. */
 static int av_of(const struct ibv_ah_attr *ah, uint32_t *dst_ip, uint8_t *tos, uint8_t *ttl)
@@ -190,16 +247,43 @@ static int av_of(const struct ibv_ah_attr *ah, uint32_t *dst_ip, uint8_t *tos, u
 	return 0;
 }
 
+/*
+ * A QP moved to RESET leaves no completion behind (ibv_modify_qp(3): RESET is a QP
+ * just created): those its CQs hold and the application has not polled are taken out,
+ * on every CQ it completes into (send, receive, and its TM SRQ's), as rdma-core's
+ * providers clean their CQs. The caller owns the device, so nothing is produced into
+ * them meanwhile; each CQ's poll lock keeps its pollers out while its slots are marked.
+ */
+static void clean_cqs(struct dpv_qp_v *qp)
+{
+	struct ibv_cq *cqs[3] = {qp->ibqp.send_cq, qp->ibqp.recv_cq, NULL};
+
+	if (qp->ibqp.srq != NULL && to_srq(qp->ibqp.srq)->tm)
+		cqs[2] = to_srq(qp->ibqp.srq)->cq;
+	for (int i = 0; i < 3; i++) {
+		struct dpv_cq_v *cq;
+
+		if (cqs[i] == NULL || (i > 0 && cqs[i] == cqs[0]) || (i > 1 && cqs[i] == cqs[1]))
+			continue;
+		cq = to_cq(cqs[i]);
+		pthread_spin_lock(&cq->poll_lock);
+		dpv_cq_clean(cq->cq, qp->qp->qpn);
+		pthread_spin_unlock(&cq->poll_lock);
+	}
+}
+
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct dpv_qp_v *qp = to_qp(ibqp);
 	struct dpv_dev *dev = qp->ctx->dev;
 	struct dpv_qp_attr a;
 	uint32_t mask = (uint32_t)attr_mask;
+	bool was_reset;
 	int ret;
 
 	if ((mask & ~MODIFY_MASK) != 0 || ((mask & IBV_QP_PORT) && attr->port_num != 1) ||
-	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != qp_state(qp)))
+	    ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != qp_state(qp)) ||
+	    ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~QP_ACCESS_DEFINED) != 0))
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	a.state = (uint8_t)attr->qp_state;
@@ -208,7 +292,7 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	a.retry_cnt = attr->retry_cnt;
 	a.rnr_retry = attr->rnr_retry;
 	a.min_rnr_timer = attr->min_rnr_timer;
-	a.access = attr->qp_access_flags;
+	a.access = attr->qp_access_flags & QP_ACCESS_KEPT;
 	a.qkey = attr->qkey;
 	a.dest_qpn = attr->dest_qp_num;
 	a.rq_psn = attr->rq_psn;
@@ -220,9 +304,13 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		return EINVAL;
 	mask &= ~(uint32_t)IBV_QP_CUR_STATE;
 	dpv_dev_own(dev);
+	was_reset = qp->qp->attr.state == DPV_QPS_RESET;
 	ret = dpv_qp_modify(dev->xport, qp->qp, &a, mask);
-	if (ret == 0)
+	if (ret == 0) {
 		ibqp->state = (enum ibv_qp_state)qp->qp->attr.state;
+		if (ibqp->state == IBV_QPS_RESET && !was_reset)
+			clean_cqs(qp);
+	}
 	dpv_dev_disown(dev);
 	return ret;
 }
@@ -286,21 +374,40 @@ static const uint8_t wr_opcode[] = {
 	[IBV_WR_RDMA_WRITE] = DPV_WR_RDMA_WRITE + 1,
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = DPV_WR_RDMA_WRITE_WITH_IMM + 1,
 	[IBV_WR_RDMA_READ] = DPV_WR_RDMA_READ + 1,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = DPV_WR_ATOMIC_CMP_SWP + 1,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = DPV_WR_ATOMIC_FETCH_ADD + 1,
 };
+
+/* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ or atomics, UD sends
+ * only); a provider refuses the others at post with EINVAL. */
+static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
+{
+	switch (type) {
+	case IBV_QPT_RC:
+		return true;
+	case IBV_QPT_UC:
+		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
+		       op != DPV_WR_ATOMIC_FETCH_ADD;
+	default:
+		return op == DPV_WR_SEND || op == DPV_WR_SEND_WITH_IMM;
+	}
+}
 
 /* Check one send WR and write it into its SQ slot. */
 static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct dpv_swqe *w)
 {
 	bool ud = qp->ibqp.qp_type == IBV_QPT_UD;
 	uint64_t total = 0;
+	bool atomic;
 	uint8_t op;
 	int i;
 
 	if ((unsigned int)wr->opcode >= sizeof(wr_opcode) || wr_opcode[wr->opcode] == 0)
 		return EINVAL;
 	op = wr_opcode[wr->opcode] - 1;
-	if (ud && op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM)
+	if (!opcode_fits(qp->ibqp.qp_type, op))
 		return EINVAL;
+	atomic = op == DPV_WR_ATOMIC_CMP_SWP || op == DPV_WR_ATOMIC_FETCH_ADD;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
 	    (wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
@@ -310,6 +417,11 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	for (i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
 	if (total > UINT32_MAX)
+		return EINVAL;
+	/* ibv_post_send(3): an atomic's scatter list is the one 8-byte buffer that gets
+	 * the remote value; never inline. */
+	if (atomic && (wr->num_sge != 1 || total != sizeof(uint64_t) ||
+		       (wr->send_flags & IBV_SEND_INLINE)))
 		return EINVAL;
 	w->wr_id = wr->wr_id;
 	w->opcode = op;
@@ -347,6 +459,11 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 		w->ud_ttl = ah->ttl;
 		w->ud_remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud_remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (atomic) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
 	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;

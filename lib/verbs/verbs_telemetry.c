@@ -199,11 +199,12 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 		return -ENOENT;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_int(d, "qpn", (int)qpn);
-	rte_tel_data_add_dict_string(d, "type", type == DPV_QPT_UD ? "UD" : "RC");
+	rte_tel_data_add_dict_string(d, "type", type == DPV_QPT_UD ? "UD"
+					       : type == DPV_QPT_UC ? "UC" : "RC");
 	rte_tel_data_add_dict_string(d, "state",
 				     state < sizeof(qp_state_names) / sizeof(qp_state_names[0]) ?
 					     qp_state_names[state] : "?");
-	if (type == DPV_QPT_RC)
+	if (type != DPV_QPT_UD)
 		rte_tel_data_add_dict_int(d, "dest_qpn", (int)dest_qpn);
 	rte_tel_data_add_dict_int(d, "srq", has_srq ? (int)srq_id : -1);
 	add_xstats(d, xs, n < 64 ? n : 64);

@@ -10,7 +10,7 @@
 #define P DPV_WIRE_EXT_PAYLOAD
 #define V DPV_WIRE_EXT_VALID
 
-/* IBTA Table 38 (RC, UD rows dpverbs uses) and the headers each opcode carries. */
+/* IBTA Table 38 (RC, UC, UD rows dpverbs uses) and the headers each opcode carries. */
 static const uint8_t opcode_info[256] = {
 	[DPV_OP_RC_SEND_FIRST] = V | P,
 	[DPV_OP_RC_SEND_MIDDLE] = V | P,
@@ -30,6 +30,21 @@ static const uint8_t opcode_info[256] = {
 	[DPV_OP_RC_READ_RESP_LAST] = V | P | DPV_WIRE_EXT_AETH,
 	[DPV_OP_RC_READ_RESP_ONLY] = V | P | DPV_WIRE_EXT_AETH,
 	[DPV_OP_RC_ACK] = V | DPV_WIRE_EXT_AETH,
+	[DPV_OP_RC_ATOMIC_ACK] = V | DPV_WIRE_EXT_AETH | DPV_WIRE_EXT_ATOMIC_ACK,
+	[DPV_OP_RC_CMP_SWAP] = V | DPV_WIRE_EXT_ATOMIC,
+	[DPV_OP_RC_FETCH_ADD] = V | DPV_WIRE_EXT_ATOMIC,
+	[DPV_OP_UC_SEND_FIRST] = V | P,
+	[DPV_OP_UC_SEND_MIDDLE] = V | P,
+	[DPV_OP_UC_SEND_LAST] = V | P,
+	[DPV_OP_UC_SEND_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
+	[DPV_OP_UC_SEND_ONLY] = V | P,
+	[DPV_OP_UC_SEND_ONLY_IMM] = V | P | DPV_WIRE_EXT_IMM,
+	[DPV_OP_UC_WRITE_FIRST] = V | P | DPV_WIRE_EXT_RETH,
+	[DPV_OP_UC_WRITE_MIDDLE] = V | P,
+	[DPV_OP_UC_WRITE_LAST] = V | P,
+	[DPV_OP_UC_WRITE_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
+	[DPV_OP_UC_WRITE_ONLY] = V | P | DPV_WIRE_EXT_RETH,
+	[DPV_OP_UC_WRITE_ONLY_IMM] = V | P | DPV_WIRE_EXT_RETH | DPV_WIRE_EXT_IMM,
 	[DPV_OP_UD_SEND_ONLY] = V | P | DPV_WIRE_EXT_DETH,
 	[DPV_OP_UD_SEND_ONLY_IMM] = V | P | DPV_WIRE_EXT_DETH | DPV_WIRE_EXT_IMM,
 };
@@ -56,6 +71,21 @@ static const char *const opcode_names[256] = {
 	[DPV_OP_RC_READ_RESP_LAST] = "RC RDMA Read Response Last",
 	[DPV_OP_RC_READ_RESP_ONLY] = "RC RDMA Read Response Only",
 	[DPV_OP_RC_ACK] = "RC Acknowledge",
+	[DPV_OP_RC_ATOMIC_ACK] = "RC Atomic Acknowledge",
+	[DPV_OP_RC_CMP_SWAP] = "RC Compare Swap",
+	[DPV_OP_RC_FETCH_ADD] = "RC Fetch Add",
+	[DPV_OP_UC_SEND_FIRST] = "UC Send First",
+	[DPV_OP_UC_SEND_MIDDLE] = "UC Send Middle",
+	[DPV_OP_UC_SEND_LAST] = "UC Send Last",
+	[DPV_OP_UC_SEND_LAST_IMM] = "UC Send Last Immediate",
+	[DPV_OP_UC_SEND_ONLY] = "UC Send Only",
+	[DPV_OP_UC_SEND_ONLY_IMM] = "UC Send Only Immediate",
+	[DPV_OP_UC_WRITE_FIRST] = "UC RDMA Write First",
+	[DPV_OP_UC_WRITE_MIDDLE] = "UC RDMA Write Middle",
+	[DPV_OP_UC_WRITE_LAST] = "UC RDMA Write Last",
+	[DPV_OP_UC_WRITE_LAST_IMM] = "UC RDMA Write Last Immediate",
+	[DPV_OP_UC_WRITE_ONLY] = "UC RDMA Write Only",
+	[DPV_OP_UC_WRITE_ONLY_IMM] = "UC RDMA Write Only Immediate",
 	[DPV_OP_UD_SEND_ONLY] = "UD Send Only",
 	[DPV_OP_UD_SEND_ONLY_IMM] = "UD Send Only Immediate",
 };
@@ -135,6 +165,17 @@ static inline uint32_t get32(const uint8_t *p)
 	return (uint32_t)get16(p) << 16 | get16(p + 2);
 }
 
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, (uint32_t)(v >> 32));
+	put32(p + 4, (uint32_t)v);
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
 static uint16_t ipv4_checksum(const uint8_t *ip)
 {
 	uint32_t sum = 0;
@@ -162,6 +203,8 @@ static uint32_t ext_len(uint8_t info)
 	return (info & DPV_WIRE_EXT_RETH ? DPV_WIRE_RETH_LEN : 0) +
 	       (info & DPV_WIRE_EXT_AETH ? DPV_WIRE_AETH_LEN : 0) +
 	       (info & DPV_WIRE_EXT_DETH ? DPV_WIRE_DETH_LEN : 0) +
+	       (info & DPV_WIRE_EXT_ATOMIC ? DPV_WIRE_ATOMIC_LEN : 0) +
+	       (info & DPV_WIRE_EXT_ATOMIC_ACK ? DPV_WIRE_ATOMIC_ACK_LEN : 0) +
 	       (info & DPV_WIRE_EXT_IMM ? DPV_WIRE_IMM_LEN : 0);
 }
 
@@ -229,7 +272,8 @@ uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_
 	put24(x + 9, p->psn & DPV_WIRE_PSN_MASK);
 	x += DPV_WIRE_BTH_LEN;
 
-	/* Extension headers in the order of IBTA 9.2 (DETH, RETH, AETH, ImmDt). */
+	/* Extension headers in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
+	 * AtomicAckETH, ImmDt). */
 	if (info & DPV_WIRE_EXT_DETH) {
 		put32(x, p->deth_qkey);
 		x[4] = 0;
@@ -243,10 +287,21 @@ uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_
 		put32(x + 12, p->reth_len);
 		x += DPV_WIRE_RETH_LEN;
 	}
+	if (info & DPV_WIRE_EXT_ATOMIC) {
+		put64(x, p->atomic_va);
+		put32(x + 8, p->atomic_rkey);
+		put64(x + 12, p->atomic_swap_add);
+		put64(x + 20, p->atomic_compare);
+		x += DPV_WIRE_ATOMIC_LEN;
+	}
 	if (info & DPV_WIRE_EXT_AETH) {
 		x[0] = p->aeth_syndrome;
 		put24(x + 1, p->aeth_msn & 0xffffff);
 		x += DPV_WIRE_AETH_LEN;
+	}
+	if (info & DPV_WIRE_EXT_ATOMIC_ACK) {
+		put64(x, p->atomic_orig);
+		x += DPV_WIRE_ATOMIC_ACK_LEN;
 	}
 	if (info & DPV_WIRE_EXT_IMM)
 		put32(x, p->imm);
@@ -389,10 +444,21 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 		p->reth_len = get32(x + 12);
 		x += DPV_WIRE_RETH_LEN;
 	}
+	if (info & DPV_WIRE_EXT_ATOMIC) {
+		p->atomic_va = get64(x);
+		p->atomic_rkey = get32(x + 8);
+		p->atomic_swap_add = get64(x + 12);
+		p->atomic_compare = get64(x + 20);
+		x += DPV_WIRE_ATOMIC_LEN;
+	}
 	if (info & DPV_WIRE_EXT_AETH) {
 		p->aeth_syndrome = x[0];
 		p->aeth_msn = get24(x + 1);
 		x += DPV_WIRE_AETH_LEN;
+	}
+	if (info & DPV_WIRE_EXT_ATOMIC_ACK) {
+		p->atomic_orig = get64(x);
+		x += DPV_WIRE_ATOMIC_ACK_LEN;
 	}
 	if (info & DPV_WIRE_EXT_IMM)
 		p->imm = get32(x);

@@ -4,7 +4,8 @@
  * dpv_wire: RoCEv2 packets (IBTA Annex A17) over Ethernet / IPv4 / UDP 4791.
  *
  * Pure functions on byte buffers: no EAL, no allocation, no state. Builds and parses
- * Ethernet, IPv4, UDP, BTH, RETH, AETH, DETH, ImmDt and the ICRC, which covers the IP
+ * Ethernet, IPv4, UDP, BTH, RETH, AtomicETH, AETH, AtomicAckETH, DETH, ImmDt and the
+ * ICRC, which covers the IP
  * header onwards with the fields routers may change masked to ones (A17.8.3). Every
  * multi-byte field is read and written byte by byte in network order, so the code does
  * not depend on the host's byte order or on alignment. Any thread may call anything.
@@ -28,12 +29,14 @@ extern "C" {
 #define DPV_WIRE_AETH_LEN 4u
 #define DPV_WIRE_DETH_LEN 8u
 #define DPV_WIRE_IMM_LEN 4u
+#define DPV_WIRE_ATOMIC_LEN 28u     /**< AtomicETH: VA, R_Key, swap or add, compare */
+#define DPV_WIRE_ATOMIC_ACK_LEN 8u  /**< AtomicAckETH: the original remote data */
 #define DPV_WIRE_ICRC_LEN 4u
 /** Offset of the BTH in a frame. */
 #define DPV_WIRE_BTH_OFF (DPV_WIRE_ETH_LEN + DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN)
-/** Largest header stack dpverbs builds: Eth/IPv4/UDP/BTH/DETH or RETH/ImmDt. */
-#define DPV_WIRE_MAX_HDR_LEN (DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_RETH_LEN + \
-			      DPV_WIRE_IMM_LEN)
+/** Largest header stack dpverbs builds: Eth/IPv4/UDP/BTH/AtomicETH (28 bytes: more
+ *  than RETH/ImmDt, DETH/ImmDt or AETH/AtomicAckETH). */
+#define DPV_WIRE_MAX_HDR_LEN (DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_ATOMIC_LEN)
 /** The RoCEv2 UDP destination port. */
 #define DPV_WIRE_UDP_PORT 4791u
 #define DPV_WIRE_ETHERTYPE_IPV4 0x0800u
@@ -65,9 +68,31 @@ enum dpv_wire_opcode {
 	DPV_OP_RC_READ_RESP_LAST = 0x0f,
 	DPV_OP_RC_READ_RESP_ONLY = 0x10,
 	DPV_OP_RC_ACK = 0x11,
+	DPV_OP_RC_ATOMIC_ACK = 0x12,
+	DPV_OP_RC_CMP_SWAP = 0x13,
+	DPV_OP_RC_FETCH_ADD = 0x14,
+	/* UC (IBTA 9.7.7): the RC SEND and WRITE opcodes with the UC transport bits. */
+	DPV_OP_UC_SEND_FIRST = 0x20,
+	DPV_OP_UC_SEND_MIDDLE = 0x21,
+	DPV_OP_UC_SEND_LAST = 0x22,
+	DPV_OP_UC_SEND_LAST_IMM = 0x23,
+	DPV_OP_UC_SEND_ONLY = 0x24,
+	DPV_OP_UC_SEND_ONLY_IMM = 0x25,
+	DPV_OP_UC_WRITE_FIRST = 0x26,
+	DPV_OP_UC_WRITE_MIDDLE = 0x27,
+	DPV_OP_UC_WRITE_LAST = 0x28,
+	DPV_OP_UC_WRITE_LAST_IMM = 0x29,
+	DPV_OP_UC_WRITE_ONLY = 0x2a,
+	DPV_OP_UC_WRITE_ONLY_IMM = 0x2b,
 	DPV_OP_UD_SEND_ONLY = 0x64,
 	DPV_OP_UD_SEND_ONLY_IMM = 0x65,
 };
+
+/** The transport bits of an opcode (IBTA Table 38: its top three bits). */
+#define DPV_WIRE_OP_TRANSPORT(op) ((uint8_t)((op) & 0xe0u))
+#define DPV_WIRE_OP_RC 0x00u
+#define DPV_WIRE_OP_UC 0x20u
+#define DPV_WIRE_OP_UD 0x60u
 
 /** Extension headers an opcode carries (dpv_wire_opcode_info()). */
 enum dpv_wire_ext {
@@ -76,6 +101,8 @@ enum dpv_wire_ext {
 	DPV_WIRE_EXT_DETH = 1u << 2,
 	DPV_WIRE_EXT_IMM = 1u << 3,
 	DPV_WIRE_EXT_PAYLOAD = 1u << 4, /**< the opcode may carry payload */
+	DPV_WIRE_EXT_ATOMIC = 1u << 5,  /**< AtomicETH */
+	DPV_WIRE_EXT_ATOMIC_ACK = 1u << 6, /**< AtomicAckETH */
 	DPV_WIRE_EXT_VALID = 1u << 7,   /**< the opcode is one dpverbs knows */
 };
 
@@ -120,6 +147,13 @@ struct dpv_wire_pkt {
 	uint32_t deth_qkey;
 	uint32_t deth_src_qp; /**< 24 bits */
 	uint32_t imm;      /**< ImmDt as a host-order number (verbs hands it big-endian) */
+	/* AtomicETH (IBTA 9.3.5.2): the VA must be 8-byte aligned (the responder checks). */
+	uint64_t atomic_va;
+	uint32_t atomic_rkey;
+	uint64_t atomic_swap_add; /**< CMP_SWAP: the swap value; FETCH_ADD: the addend */
+	uint64_t atomic_compare;  /**< CMP_SWAP: the compare value */
+	/* AtomicAckETH (IBTA 9.3.5.3): the remote value before the operation. */
+	uint64_t atomic_orig;
 	/* Filled by dpv_wire_parse(). */
 	uint16_t hdr_len;     /**< bytes from the frame start to the payload */
 	uint32_t payload_len; /**< bytes of payload, pad and ICRC excluded */

@@ -21,7 +21,8 @@
 #             late  the same, 3 s later: a memif server's device waits that long
 #   TCP_PORT  perftest's exchange (-p)
 #   PROGRAM   ib_send_lat, ib_send_bw, ib_write_lat, ib_write_bw, ib_read_lat,
-#             ib_read_bw; ARGS the same on both sides, as perftest wants
+#             ib_read_bw, ib_atomic_lat, ib_atomic_bw (8 bytes each, whatever -s
+#             says); ARGS the same on both sides, as perftest wants
 #
 # The client always starts after its server: perftest's client connects to the server
 # once, right after checking its port, and stops with "Couldn't connect" when nobody
@@ -31,8 +32,8 @@
 # connection type (-c) and SRQ (--use-srq) asked for; the client prints one result line
 # for every size asked for (-a: 2 bytes to 8 MiB, for UD to the port's MTU that perftest
 # prints; else -s, or perftest's default, cut to the MTU for UD), with the iteration count
-# of -n; so does ib_send_bw's server, and ib_write_bw's and ib_read_bw's print the
-# client's result of the last size; every figure is a number (a latency test's standard
+# of -n; so does ib_send_bw's server, and ib_write_bw's, ib_read_bw's and
+# ib_atomic_bw's print the client's result of the last size; every figure is a number (a latency test's standard
 # deviation of a few samples may be "-nan", perftest's arithmetic), bandwidth and
 # message rate above 0 and agreeing with each other (MiB/s = Mpps x bytes / 1.048576,
 # within the rounding of the printed digits), latencies above 0 and ordered (min <=
@@ -70,7 +71,8 @@ libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-i
 unset LD_LIBRARY_PATH
 case $prog in
 ib_send_lat | ib_send_bw | ib_write_lat | ib_write_bw | ib_read_lat | ib_read_bw) ;;
-*) echo "program $prog: not one of perftest's send, write and read tests" >&2; exit 2 ;;
+ib_atomic_lat | ib_atomic_bw) ;;
+*) echo "program $prog: not one of perftest's send, write, read and atomic tests" >&2; exit 2 ;;
 esac
 prog_path=$(command -v "$prog") || {
 	echo "skipped: $prog is not installed (Debian package perftest)"
@@ -235,6 +237,8 @@ if [ -z "$size" ]; then
 	size=2
 	[[ $prog == *_bw ]] && size=65536
 fi
+# An atomic is 8 bytes, whatever -s says.
+[[ $prog == ib_atomic_* ]] && size=8
 mtu=$(sed -En 's/^ *Mtu *: *([0-9]+)\[B\].*/\1/p' "$out_b" | head -1)
 sizes=()
 if [ "$all" = 1 ]; then
@@ -316,7 +320,7 @@ check_table "$out_b" client "$kind" "${sizes[@]}"
 # result of the last size only.
 case $prog in
 ib_send_bw) check_table "$out_a" server bw "${sizes[@]}" ;;
-ib_write_bw | ib_read_bw) check_table "$out_a" server bw "${sizes[-1]}" ;;
+ib_write_bw | ib_read_bw | ib_atomic_bw) check_table "$out_a" server bw "${sizes[-1]}" ;;
 esac
 
 if [ "$failed" != 0 ]; then

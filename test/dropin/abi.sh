@@ -16,7 +16,7 @@
 
 set -u
 lib=$1 map=$2
-bins=(ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong)
+bins=(ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong ibv_uc_pingpong)
 
 command -v objdump >/dev/null || { echo "skipped: no objdump (binutils)"; exit 77; }
 for b in "${bins[@]}"; do

@@ -16,7 +16,8 @@
 #             huge      --in-memory (hugepages, nothing shared between the processes)
 #   TCP_PORT  where a pingpong's server listens for the QP exchange (ibv_devices and
 #             ibv_devinfo need one too: an ibv_rc_pingpong holds their link)
-#   PROGRAM   ibv_devices, ibv_devinfo, ibv_rc_pingpong, ibv_srq_pingpong, ibv_ud_pingpong
+#   PROGRAM   ibv_devices, ibv_devinfo, ibv_rc_pingpong, ibv_srq_pingpong, ibv_ud_pingpong,
+#             ibv_uc_pingpong
 #
 # DPV_DROPIN_LIBDIR names the directory of the drop-in (meson sets it). With DPV_FAULTS
 # set (a fault spec, doc/guides/configuration.md) both sides run through the faults port
@@ -405,7 +406,7 @@ ibv_devices | ibv_devinfo)
 		fi
 	fi
 	;;
-ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
+ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong | ibv_uc_pingpong)
 	# With loss, up to 3 runs: another one only after a run that ended in the race
 	# end_race() describes, which is the programs' and not dpverbs'.
 	for attempt in 1 2 3; do
@@ -441,7 +442,7 @@ ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong)
 	done
 	;;
 *)
-	echo "program $prog: not one of the five ibverbs-utils programs" >&2
+	echo "program $prog: not one of the six ibverbs-utils programs" >&2
 	exit 2
 	;;
 esac

@@ -155,7 +155,8 @@ static void setup(void)
 		DPV_ACCESS_LOCAL_WRITE,
 		DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE,
 		DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_READ,
-		DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ,
+		DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ |
+			DPV_ACCESS_REMOTE_ATOMIC,
 	};
 	struct dpv_tm_config tm = {.max_num_tags = 64, .max_ops = 64, .max_sge = 1};
 	uint16_t ida, idb;
@@ -203,7 +204,7 @@ static void rc_connect(struct dev *d, struct dpv_qp *qp, const struct dev *peer,
 
 	dpv_qp_modify(d->x, qp, &a, DPV_QP_STATE);
 	a.state = DPV_QPS_INIT;
-	a.access = DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ;
+	a.access = DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ | DPV_ACCESS_REMOTE_ATOMIC;
 	dpv_qp_modify(d->x, qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX | DPV_QP_PORT |
 					 DPV_QP_ACCESS_FLAGS);
 	a.state = DPV_QPS_RTR;
@@ -325,7 +326,8 @@ static const uint8_t opcodes[] = {
 	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
 	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
 	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
-	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
+	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM, DPV_OP_RC_ATOMIC_ACK,
+	DPV_OP_RC_CMP_SWAP, DPV_OP_RC_FETCH_ADD,
 };
 
 static void inject(struct dev *d, const uint8_t *frame, uint32_t len)
@@ -373,7 +375,7 @@ static void crafted(struct in *in, int to)
 	/* At what the QP expects as responder (requests) or sent as requester, mostly;
 	 * else a little before or after it. */
 	delta = take(in, 1) < 160 ? 0 : (int8_t)take(in, 1);
-	p.psn = ((p.opcode >= DPV_OP_RC_READ_RESP_FIRST && p.opcode <= DPV_OP_RC_ACK)
+	p.psn = ((p.opcode >= DPV_OP_RC_READ_RESP_FIRST && p.opcode <= DPV_OP_RC_ATOMIC_ACK)
 			 ? xq->una
 			 : xq->epsn) + (uint32_t)delta;
 	p.psn &= DPV_WIRE_PSN_MASK;
@@ -386,6 +388,12 @@ static void crafted(struct in *in, int to)
 				       : (uintptr_t)d->mem[mr] + take(in, 2) * 2u - 64;
 		p.reth_rkey = (r & 0x40) ? take(in, 4) : d->key[mr];
 		p.reth_len = (r & 0x20) ? take(in, 4) : take(in, 2) * 2u;
+		/* An atomic at the same place: aligned or not, as reth_va falls. */
+		p.atomic_va = p.reth_va;
+		p.atomic_rkey = p.reth_rkey;
+		p.atomic_swap_add = take(in, 4);
+		p.atomic_compare = take(in, 1) < 128 ? 0 : take(in, 4);
+		p.atomic_orig = take(in, 4);
 	}
 	p.aeth_syndrome = (uint8_t)take(in, 1);
 	p.aeth_msn = take(in, 3);

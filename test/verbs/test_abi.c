@@ -793,7 +793,7 @@ static void rereg_bad_input_leaves_the_region_as_it_was(void **state)
 		{-1, NULL, false, 0, 0},
 		{IBV_REREG_MR_CHANGE_PD, NULL /* A's */, false, 0, LW}, /* access, no flag */
 		{IBV_REREG_MR_CHANGE_ACCESS, NULL, false, 0, RW}, /* remote write needs local */
-		{IBV_REREG_MR_CHANGE_ACCESS, NULL, false, 0, IBV_ACCESS_MW_BIND},
+		{IBV_REREG_MR_CHANGE_ACCESS, NULL, false, 0, LW | (1 << 12)}, /* undefined bit */
 		{IBV_REREG_MR_CHANGE_PD, NULL, false, 0, 0},
 		{IBV_REREG_MR_CHANGE_PD, NULL /* B's */, false, 0, 0},
 		{IBV_REREG_MR_CHANGE_TRANSLATION, NULL, false, 64, 0},

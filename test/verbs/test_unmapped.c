@@ -4,7 +4,8 @@
  * doc/guides/memory.md): a peer's WRITE into it, a peer's READ of it, a local SEND
  * from it and a receive into it each end in an error completion and the QP's error,
  * counted in xport.mem_faults, and never crash the process; the device goes on serving
- * other QPs. A fault that is not the device's still ends the process as before.
+ * other QPs. An on-demand region follows its mapping. A fault that is not the device's
+ * still ends the process as before.
  * Not under valgrind: it reports the very accesses this test makes on purpose.
  */
 #include <signal.h>
@@ -160,6 +161,40 @@ static void unmapped_receive_loc_prot_err(void **state)
 	still_serving();
 }
 
+/* An on-demand region follows the mapping under it (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND):
+ * registered over pages no access is allowed to, a peer's WRITE into it ends as a bad
+ * key's; once the program maps the pages, the same key takes the next WRITE. */
+static void on_demand_region_follows_its_mapping(void **state)
+{
+	void *p = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *buf = new_mr(&B, LEN, LW), *mr;
+	struct rc_pair p1, p2;
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_true(p != MAP_FAILED);
+	/* A pinned region cannot be had there; an on-demand one can. */
+	assert_null(ibv_reg_mr(A.pd, p, LEN, LW | IBV_ACCESS_REMOTE_WRITE));
+	mr = ibv_reg_mr(A.pd, p, LEN, LW | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_ON_DEMAND);
+	assert_non_null(mr);
+	device_handlers();
+	fill_pattern(buf->addr, LEN, 21);
+	rc_pair(&p1, &conn_default);
+	assert_int_equal(post_rdma(p1.b, IBV_WR_RDMA_WRITE, 1, buf->addr, LEN, buf->lkey,
+				   (uintptr_t)p, mr->rkey), 0);
+	expect_wc(p1.bcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	wait_qp_event(p1.a, IBV_EVENT_QP_ACCESS_ERR);
+	assert_int_equal(mprotect(p, LEN, PROT_READ | PROT_WRITE), 0);
+	rc_pair(&p2, &conn_default);
+	assert_int_equal(post_rdma(p2.b, IBV_WR_RDMA_WRITE, 2, buf->addr, LEN, buf->lkey,
+				   (uintptr_t)p, mr->rkey), 0);
+	expect_send_ok(p2.bcq, 2, IBV_WC_RDMA_WRITE);
+	assert_true(check_pattern(p, LEN, 21));
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	assert_int_equal(munmap(p, LEN), 0);
+}
+
 /* A fault outside the device's copies is the program's: it still ends the process. */
 static void other_faults_still_end_the_process(void **state)
 {
@@ -195,6 +230,7 @@ int main(void)
 		VT(unmapped_peer_read_rem_access_err),
 		VT(unmapped_local_send_loc_prot_err),
 		VT(unmapped_receive_loc_prot_err),
+		VT(on_demand_region_follows_its_mapping),
 		VT(other_faults_still_end_the_process),
 	};
 	const char *ipv4 = getenv("DPV_PORT_IPV4");

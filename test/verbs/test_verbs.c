@@ -59,6 +59,7 @@ int main(void)
 		failed += run_channel_tests();
 		failed += run_misuse_tests();
 		failed += run_capture_tests();
+		failed += run_compat_tests();
 	}
 	sides_close();
 	return failed ? 1 : 0;

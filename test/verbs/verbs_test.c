@@ -265,6 +265,42 @@ void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
 	rc_to_rts(qb, qa, o);
 }
 
+/* ibv_modify_qp(3) for UC: RC's connection attributes without its reliability ones. */
+static void uc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, unsigned int access)
+{
+	struct side *me = side_of(qp), *other = side_of(peer);
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = access;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = TEST_MTU;
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = psn_of(other);
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = other->gid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = psn_of(me);
+	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	assert_int_equal(qp->state, IBV_QPS_RTS);
+}
+
+void connect_uc(struct ibv_qp *qa, struct ibv_qp *qb, unsigned int access)
+{
+	uc_to_rts(qa, qb, access);
+	uc_to_rts(qb, qa, access);
+}
+
 void rc_pair(struct rc_pair *p, const struct conn_opts *o)
 {
 	p->acq = new_cq(&A, 256, NULL, NULL);

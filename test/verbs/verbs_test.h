@@ -90,6 +90,9 @@ int teardown_objects(void **state);
 struct side *side_of(struct ibv_qp *qp);
 /* Take @p qa and @p qb (on either side) to RTS, connected to each other. */
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o);
+/* Take UC QPs @p qa and @p qb to RTS, connected, each letting the other do @p access
+ * (IBV_ACCESS_REMOTE_WRITE or 0). */
+void connect_uc(struct ibv_qp *qa, struct ibv_qp *qb, unsigned int access);
 /* Take a UD QP to RTS with Q_Key @p qkey. */
 void ud_to_rts(struct ibv_qp *qp, uint32_t qkey);
 /* Two connected RC QPs, one on A and one on B, each with its own CQ and RQ. */
@@ -168,6 +171,7 @@ int run_error_tests(void);
 int run_channel_tests(void);
 int run_misuse_tests(void);
 int run_capture_tests(void);
+int run_compat_tests(void);
 
 /* A test that destroys what it created, whatever happens. */
 #define VT(f) cmocka_unit_test_teardown(f, teardown_objects)

@@ -3,8 +3,9 @@
  * Real dpverbs traffic for the wire check: two devices of a ring pair, capturing what
  * their ports send and receive into one pcapng file (DPV_CAPTURE), exchange every kind of message the
  * transport builds — RC SEND of one and of several packets, SEND with immediate, RDMA
- * WRITE (with immediate), RDMA READ of several packets, a tag-matching SEND, a UD SEND —
- * with the ACKs and read responses they draw. Then check_pcap.py has tshark and scapy
+ * WRITE (with immediate), RDMA READ of several packets, a tag-matching SEND, the two
+ * atomics, UC SENDs and WRITEs, a UD SEND — with the ACKs, read responses and atomic
+ * acknowledgements they draw. Then check_pcap.py has tshark and scapy
  * judge the capture. Uses only <infiniband/verbs.h>.
  *
  * Usage: capture_verbs CAPTURE_FILE (a pcapng file: DPV_CAPTURE)
@@ -36,6 +37,7 @@ struct side {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_qp *ud;
+	struct ibv_qp *uc;
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	union ibv_gid gid;
@@ -47,7 +49,8 @@ static void qp_init(struct ibv_qp *qp, bool ud)
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
 		.qkey = 0x11111111,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				   (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_ATOMIC : 0),
 	};
 
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
@@ -58,19 +61,23 @@ static void side_open(struct side *s, struct ibv_device *dev)
 {
 	struct ibv_qp_init_attr rc = {.cap = {64, 64, 1, 1, 64}, .qp_type = IBV_QPT_RC};
 	struct ibv_qp_init_attr ud = {.cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_UD};
+	struct ibv_qp_init_attr uc = {.cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_UC};
 
 	CHECK((s->ctx = ibv_open_device(dev)) != NULL);
 	CHECK((s->pd = ibv_alloc_pd(s->ctx)) != NULL);
 	CHECK((s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0)) != NULL);
-	rc.send_cq = rc.recv_cq = ud.send_cq = ud.recv_cq = s->cq;
+	rc.send_cq = rc.recv_cq = ud.send_cq = ud.recv_cq = uc.send_cq = uc.recv_cq = s->cq;
 	CHECK((s->qp = ibv_create_qp(s->pd, &rc)) != NULL);
 	CHECK((s->ud = ibv_create_qp(s->pd, &ud)) != NULL);
+	CHECK((s->uc = ibv_create_qp(s->pd, &uc)) != NULL);
 	CHECK((s->buf = calloc(1, BUF)) != NULL);
 	CHECK((s->mr = ibv_reg_mr(s->pd, s->buf, BUF, IBV_ACCESS_LOCAL_WRITE |
-				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)) != NULL);
+				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				  IBV_ACCESS_REMOTE_ATOMIC)) != NULL);
 	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0);
 	qp_init(s->qp, false);
 	qp_init(s->ud, true);
+	qp_init(s->uc, false);
 }
 
 static void side_connect(struct side *s, const struct side *peer)
@@ -92,6 +99,11 @@ static void side_connect(struct side *s, const struct side *peer)
 			    IBV_QP_MIN_RNR_TIMER) == 0);
 	CHECK(ibv_modify_qp(s->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	rtr.dest_qp_num = peer->uc->qp_num;
+	CHECK(ibv_modify_qp(s->uc, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) == 0);
+	rts = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
+	CHECK(ibv_modify_qp(s->uc, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
 	rtr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
 	CHECK(ibv_modify_qp(s->ud, &rtr, IBV_QP_STATE) == 0);
 	rts = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
@@ -134,7 +146,12 @@ static void post_send(struct side *s, struct ibv_qp *qp, enum ibv_wr_opcode op, 
 				 .send_flags = IBV_SEND_SIGNALED}, *bad;
 
 	wr.imm_data = htobe32(0xc0ffee00 + off);
-	if (ah != NULL) {
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = (uintptr_t)peer->buf + off;
+		wr.wr.atomic.rkey = peer->mr->rkey;
+		wr.wr.atomic.compare_add = 0;
+		wr.wr.atomic.swap = 0x5eed;
+	} else if (ah != NULL) {
 		wr.wr.ud.ah = ah;
 		wr.wr.ud.remote_qpn = peer->ud->qp_num;
 		wr.wr.ud.remote_qkey = 0x11111111;
@@ -193,6 +210,19 @@ int main(int argc, char **argv)
 	post_recv(&b, b.qp, 0, BUF / 2);
 	post_send(&a, a.qp, IBV_WR_SEND, 32768, sizeof(*tmh) + 48, &b, NULL);
 	wait_for(&a, &b, 2);
+
+	/* Atomics: a request each, and its ATOMIC ACKNOWLEDGE. */
+	post_send(&a, a.qp, IBV_WR_ATOMIC_CMP_AND_SWP, 40960, 8, &b, NULL);
+	wait_for(&a, &b, 1);
+	post_send(&a, a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 40960, 8, &b, NULL);
+	wait_for(&a, &b, 1);
+
+	/* UC: a SEND of three packets and a WRITE of one, nothing back. */
+	post_recv(&b, b.uc, 0, BUF / 2);
+	post_send(&a, a.uc, IBV_WR_SEND, 0, 3 * MTU_PAYLOAD - 5, &b, NULL);
+	wait_for(&a, &b, 2);
+	post_send(&a, a.uc, IBV_WR_RDMA_WRITE, 45056, 200, &b, NULL);
+	wait_for(&a, &b, 1);
 
 	/* UD */
 	aa.grh.dgid = b.gid;

@@ -33,9 +33,32 @@ FIELDS = ["frame.number", "frame.protocols", "infiniband.bth.opcode",
 # Of a pcapng capture: the frame's interface and direction (EPB flags: 1 in, 2 out),
 # and its time.
 CAPTURE_FIELDS = ["frame.interface_name", "frame.packet_flags_direction", "frame.time_epoch"]
+# Of an atomic request (AtomicETH: tshark names its VA and R_Key as the RETH's) and an
+# atomic acknowledgement (AtomicAckETH): wire_pcap.c fills them from the frame's index.
+ATOMIC_FIELDS = ["infiniband.reth.va", "infiniband.reth.r_key", "infiniband.atomiceth.swapdt",
+                 "infiniband.atomiceth.cmpdt", "infiniband.atomicacketh.origremdt"]
+ATOMIC_ACK, CMP_SWAP, FETCH_ADD = 0x12, 0x13, 0x14
+
+
+def atomic_problems(opcode, index, row):
+    """What tshark read from the atomic headers of frame @p index that is not what
+    wire_pcap.c wrote."""
+    va, rkey, swap_add, compare, orig = row[len(FIELDS):len(FIELDS) + len(ATOMIC_FIELDS)]
+    why = []
+    if opcode in (CMP_SWAP, FETCH_ADD):
+        want = (0x7F0000002000 + 8 * index, 0x5678, 0x1111111100000000 + index,
+                0x2222222200000000 + index)
+        got = tuple(int(v or "-1", 0) for v in (va, rkey, swap_add, compare))
+        if got != want:
+            why.append(f"AtomicETH {got} != {want}")
+    if opcode == ATOMIC_ACK and int(orig or "-1", 0) != 0x3333333300000000 + index:
+        why.append(f"AtomicAckETH original data {orig}")
+    return why
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
-# READ request, READ response first/middle/last/only, ACK, UD SEND only+imm.
-CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 101}
+# READ request, READ response first/middle/last/only, ACK, ATOMIC ACK, CMP_SWAP,
+# FETCH_ADD, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
+CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+                   32, 33, 34, 42, 101}
 
 
 def tshark_rows(pcap, extra=()):
@@ -87,7 +110,7 @@ def check_generated(gen):
         manifest = subprocess.run([gen, pcap], check=True, capture_output=True, text=True)
         expected = [tuple(int(x) for x in line.split())
                     for line in manifest.stdout.split("\n") if line.strip()]
-        rows = tshark_rows(pcap)
+        rows = tshark_rows(pcap, ATOMIC_FIELDS)
         packets = rdpcap(pcap)
     if len(rows) != len(expected) or len(packets) != len(expected):
         print(f"expected {len(expected)} frames, tshark saw {len(rows)}, scapy {len(packets)}")
@@ -101,6 +124,7 @@ def check_generated(gen):
             why.append(f"QP {row[3]}")
         if row[4] != str((0xFFFFF0 + num - 1) & 0xFFFFFF):
             why.append(f"PSN {row[4]}")
+        why += atomic_problems(opcode, num - 1, row)
         if why:
             bad += 1
             print(f"frame {num} (opcode {opcode}, {plen} bytes): " + "; ".join(why))

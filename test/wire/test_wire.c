@@ -24,6 +24,11 @@ static const uint8_t known_opcodes[] = {
 	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
 	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
 	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
+	DPV_OP_RC_ATOMIC_ACK, DPV_OP_RC_CMP_SWAP, DPV_OP_RC_FETCH_ADD,
+	DPV_OP_UC_SEND_FIRST, DPV_OP_UC_SEND_MIDDLE, DPV_OP_UC_SEND_LAST,
+	DPV_OP_UC_SEND_LAST_IMM, DPV_OP_UC_SEND_ONLY, DPV_OP_UC_SEND_ONLY_IMM,
+	DPV_OP_UC_WRITE_FIRST, DPV_OP_UC_WRITE_MIDDLE, DPV_OP_UC_WRITE_LAST,
+	DPV_OP_UC_WRITE_LAST_IMM, DPV_OP_UC_WRITE_ONLY, DPV_OP_UC_WRITE_ONLY_IMM,
 	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
 };
 
@@ -55,6 +60,11 @@ static void sample_pkt(struct dpv_wire_pkt *p, uint8_t opcode)
 	p->deth_qkey = 0x11111111;
 	p->deth_src_qp = 0x000042;
 	p->imm = 0xdeadbeef;
+	p->atomic_va = 0x7edcba9876543210ULL;
+	p->atomic_rkey = 0x99aabbcc;
+	p->atomic_swap_add = 0x0102030405060708ULL;
+	p->atomic_compare = 0xf1f2f3f4f5f6f7f8ULL;
+	p->atomic_orig = 0x8877665544332211ULL;
 }
 
 /* Build a whole frame with a counting payload; returns its length. */
@@ -125,6 +135,14 @@ static void every_opcode_round_trips_every_field(void **state)
 				assert_int_equal(out.aeth_syndrome, in.aeth_syndrome);
 				assert_int_equal(out.aeth_msn, in.aeth_msn);
 			}
+			if (info & DPV_WIRE_EXT_ATOMIC) {
+				assert_true(out.atomic_va == in.atomic_va);
+				assert_int_equal(out.atomic_rkey, in.atomic_rkey);
+				assert_true(out.atomic_swap_add == in.atomic_swap_add);
+				assert_true(out.atomic_compare == in.atomic_compare);
+			}
+			if (info & DPV_WIRE_EXT_ATOMIC_ACK)
+				assert_true(out.atomic_orig == in.atomic_orig);
 			if (info & DPV_WIRE_EXT_DETH) {
 				assert_int_equal(out.deth_qkey, in.deth_qkey);
 				assert_int_equal(out.deth_src_qp, in.deth_src_qp);
@@ -150,6 +168,14 @@ static void header_lengths_follow_ibta_table_38(void **state)
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_READ_RESP_MIDDLE), base);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_ACK), base + 4);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_UD_SEND_ONLY_IMM), base + 8 + 4);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_CMP_SWAP), base + 28);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_FETCH_ADD), base + 28);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_ATOMIC_ACK), base + 4 + 8);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_CMP_SWAP), DPV_WIRE_MAX_HDR_LEN);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_UC_WRITE_ONLY_IMM), base + 16 + 4);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_UC_SEND_MIDDLE), base);
+	assert_int_equal(dpv_wire_hdr_len(0x15), 0);
+	assert_int_equal(dpv_wire_hdr_len(0x2c), 0);
 	assert_int_equal(dpv_wire_hdr_len(0x1f), 0);
 	assert_int_equal(dpv_wire_frame_len(DPV_OP_RC_ACK, 0), base + 4 + 4);
 	assert_int_equal(dpv_wire_frame_len(DPV_OP_RC_SEND_ONLY, 5), base + 5 + 3 + 4);
@@ -165,6 +191,10 @@ static void builder_refuses_payload_on_opcodes_without_one(void **state)
 	assert_int_equal(dpv_wire_write_headers(f, &p, 4), 0);
 	sample_pkt(&p, DPV_OP_RC_READ_REQUEST);
 	assert_int_equal(dpv_wire_write_headers(f, &p, 1), 0);
+	sample_pkt(&p, DPV_OP_RC_FETCH_ADD);
+	assert_int_equal(dpv_wire_write_headers(f, &p, 8), 0);
+	sample_pkt(&p, DPV_OP_RC_ATOMIC_ACK);
+	assert_int_equal(dpv_wire_write_headers(f, &p, 8), 0);
 	sample_pkt(&p, 0x1f);
 	assert_int_equal(dpv_wire_write_headers(f, &p, 0), 0);
 	sample_pkt(&p, DPV_OP_RC_SEND_ONLY);

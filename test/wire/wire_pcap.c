@@ -18,6 +18,11 @@ static const uint8_t opcodes[] = {
 	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
 	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
 	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
+	DPV_OP_RC_ATOMIC_ACK, DPV_OP_RC_CMP_SWAP, DPV_OP_RC_FETCH_ADD,
+	DPV_OP_UC_SEND_FIRST, DPV_OP_UC_SEND_MIDDLE, DPV_OP_UC_SEND_LAST,
+	DPV_OP_UC_SEND_LAST_IMM, DPV_OP_UC_SEND_ONLY, DPV_OP_UC_SEND_ONLY_IMM,
+	DPV_OP_UC_WRITE_FIRST, DPV_OP_UC_WRITE_MIDDLE, DPV_OP_UC_WRITE_LAST,
+	DPV_OP_UC_WRITE_LAST_IMM, DPV_OP_UC_WRITE_ONLY, DPV_OP_UC_WRITE_ONLY_IMM,
 	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
 };
 static const uint32_t lens[] = {0, 1, 3, 16, 257, 1024};
@@ -65,13 +70,23 @@ int main(int argc, char **argv)
 			p.deth_qkey = 0x11111111;
 			p.deth_src_qp = 0x22;
 			p.imm = 0xcafe0000 + n;
+			/* check_pcap.py reads these back from tshark's AtomicETH and
+			 * AtomicAckETH fields. */
+			p.atomic_va = 0x7f0000002000ULL + 8 * n;
+			p.atomic_rkey = 0x5678;
+			p.atomic_swap_add = 0x1111111100000000ULL + n;
+			p.atomic_compare = 0x2222222200000000ULL + n;
+			p.atomic_orig = 0x3333333300000000ULL + n;
 			hdr = dpv_wire_write_headers(frame, &p, plen);
 			if (hdr == 0) {
 				fprintf(stderr, "opcode %#x refused\n", opcodes[i]);
 				return 1;
 			}
+			/* The first two bytes of a payload (with the pad of a 1-byte one)
+			 * are 0xd0..0xdf and the next byte or 0: no EtherType, which tshark's
+			 * Ethernet-over-InfiniBand heuristic would take them for. */
 			for (k = 0; k < plen; k++)
-				frame[hdr + k] = (uint8_t)(k + n);
+				frame[hdr + k] = (uint8_t)(0xd0 + n % 16 + k);
 			len = dpv_wire_frame_len(p.opcode, plen);
 			dpv_wire_finish(frame, len);
 			if (dpv_pcap_write(f, frame, len, (uint64_t)n * 1000000000u) != 0) {
