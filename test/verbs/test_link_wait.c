@@ -243,11 +243,25 @@ int main(void)
 		return 1;
 	}
 	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	/* The memif sockets, and the run-time directories EAL made for each child. */
 	for (unsigned int i = 1; i <= n_case; i++) {
-		char sock[300];
+		const char *run = getenv("XDG_RUNTIME_DIR");
+		char path[600];
 
-		snprintf(sock, sizeof(sock), "%s/memif%u.sock", dir, i);
-		unlink(sock);
+		snprintf(path, sizeof(path), "%s/memif%u.sock", dir, i);
+		unlink(path);
+		for (unsigned int r = 0; r < 2; r++) {
+			const char *role = r == 0 ? "server" : "client";
+
+			snprintf(path, sizeof(path), "/var/run/dpdk/dpvlinkwait-%d-%u-%s",
+				 (int)getpid(), i, role);
+			rmdir(path);
+			if (run != NULL) {
+				snprintf(path, sizeof(path), "%s/dpdk/dpvlinkwait-%d-%u-%s", run,
+					 (int)getpid(), i, role);
+				rmdir(path);
+			}
+		}
 	}
 	rmdir(dir);
 	return failed ? 1 : 0;
