@@ -4,10 +4,10 @@
 #
 # What a user gets from `meson install`: the build is installed into a temporary
 # DESTDIR, the files a user needs are checked there (the drop-in libibverbs.so.1 and its
-# links, dpv-perf, dpv-devnodes (as root: the nodes it makes and removes), the man pages,
-# the headers, dpverbs.pc), then PROGRAM.c, an ordinary
-# verbs program, is built with `pkg-config --cflags --libs dpverbs` alone and run on the
-# installed drop-in with a ring pair: it must list dpv0 and dpv1 and query them.
+# links, dpv-perf, dpv-devnodes (as root: the nodes it makes and removes), the man
+# pages, the headers, dpverbs.pc), then PROGRAM.c, an ordinary verbs program, is built
+# with `pkg-config --cflags --libs dpverbs` alone and run on the installed drop-in with
+# a ring pair: it must list dpv0 and dpv1 and query them.
 # LIBDIR and the other directories are meson's options: relative to PREFIX, or absolute.
 # Environment: MESON, PKG_CONFIG and CC name the tools (default: from PATH).
 set -u
