@@ -71,7 +71,7 @@ if [ "$(id -u)" = 0 ]; then
 	check "dpv-devnodes --remove removes them and the directory" \
 		sh -c '"$1" --dir "$2" --remove 2 && test ! -e "$2"' sh "$root$bindir/dpv-devnodes" "$tmp/ib"
 fi
-for page in man1/dpv-perf.1 man7/dpverbs.7; do
+for page in man1/dpv-perf.1 man1/dpv-devnodes.1 man7/dpverbs.7; do
 	check "man page $mandir/$page" test -f "$root$mandir/$page" -o -f "$root$mandir/$page.gz"
 done
 check "header $includedir/dpverbs/dpv_verbs.h" test -f "$root$includedir/dpverbs/dpv_verbs.h"
