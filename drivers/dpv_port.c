@@ -154,6 +154,23 @@ int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms)
 	return 0;
 }
 
+bool dpv_port_wait_link(struct dpv_port *port, uint32_t ms)
+{
+	uint64_t end;
+	uint32_t speed;
+	bool up;
+
+	if (ms > DPV_LINK_WAIT_MS_MAX)
+		ms = DPV_LINK_WAIT_MS_MAX;
+	end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * ms;
+	for (;;) {
+		port->ops->link(port, &up, &speed);
+		if (up || rte_get_timer_cycles() >= end)
+			return up;
+		rte_delay_us_sleep(1000);
+	}
+}
+
 static bool arp_stale(struct dpv_port *port, const struct dpv_arp_entry *e, uint64_t now)
 {
 	return e->resolved && now - e->confirmed_tsc >= arp_lifetime(port);

@@ -52,6 +52,14 @@ extern "C" {
 #define DPV_ARP_PROBES 3u
 /** Frames a port keeps when its driver's TX queue is full, to send on the next call. */
 #define DPV_PORT_TX_BACKLOG 256u
+/**
+ * Milliseconds ibv_open_device() waits for a port's link, by default: long enough for
+ * two programs started by hand, one after the other, over a link that comes up only
+ * when both ends run (a memif server waits for its client).
+ */
+#define DPV_LINK_WAIT_MS_DEFAULT 10000u
+/** The longest wait dpv_port_wait_link() takes: ten minutes. */
+#define DPV_LINK_WAIT_MS_MAX 600000u
 
 struct dpv_port;
 
@@ -233,6 +241,15 @@ bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr 
  * @return 0, or EINVAL for @p ms out of range (the lifetime is unchanged)
  */
 int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms);
+
+/**
+ * Wait until the port's link is up, checking every millisecond, for at most @p ms
+ * milliseconds. The port stays as it is either way: a link that comes up later is up
+ * from then on. Any thread (it only reads the link state).
+ * @param ms  0 (look once) to DPV_LINK_WAIT_MS_MAX; more is taken as the maximum
+ * @return true if the link is up
+ */
+bool dpv_port_wait_link(struct dpv_port *port, uint32_t ms);
 
 #ifdef __cplusplus
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_ethdev.h>
 
 #include "dpv_port.h"
@@ -16,6 +18,8 @@
 #define TX_DESC 1024
 /* How long opening a port waits for its link (a memif client's takes about 1 ms). */
 #define LINK_WAIT_MS 100
+/* How long a memif client's open goes on after its link came up (join_settle()). */
+#define JOIN_SETTLE_MS 250
 
 /*
  * Let a link that is coming up come up before the device is used, as NIC drivers'
@@ -26,16 +30,50 @@
  * memif server panic ("Error adding fd ... epoll_ctl"). A port that stays down (a
  * memif server without its client) costs the open LINK_WAIT_MS.
  */
-static void wait_link(uint16_t ethdev_port)
+static bool wait_link(uint16_t ethdev_port)
 {
 	struct rte_eth_link link;
 
 	for (unsigned int ms = 0; ms < LINK_WAIT_MS; ms++) {
 		if (rte_eth_link_get_nowait(ethdev_port, &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)
-			return;
+			return true;
 		rte_delay_us_sleep(1000);
 	}
+	return false;
+}
+
+/* Whether the port is a memif client (devargs role=client; memif's default is server). */
+static bool memif_client(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da;
+	const char *p;
+
+	if (strcmp(info->driver_name, "net_memif") != 0 || info->device == NULL)
+		return false;
+	da = rte_dev_devargs(info->device);
+	if (da == NULL || da->args == NULL)
+		return false;
+	for (p = da->args; (p = strstr(p, "role=client")) != NULL; p++)
+		if ((p == da->args || p[-1] == ',') && (p[11] == '\0' || p[11] == ','))
+			return true;
+	return false;
+}
+
+/*
+ * A memif link comes up when the client joins a server that is already running, and
+ * often that server's program is waiting in its own open for this very link before it
+ * goes on to listen for its peer (perftest checks that its port is ACTIVE before it
+ * listens on TCP, and its client connects once, right after its own check). Both
+ * links come up within microseconds of each other, so with nothing more the two
+ * programs race, and the client's connection is refused about every other time. The
+ * client, which came second, lets the server's program go first: its open returns
+ * JOIN_SETTLE_MS after its link came up. The server's open returns at once.
+ */
+static void join_settle(const struct rte_eth_dev_info *info, bool up)
+{
+	if (up && memif_client(info))
+		rte_delay_us_sleep(JOIN_SETTLE_MS * 1000);
 }
 
 static int ethdev_open(struct dpv_port *port, const char *args, unsigned int pool_size)
@@ -94,7 +132,7 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_eth_random_addr(port->mac.addr_bytes);
 	}
 	rte_eth_promiscuous_enable(port->ethdev_port);
-	wait_link(port->ethdev_port);
+	join_settle(&info, wait_link(port->ethdev_port));
 	return 0;
 }
 

@@ -46,8 +46,10 @@ static struct {
 	unsigned int ring_pairs;
 	uint32_t inline_idle_us;
 	uint32_t arp_lifetime_ms;
+	uint32_t link_wait_ms;
 } conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT,
-	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT};
+	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT,
+	  .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT};
 
 /* Say what is wrong once, in words a person can act on. */
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -137,8 +139,8 @@ static int load_config(void)
 {
 	const char *path = getenv("DPV_CONFIG"), *v;
 	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "";
-	bool idle_from_env, arp_from_env;
+	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "";
+	bool idle_from_env, arp_from_env, wait_from_env;
 
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
@@ -147,8 +149,10 @@ static int load_config(void)
 	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
 	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
 	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
+	copy_setting(wait_ms, sizeof(wait_ms), getenv("DPV_LINK_WAIT_MS"));
 	idle_from_env = idle_us[0] != '\0';
 	arp_from_env = arp_ms[0] != '\0';
+	wait_from_env = wait_ms[0] != '\0';
 	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
 		return EINVAL;
 	if (path != NULL && path[0] != '\0') {
@@ -169,6 +173,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
 		copy_setting(arp_ms, sizeof(arp_ms),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "arp_lifetime_ms"));
+		copy_setting(wait_ms, sizeof(wait_ms),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "link_wait_ms"));
 		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
 		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
 				"dpverbs", path) != 0) {
@@ -208,7 +214,10 @@ static int load_config(void)
 			&conf.inline_idle_us) != 0 ||
 	    take_number(arp_ms, arp_from_env, "DPV_ARP_LIFETIME_MS", "arp_lifetime_ms", path,
 			"the milliseconds a neighbour's MAC is trusted after its last ARP", 1,
-			DPV_ARP_LIFETIME_MS_MAX, &conf.arp_lifetime_ms) != 0)
+			DPV_ARP_LIFETIME_MS_MAX, &conf.arp_lifetime_ms) != 0 ||
+	    take_number(wait_ms, wait_from_env, "DPV_LINK_WAIT_MS", "link_wait_ms", path,
+			"the milliseconds opening a device waits for its port's link (0: no "
+			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &conf.link_wait_ms) != 0)
 		return EINVAL;
 	return 0;
 }
@@ -675,15 +684,23 @@ static const char *faults_of(const struct dpv_device *d)
 	return conf.faults;
 }
 
-static int open_dev(struct dpv_device *d)
+/*
+ * Open the device's port unless it is open. The open that started the port then waits
+ * up to @p link_wait_ms for its link, with the device running and devices_lock free: a
+ * program that checks its port right after opening it (perftest) finds it ACTIVE when
+ * its peer comes within that time, and DOWN, the truth, when not.
+ */
+static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 {
 	static bool linger_hook, capture_hook;
+	bool started = false;
 	int ret = 0;
 
 	pthread_mutex_lock(&devices_lock);
 	if (d->dev == NULL) {
 		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
 					  &d->dev);
+		started = ret == 0;
 		if (ret != 0)
 			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
 				 strerror(ret));
@@ -712,6 +729,12 @@ static int open_dev(struct dpv_device *d)
 			linger_hook = atexit(linger) == 0;
 	}
 	pthread_mutex_unlock(&devices_lock);
+	if (ret == 0 && started && link_wait_ms > 0 &&
+	    !dpv_port_wait_link(&d->dev->port, link_wait_ms))
+		complain("%s: the link of DPDK port %u is still down after %u ms "
+			 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up (a memif "
+			 "server's when its client connects)", d->ibdev.name, d->ethdev_port,
+			 link_wait_ms);
 	return ret;
 }
 
@@ -793,7 +816,7 @@ struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
-	int ret = open_dev(d);
+	int ret = open_dev(d, conf.link_wait_ms);
 
 	if (ret != 0) {
 		errno = ret;
@@ -1078,8 +1101,9 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 			d = devices[n_devices - 1];
 	}
 	pthread_mutex_unlock(&devices_lock);
+	/* A program that starts EAL itself waits for its ports' links as it likes. */
 	if (ret == 0)
-		ret = open_dev(d);
+		ret = open_dev(d, 0);
 	if (ret != 0) {
 		errno = ret;
 		return NULL;

@@ -68,6 +68,12 @@ printf '[dpverbs]\neal_args = %s --vdev=net_null0\narp_lifetime_ms = 30s\n[port0
 	"$base" >"$tmp/arp.ini"
 check "ARP lifetime that is not a number in the file" EINVAL "arp_lifetime_ms = 30s in [dpverbs] of $tmp/arp.ini" \
 	DPV_CONFIG="$tmp/arp.ini"
+check "link wait beyond ten minutes" EINVAL "DPV_LINK_WAIT_MS=600001: want the milliseconds opening a device waits" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_LINK_WAIT_MS=600001
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\nlink_wait_ms = 10s\n[port0]\nipv4 = 127.0.0.1\n' \
+	"$base" >"$tmp/wait.ini"
+check "link wait that is not a number in the file" EINVAL "link_wait_ms = 10s in [dpverbs] of $tmp/wait.ini" \
+	DPV_CONFIG="$tmp/wait.ini"
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
 printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \

@@ -190,6 +190,11 @@ start_side() { # side seconds outfile program args...
 	shift 3
 	if [ "$side" = a ]; then
 		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
+		# Side B starts once side A's program listens, which a pingpong server does
+		# after opening its device: side A's open must not wait for the link (a memif
+		# server's comes up when side B joins). test/compat/perftest.sh runs programs
+		# that need the wait.
+		run+=(env DPV_LINK_WAIT_MS=0)
 		if [ "$watch" = 1 ]; then
 			eal=${eal/--no-telemetry /}
 			capture=(DPV_CAPTURE="${out%.out}.pcapng")

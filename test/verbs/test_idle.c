@@ -438,6 +438,9 @@ int main(void)
 	if (child == 0) {
 		close(to_active[0]);
 		close(to_passive[1]);
+		/* The memif server's link comes up when the active side's client joins, which
+		 * it does only once this side's device is open: no wait for it in the open. */
+		setenv("DPV_LINK_WAIT_MS", "0", 1);
 		snprintf(eal, sizeof(eal), "-l 0 --no-pci --no-telemetry "
 			 "--log-level=lib.eal:error %s --file-prefix=dpvidle-%d-p "
 			 "--vdev=net_memif0,role=server,socket=/run/dpvidle-%d.sock", mem,
