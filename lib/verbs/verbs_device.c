@@ -688,10 +688,11 @@ static const char *faults_of(const struct dpv_device *d)
 static uint64_t ms_since(const struct timespec *t0)
 {
 	struct timespec t;
+	int64_t ms;
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)(t.tv_sec - t0->tv_sec) * 1000u +
-	       (uint64_t)((t.tv_nsec - t0->tv_nsec) / 1000000);
+	ms = (int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+	return ms > 0 ? (uint64_t)ms : 0;
 }
 
 /* Open the device's port and what runs on it, devices_lock held. EAGAIN (a memif
