@@ -154,9 +154,7 @@ const struct dpv_port_ops *dpv_port_driver(const char *name);
  *                 <spec>@<driver>:<arguments>, dpv_faults.h)
  * @param pool_size mbufs in the port's pool
  * @return 0; ENODEV unknown driver or port; EINVAL bad arguments; ENOMEM no pool;
- *         EAGAIN a memif client that found no server to take it (none listening
- *         yet, or one whose own port had not started): the port is closed, and the
- *         same call may succeed later; or the driver's errno.
+ *         or the driver's errno.
  */
 int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,
 		  unsigned int pool_size);

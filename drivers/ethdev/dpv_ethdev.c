@@ -18,10 +18,6 @@
 #define TX_DESC 1024
 /* How long opening a port waits for its link (a memif client's takes about 1 ms). */
 #define LINK_WAIT_MS 100
-/* How long a memif client waits for its link before it takes its server for one that
- * turned it away (a handshake takes a few ms; a server's panics when its client leaves
- * mid-handshake, so this is far longer). */
-#define MEMIF_JOIN_WAIT_MS 1000
 /* How long a memif client's open goes on after its link came up (join_settle()). */
 #define JOIN_SETTLE_MS 250
 
@@ -32,13 +28,13 @@
  * first ARP reply could be lost (a 200 ms retry), ibv_devinfo said PORT_DOWN, and a
  * program that ends at once (ibv_devinfo) left mid-handshake, which makes a DPDK 22.11
  * memif server panic ("Error adding fd ... epoll_ctl"). A port that stays down (a
- * memif server without its client) costs the open @p wait_ms.
+ * memif server without its client) costs the open LINK_WAIT_MS.
  */
-static bool wait_link(uint16_t ethdev_port, unsigned int wait_ms)
+static bool wait_link(uint16_t ethdev_port)
 {
 	struct rte_eth_link link;
 
-	for (unsigned int ms = 0; ms < wait_ms; ms++) {
+	for (unsigned int ms = 0; ms < LINK_WAIT_MS; ms++) {
 		if (rte_eth_link_get_nowait(ethdev_port, &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)
 			return true;
@@ -87,7 +83,6 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	char *end;
 	unsigned long id;
 	uint16_t rxd = RX_DESC, txd = TX_DESC, mtu = RTE_ETHER_MTU;
-	bool up;
 	int ret;
 
 	errno = 0;
@@ -120,13 +115,8 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	if (ret == 0)
 		ret = rte_eth_tx_queue_setup(port->ethdev_port, 0, txd, (unsigned int)port->socket,
 					     NULL);
-	if (ret == 0) {
+	if (ret == 0)
 		ret = rte_eth_dev_start(port->ethdev_port);
-		/* A memif client connects to its server's socket as it starts, once: DPDK
-		 * 22.11's memif fails the start (-1) when no server listens there yet. */
-		if (ret != 0 && memif_client(&info))
-			ret = -EAGAIN;
-	}
 	if (ret != 0) {
 		rte_mempool_free(port->pool);
 		port->pool = NULL;
@@ -142,23 +132,7 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_eth_random_addr(port->mac.addr_bytes);
 	}
 	rte_eth_promiscuous_enable(port->ethdev_port);
-	up = wait_link(port->ethdev_port, memif_client(&info) ? MEMIF_JOIN_WAIT_MS : LINK_WAIT_MS);
-	if (!up && memif_client(&info)) {
-		/*
-		 * A memif server takes its clients once its own port has started, and
-		 * DPDK 22.11's server answers one that joins between its program's EAL
-		 * start and its port's ("ID not found") with a disconnect, which its client
-		 * takes as final: the link would never come up. So does a server's program
-		 * that opens its device at the same moment as this one (ucx_perftest's two
-		 * sides, after their TCP handshake). The port is stopped, and EAGAIN lets
-		 * the caller start it again.
-		 */
-		rte_eth_dev_stop(port->ethdev_port);
-		rte_mempool_free(port->pool);
-		port->pool = NULL;
-		return EAGAIN;
-	}
-	join_settle(&info, up);
+	join_settle(&info, wait_link(port->ethdev_port));
 	return 0;
 }
 

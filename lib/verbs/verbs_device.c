@@ -684,92 +684,53 @@ static const char *faults_of(const struct dpv_device *d)
 	return conf.faults;
 }
 
-/* Milliseconds since @p t0 (CLOCK_MONOTONIC). */
-static uint64_t ms_since(const struct timespec *t0)
-{
-	struct timespec t;
-	int64_t ms;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	ms = (int64_t)(t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
-	return ms > 0 ? (uint64_t)ms : 0;
-}
-
-/* Open the device's port and what runs on it, devices_lock held. EAGAIN (a memif
- * client that no server took yet) is said by the caller, which tries again. */
-static int open_dev_locked(struct dpv_device *d)
-{
-	static bool linger_hook, capture_hook;
-	int ret;
-
-	ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d), &d->dev);
-	if (ret != 0) {
-		if (ret != EAGAIN)
-			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name,
-				 d->ethdev_port, strerror(ret));
-		return ret;
-	}
-	/* Before the linger hook: atexit runs it after, the capture sees it all. */
-	if (!capture_hook)
-		capture_hook = atexit(finish_captures) == 0;
-	ret = start_env_capture(d);
-	/* Before the progress mode: nobody polls the port yet. */
-	if (ret == 0)
-		ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
-	if (ret == 0)
-		ret = dpv_verbs_apply_progress(d->dev, conf.progress);
-	/* After the mode: a device that went to an lcore or a service needs no helper. */
-	if (ret == 0) {
-		ret = dpv_engine_set_inline_idle_us(conf.inline_idle_us);
-		if (ret != 0)
-			complain("%s: cannot start the helper thread of inline progress: %s",
-				 d->ibdev.name, strerror(ret));
-	}
-	/* Before the linger hook: atexit runs it after, the dump counts the last frames. */
-	if (ret == 0)
-		dpv_verbs_stats_dump_at_exit(d->ibdev.name, d->dev);
-	if (ret == 0 && !linger_hook)
-		linger_hook = atexit(linger) == 0;
-	return ret;
-}
-
 /*
  * Open the device's port unless it is open. The open that started the port then waits
  * up to @p link_wait_ms for its link, with the device running and devices_lock free: a
  * program that checks its port right after opening it (perftest) finds it ACTIVE when
- * its peer comes within that time, and DOWN, the truth, when not. A memif client that
- * no server took (none listening yet, or one that turned it away because its own port
- * had not started: two programs that open their devices at the same moment, as
- * ucx_perftest's two sides do after their TCP handshake) is opened again within the
- * same time, devices_lock free in between.
+ * its peer comes within that time, and DOWN, the truth, when not.
  */
 static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 {
-	struct timespec t0;
-	uint64_t waited;
+	static bool linger_hook, capture_hook;
 	bool started = false;
-	int ret;
+	int ret = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		ret = 0;
-		pthread_mutex_lock(&devices_lock);
-		if (d->dev == NULL) {
-			ret = open_dev_locked(d);
-			started = ret == 0;
+	pthread_mutex_lock(&devices_lock);
+	if (d->dev == NULL) {
+		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
+					  &d->dev);
+		started = ret == 0;
+		if (ret != 0)
+			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
+				 strerror(ret));
+		/* Before the linger hook: atexit runs it after, the capture sees it all. */
+		if (ret == 0 && !capture_hook)
+			capture_hook = atexit(finish_captures) == 0;
+		if (ret == 0)
+			ret = start_env_capture(d);
+		/* Before the progress mode: nobody polls the port yet. */
+		if (ret == 0)
+			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+		if (ret == 0)
+			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
+		/* After the mode: a device that went to an lcore or a service needs no
+		 * helper. */
+		if (ret == 0) {
+			ret = dpv_engine_set_inline_idle_us(conf.inline_idle_us);
+			if (ret != 0)
+				complain("%s: cannot start the helper thread of inline progress: %s",
+					 d->ibdev.name, strerror(ret));
 		}
-		pthread_mutex_unlock(&devices_lock);
-		waited = ms_since(&t0);
-		if (ret != EAGAIN || waited >= link_wait_ms)
-			break;
-		rte_delay_us_sleep(10 * 1000);
+		/* Before the linger hook: atexit runs it after, the dump counts the last frames. */
+		if (ret == 0)
+			dpv_verbs_stats_dump_at_exit(d->ibdev.name, d->dev);
+		if (ret == 0 && !linger_hook)
+			linger_hook = atexit(linger) == 0;
 	}
-	if (ret == EAGAIN)
-		complain("%s: no memif server took DPDK port %u in %u ms (DPV_LINK_WAIT_MS): "
-			 "start the server's program, or give it more time", d->ibdev.name,
-			 d->ethdev_port, link_wait_ms);
-	if (ret == 0 && started && link_wait_ms > waited &&
-	    !dpv_port_wait_link(&d->dev->port, link_wait_ms - (uint32_t)waited))
+	pthread_mutex_unlock(&devices_lock);
+	if (ret == 0 && started && link_wait_ms > 0 &&
+	    !dpv_port_wait_link(&d->dev->port, link_wait_ms))
 		complain("%s: the link of DPDK port %u is still down after %u ms "
 			 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up (a memif "
 			 "server's when its client connects)", d->ibdev.name, d->ethdev_port,
