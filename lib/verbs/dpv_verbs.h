@@ -37,10 +37,8 @@ struct dpv_dev;
  * DPV_FAULTS is read here: when set, the device's port is the faults driver over the
  * ethdev port (doc/guides/configuration.md).
  * @return the context, or NULL with errno: ENODEV no such port, EINVAL ipv4 0 or a
- *         DPV_FAULTS spec that is not valid, ENOSPC too many devices, ENOMEM, EAGAIN a
- *         memif client that no server took within a second (none listening, or one
- *         whose program had not opened its own port: the port is stopped, and a later
- *         call may succeed), or the port's errno.
+ *         DPV_FAULTS spec that is not valid, ENOSPC too many devices, ENOMEM, or the
+ *         port's errno.
  */
 struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4);
 
