@@ -9,6 +9,7 @@
 
 #include <rte_arp.h>
 #include <rte_byteorder.h>
+#include <rte_common.h>
 #include <rte_cycles.h>
 #include <rte_ip.h>
 #include <rte_mbuf_pool_ops.h>
@@ -17,6 +18,9 @@
 #include "dpv_port.h"
 
 #define MAX_DRIVERS 8
+
+/* dpv_port_set_link_wait(): read by the drivers' open. */
+static uint32_t link_wait_ms;
 
 /* The built-in drivers are named here, not registered from constructors, so a static
  * link pulls them in without whole-archive tricks. */
@@ -154,21 +158,14 @@ int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms)
 	return 0;
 }
 
-bool dpv_port_wait_link(struct dpv_port *port, uint32_t ms)
+void dpv_port_set_link_wait(uint32_t ms)
 {
-	uint64_t end;
-	uint32_t speed;
-	bool up;
+	__atomic_store_n(&link_wait_ms, RTE_MIN(ms, DPV_LINK_WAIT_MS_MAX), __ATOMIC_RELAXED);
+}
 
-	if (ms > DPV_LINK_WAIT_MS_MAX)
-		ms = DPV_LINK_WAIT_MS_MAX;
-	end = rte_get_timer_cycles() + rte_get_timer_hz() / 1000 * ms;
-	for (;;) {
-		port->ops->link(port, &up, &speed);
-		if (up || rte_get_timer_cycles() >= end)
-			return up;
-		rte_delay_us_sleep(1000);
-	}
+uint32_t dpv_port_link_wait(void)
+{
+	return __atomic_load_n(&link_wait_ms, __ATOMIC_RELAXED);
 }
 
 static bool arp_stale(struct dpv_port *port, const struct dpv_arp_entry *e, uint64_t now)

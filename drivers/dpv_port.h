@@ -58,7 +58,7 @@ extern "C" {
  * when both ends run (a memif server waits for its client).
  */
 #define DPV_LINK_WAIT_MS_DEFAULT 10000u
-/** The longest wait dpv_port_wait_link() takes: ten minutes. */
+/** The longest wait dpv_port_set_link_wait() takes: ten minutes. */
 #define DPV_LINK_WAIT_MS_MAX 600000u
 
 struct dpv_port;
@@ -243,13 +243,16 @@ bool dpv_port_resolve(struct dpv_port *port, uint32_t ip, struct rte_ether_addr 
 int dpv_port_set_arp_lifetime(struct dpv_port *port, uint32_t ms);
 
 /**
- * Wait until the port's link is up, checking every millisecond, for at most @p ms
- * milliseconds. The port stays as it is either way: a link that comes up later is up
- * from then on. Any thread (it only reads the link state).
- * @param ms  0 (look once) to DPV_LINK_WAIT_MS_MAX; more is taken as the maximum
- * @return true if the link is up
+ * How long opening a port waits for its link to come up, for the ports opened from now
+ * on (0, the default: only the driver's own 100 ms). The open returns as soon as the
+ * link is up, and opens the port whether it came up or not. A control thread, before
+ * it opens ports; an open on another thread at the same time may see either value.
+ * @param ms  0..DPV_LINK_WAIT_MS_MAX; more is taken as the maximum
  */
-bool dpv_port_wait_link(struct dpv_port *port, uint32_t ms);
+void dpv_port_set_link_wait(uint32_t ms);
+
+/** What dpv_port_set_link_wait() set (any thread). */
+uint32_t dpv_port_link_wait(void);
 
 #ifdef __cplusplus
 }

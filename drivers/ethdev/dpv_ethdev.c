@@ -16,32 +16,13 @@
 
 #define RX_DESC 1024
 #define TX_DESC 1024
-/* How long opening a port waits for its link (a memif client's takes about 1 ms). */
+/* How long opening a port waits for its link at the least (a memif client's takes about
+ * 1 ms), whatever dpv_port_set_link_wait() says. */
 #define LINK_WAIT_MS 100
+/* How long a memif client's link may stay down before it connects to its server again. */
+#define RECONNECT_MS 500
 /* How long a memif client's open goes on after its link came up (join_settle()). */
 #define JOIN_SETTLE_MS 250
-
-/*
- * Let a link that is coming up come up before the device is used, as NIC drivers'
- * users wait after starting a port. A memif client is up once its handshake with the
- * server is done, and until then the server can send it nothing: with no wait, the
- * first ARP reply could be lost (a 200 ms retry), ibv_devinfo said PORT_DOWN, and a
- * program that ends at once (ibv_devinfo) left mid-handshake, which makes a DPDK 22.11
- * memif server panic ("Error adding fd ... epoll_ctl"). A port that stays down (a
- * memif server without its client) costs the open LINK_WAIT_MS.
- */
-static bool wait_link(uint16_t ethdev_port)
-{
-	struct rte_eth_link link;
-
-	for (unsigned int ms = 0; ms < LINK_WAIT_MS; ms++) {
-		if (rte_eth_link_get_nowait(ethdev_port, &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_UP)
-			return true;
-		rte_delay_us_sleep(1000);
-	}
-	return false;
-}
 
 /* Whether the port is a memif client (devargs role=client; memif's default is server). */
 static bool memif_client(const struct rte_eth_dev_info *info)
@@ -58,6 +39,46 @@ static bool memif_client(const struct rte_eth_dev_info *info)
 		if ((p == da->args || p[-1] == ',') && (p[11] == '\0' || p[11] == ','))
 			return true;
 	return false;
+}
+
+/*
+ * Let a link that is coming up come up before the device is used, as NIC drivers'
+ * users wait after starting a port: for dpv_port_set_link_wait() milliseconds, and at
+ * least LINK_WAIT_MS. A memif client is up once its handshake with the server is done,
+ * and until then the server can send it nothing: with no wait, the first ARP reply
+ * could be lost (a 200 ms retry), ibv_devinfo said PORT_DOWN, and a program that ends
+ * at once (ibv_devinfo) left mid-handshake, which makes a DPDK 22.11 memif server panic
+ * ("Error adding fd ... epoll_ctl"). A memif server whose port is not started yet (its
+ * program is still on its way to ibv_open_device()) turns a client away ("ID not
+ * found") and the client never asks again: a memif client @p reconnect, still down
+ * after RECONNECT_MS, connects again, its port stopped and started.
+ * @return 0 with @p up set, or the errno of a restart that failed (the server is gone)
+ */
+static int wait_link(uint16_t ethdev_port, bool reconnect, bool *up)
+{
+	uint64_t ms = rte_get_timer_hz() / 1000, start = rte_get_timer_cycles(), asked = start;
+	uint64_t wait = RTE_MAX(dpv_port_link_wait(), (uint32_t)LINK_WAIT_MS) * ms;
+	struct rte_eth_link link;
+	int ret;
+
+	for (;;) {
+		uint64_t now;
+
+		*up = rte_eth_link_get_nowait(ethdev_port, &link) == 0 &&
+		      link.link_status == RTE_ETH_LINK_UP;
+		now = rte_get_timer_cycles();
+		if (*up || now - start >= wait)
+			return 0;
+		if (reconnect && now - asked >= RECONNECT_MS * ms) {
+			ret = rte_eth_dev_stop(ethdev_port);
+			if (ret == 0)
+				ret = rte_eth_dev_start(ethdev_port);
+			if (ret != 0)
+				return -ret;
+			asked = now;
+		}
+		rte_delay_us_sleep(1000);
+	}
 }
 
 /*
@@ -83,6 +104,7 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	char *end;
 	unsigned long id;
 	uint16_t rxd = RX_DESC, txd = TX_DESC, mtu = RTE_ETHER_MTU;
+	bool up;
 	int ret;
 
 	errno = 0;
@@ -132,7 +154,14 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_eth_random_addr(port->mac.addr_bytes);
 	}
 	rte_eth_promiscuous_enable(port->ethdev_port);
-	join_settle(&info, wait_link(port->ethdev_port));
+	ret = wait_link(port->ethdev_port, memif_client(&info), &up);
+	if (ret != 0) {
+		rte_eth_dev_stop(port->ethdev_port);
+		rte_mempool_free(port->pool);
+		port->pool = NULL;
+		return ret;
+	}
+	join_settle(&info, up);
 	return 0;
 }
 

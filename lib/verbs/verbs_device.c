@@ -685,22 +685,31 @@ static const char *faults_of(const struct dpv_device *d)
 }
 
 /*
- * Open the device's port unless it is open. The open that started the port then waits
- * up to @p link_wait_ms for its link, with the device running and devices_lock free: a
- * program that checks its port right after opening it (perftest) finds it ACTIVE when
- * its peer comes within that time, and DOWN, the truth, when not.
+ * Open the device's port unless it is open. Opening a port waits up to @p link_wait_ms
+ * for its link (dpv_port_set_link_wait()): a program that checks its port right after
+ * opening it (perftest) finds it ACTIVE when its peer comes within that time, and DOWN,
+ * the truth, when not, which is then said once.
  */
 static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 {
 	static bool linger_hook, capture_hook;
-	bool started = false;
+	uint32_t speed;
+	bool up;
 	int ret = 0;
 
 	pthread_mutex_lock(&devices_lock);
 	if (d->dev == NULL) {
+		dpv_port_set_link_wait(link_wait_ms);
 		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
 					  &d->dev);
-		started = ret == 0;
+		if (ret == 0 && link_wait_ms > 0) {
+			d->dev->port.ops->link(&d->dev->port, &up, &speed);
+			if (!up)
+				complain("%s: the link of DPDK port %u is still down after %u ms "
+					 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up "
+					 "(a memif server's when its client connects)",
+					 d->ibdev.name, d->ethdev_port, link_wait_ms);
+		}
 		if (ret != 0)
 			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
 				 strerror(ret));
@@ -729,12 +738,6 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 			linger_hook = atexit(linger) == 0;
 	}
 	pthread_mutex_unlock(&devices_lock);
-	if (ret == 0 && started && link_wait_ms > 0 &&
-	    !dpv_port_wait_link(&d->dev->port, link_wait_ms))
-		complain("%s: the link of DPDK port %u is still down after %u ms "
-			 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up (a memif "
-			 "server's when its client connects)", d->ibdev.name, d->ethdev_port,
-			 link_wait_ms);
 	return ret;
 }
 

@@ -1,0 +1,340 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A program of Debian's perftest, unmodified, on the drop-in libibverbs.so.1: its server
+# in one dpverbs process, its client in another, each with a device of its own. Usage:
+#
+#   perftest.sh LINK MEMORY START TCP_PORT PROGRAM [ARGS...]
+#
+#   LINK      memif     net_memif between two processes of this network namespace, the
+#                       perftest server on the memif server's side; perftest's TCP
+#                       exchange on localhost
+#             afpacket  net_af_packet on a veth pair, one end in each of two network
+#                       namespaces (needs root: skipped without it), so frames cross
+#                       the kernel; the exchange on the kernel's addresses of the pair
+#   MEMORY    nohuge (--no-huge --no-shconf) or huge (--in-memory, hugepages)
+#   START     now   the client starts as soon as the server can be joined: over memif
+#                   once its socket exists, while the server's program goes on to
+#                   ibv_open_device(), which waits for the link (DPV_LINK_WAIT_MS; a
+#                   client turned away by a port not started yet connects again);
+#                   over af_packet once it listens
+#             late  the same, 3 s later: a memif server's device waits that long
+#   TCP_PORT  perftest's exchange (-p)
+#   PROGRAM   ib_send_lat, ib_send_bw, ib_write_lat, ib_write_bw, ib_read_lat,
+#             ib_read_bw; ARGS the same on both sides, as perftest wants
+#
+# The client always starts after its server: perftest's client connects to the server
+# once, right after checking its port, and stops with "Couldn't connect" when nobody
+# listens yet, on any device.
+#
+# What must hold: both sides exit 0 within their time; the header each prints names the
+# connection type (-c) and SRQ (--use-srq) asked for; the client prints one result line
+# for every size asked for (-a: 2 bytes to 8 MiB, for UD to the port's MTU that perftest
+# prints; else -s, or perftest's default, cut to the MTU for UD), with the iteration count
+# of -n; so does ib_send_bw's server, and ib_write_bw's and ib_read_bw's print the
+# client's result of the last size; every figure is a number (a latency test's standard
+# deviation of a few samples may be "-nan", perftest's arithmetic), bandwidth and
+# message rate above 0 and agreeing with each other (MiB/s = Mpps x bytes / 1.048576,
+# within the rounding of the printed digits), latencies above 0 and ordered (min <=
+# typical, average <= max, min <= 99 % <= 99.9 % <= max); and no line says "error",
+# "failed", "couldn't" or "unable", nor dpverbs complains ("dpverbs: ...").
+# perftest 4.5 has no check of the data it moves. On failure both outputs are shown and
+# the device counters that are not 0 (DPV_STATS_DUMP).
+#
+# perftest links Debian's libmlx5.so.1 and libefa.so.1, which load on the drop-in's
+# provider interface (lib/verbs/verbs_private.c). The server side of ib_write_bw,
+# ib_read_bw and ib_read_lat never calls verbs while the test runs, yet its device must
+# ACK the WRITEs and answer the READs: inline progress does that with its helper thread
+# (DPV_INLINE_IDLE_US); without it the client ends with "Failed status 12" (retry
+# exceeded).
+#
+# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default dpv) starts
+# the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where
+# the temporary directory (memif socket, outputs) goes. Only the processes started here
+# are ended, by pid; the namespaces (and with them the veth pair), the temporary
+# directory and EAL's runtime directories are removed on every exit.
+
+set -u
+
+if [ $# -lt 5 ]; then
+	echo "usage: $0 memif|afpacket nohuge|huge now|late TCP_PORT PROGRAM [ARGS...]" >&2
+	exit 2
+fi
+link=$1 memory=$2 start=$3 tcp_port=$4 prog=$5
+shift 5
+args=("$@")
+
+libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
+# Only the programs under test get the drop-in (meson puts the build's library
+# directories in LD_LIBRARY_PATH for every test): ip, ss and grep keep the system's.
+unset LD_LIBRARY_PATH
+case $prog in
+ib_send_lat | ib_send_bw | ib_write_lat | ib_write_bw | ib_read_lat | ib_read_bw) ;;
+*) echo "program $prog: not one of perftest's send, write and read tests" >&2; exit 2 ;;
+esac
+prog_path=$(command -v "$prog") || {
+	echo "skipped: $prog is not installed (Debian package perftest)"
+	exit 77
+}
+case $memory in
+nohuge) mem="--no-huge --no-shconf -m 512" ;;
+huge) mem="--in-memory -m 256" ;;
+*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
+esac
+case $start in
+now) delay=0 ;;
+late) delay=3 ;;
+*) echo "start $start: want now or late" >&2; exit 2 ;;
+esac
+case $link in
+memif) ;;
+afpacket)
+	if [ "$(id -u)" != 0 ]; then
+		echo "skipped: the afpacket link needs root (network namespaces, a veth pair)"
+		exit 77
+	fi
+	;;
+*) echo "link $link: want memif or afpacket" >&2; exit 2 ;;
+esac
+
+tmp=$(mktemp -d "${DPV_COMPAT_TMPDIR:-/tmp}/dpv-perftest.XXXXXX") || exit 1
+id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+prefix_a=dpvperftest-$id-a prefix_b=dpvperftest-$id-b
+names=${DPV_COMPAT_NETNS:-dpv}
+ns_a='' ns_b='' veth_a=''
+pids=()
+
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
+	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
+	# Deleting a namespace deletes the veth end in it and its peer; this is for a pair
+	# made before its ends moved.
+	[ -n "$veth_a" ] && ip link del "$veth_a" 2>/dev/null
+	rm -rf "$tmp" "/var/run/dpdk/$prefix_a" "/var/run/dpdk/$prefix_b"
+	if [ -n "${XDG_RUNTIME_DIR:-}" ]; then
+		rm -rf "$XDG_RUNTIME_DIR/dpdk/$prefix_a" "$XDG_RUNTIME_DIR/dpdk/$prefix_b"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+if [ "$link" = memif ]; then
+	sock=$tmp/memif.sock
+	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
+	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
+	run_a=() run_b=()
+	ip_a=10.204.0.1 ip_b=10.204.0.2
+	server_host=localhost
+else
+	ns_a=${names}A$id ns_b=${names}B$id
+	veth_a=${names}${id}a veth_b=${names}${id}b
+	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
+		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
+		ns_a=
+		exit 77
+	fi
+	# The kernel's addresses carry perftest's TCP exchange; dpverbs answers ARP for its
+	# own (test/dropin/dropin.sh says why the two differ). 4096 frames per packet ring,
+	# not 512: a bandwidth test has up to 128 messages of 64 frames in flight, and what
+	# overflows the ring is lost and sent again.
+	ip netns add "$ns_b" &&
+		ip link add "$veth_a" type veth peer name "$veth_b" &&
+		ip link set "$veth_a" netns "$ns_a" && ip link set "$veth_b" netns "$ns_b" &&
+		ip -n "$ns_a" link set "$veth_a" up && ip -n "$ns_b" link set "$veth_b" up &&
+		ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
+		ip -n "$ns_a" addr add 10.203.0.1/24 dev "$veth_a" &&
+		ip -n "$ns_b" addr add 10.203.0.2/24 dev "$veth_b" || exit 1
+	vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
+	vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
+	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
+	ip_a=10.203.0.11 ip_b=10.203.0.12
+	server_host=10.203.0.1
+fi
+
+start_side() { # side outfile program args...
+	local side=$1 out=$2 eal ip run
+	shift 2
+	if [ "$side" = a ]; then
+		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
+	else
+		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
+	fi
+	timeout --kill-after=5 120 "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
+		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
+		DPV_STATS_DUMP="${out%.out}-" stdbuf -oL -eL "$@" >"$out" 2>&1 &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+
+failed=0
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+finish_side() { # pid name
+	local rc p rest=()
+	wait "$1"
+	rc=$?
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+	case $rc in
+	0) ;;
+	124 | 137) fail "$2 did not finish in time (hung)" ;;
+	*) fail "$2 exited with status $rc" ;;
+	esac
+}
+
+# Whether the server can be joined: the memif socket exists, or perftest listens.
+joinable() {
+	if [ "$link" = memif ]; then
+		[ -S "$sock" ]
+	else
+		"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+	fi
+}
+
+out_a=$tmp/a.out out_b=$tmp/b.out
+start_side a "$out_a" "$prog_path" "${args[@]}" -p "$tcp_port"
+server=$last_pid
+for ((i = 0; i < 300; i++)); do
+	joinable && break
+	kill -0 "$server" 2>/dev/null || break
+	sleep 0.1
+done
+joinable || fail "the server never became joinable (memif socket, or TCP port $tcp_port)"
+sleep "$delay"
+start_side b "$out_b" "$prog_path" "${args[@]}" -p "$tcp_port" "$server_host"
+finish_side "$last_pid" "client ($prog ${args[*]})"
+finish_side "$server" "server ($prog ${args[*]})"
+
+# What was asked for, with perftest's defaults.
+conn=RC srq=OFF all=0 size='' iters=1000
+set -- "${args[@]}" ""
+for ((i = 1; i < $#; i++)); do
+	next=${*:i+1:1}
+	case ${!i} in
+	-c) conn=$next ;;
+	--connection=*) conn=${!i#*=} ;;
+	--use-srq) srq=ON ;;
+	-a | --all) all=1 ;;
+	-s) size=$next ;;
+	--size=*) size=${!i#*=} ;;
+	-n) iters=$next ;;
+	--iters=*) iters=${!i#*=} ;;
+	esac
+done
+if [ -z "$size" ]; then
+	size=2
+	[[ $prog == *_bw ]] && size=65536
+fi
+mtu=$(sed -En 's/^ *Mtu *: *([0-9]+)\[B\].*/\1/p' "$out_b" | head -1)
+sizes=()
+if [ "$all" = 1 ]; then
+	for ((s = 2; s <= 8388608; s *= 2)); do
+		[ "$conn" = UD ] && [ -n "$mtu" ] && [ "$s" -gt "$mtu" ] && break
+		sizes+=("$s")
+	done
+else
+	[ "$conn" = UD ] && [ -n "$mtu" ] && [ "$size" -gt "$mtu" ] && size=$mtu
+	sizes=("$size")
+fi
+
+# The result lines of one side, checked with awk: every size once, in order, nothing else.
+check_table() { # outfile name kind(bw|lat) sizes...
+	local out=$1 name=$2 kind=$3 why
+	shift 3
+	why=$(awk -v kind="$kind" -v iters="$iters" -v want="$*" '
+		function num(x) { return x ~ /^[0-9]+(\.[0-9]+)?$/ }
+		function bad(msg) { if (err == "") err = msg }
+		/^ *#bytes/ { header = 1; next }
+		header && /^ *[0-9]+ +[0-9]+ / {
+			if (n++ && $1 + 0 <= prev) bad($1 " bytes after " prev ": sizes out of order")
+			prev = $1 + 0
+			if (!($1 in wanted)) bad("a line for " $1 " bytes, not asked for")
+			else if (seen[$1]++) bad("two lines for " $1 " bytes")
+			if ($2 != iters) bad($1 " bytes: " $2 " iterations, not " iters)
+			# The standard deviation of a few samples may come out as "-nan"
+			# (perftest takes the root of a rounding error below 0).
+			for (f = 3; f <= NF; f++)
+				if (!num($f) && !(kind == "lat" && f == 7 && $f ~ /^-?nan$/))
+					bad($1 " bytes: field " f " is \"" $f "\"")
+			if (kind == "bw") {
+				if (NF != 5) bad($1 " bytes: " NF " fields, not 5")
+				# peak, average (MiB/s), message rate (Mpps, 6 decimals)
+				if ($4 <= 0 || $5 <= 0) bad($1 " bytes: bandwidth " $4 ", rate " $5)
+				lo = ($5 - 0.0000005) * $1 / 1.048576 - 0.005
+				hi = ($5 + 0.0000005) * $1 / 1.048576 + 0.005
+				if ($4 < lo || $4 > hi)
+					bad($1 " bytes: " $4 " MiB/s disagrees with " $5 " Mpps")
+			} else {
+				if (NF != 9) bad($1 " bytes: " NF " fields, not 9")
+				# min max typical average stdev 99% 99.9%
+				if ($3 <= 0) bad($1 " bytes: t_min " $3)
+				if ($3 > $5 || $5 > $4 || $3 > $6 || $6 > $4 || $3 > $8 ||
+				    $8 > $9 || $9 > $4)
+					bad($1 " bytes: latencies out of order: " $0)
+			}
+			next
+		}
+		BEGIN { k = split(want, w, " "); for (i = 1; i <= k; i++) wanted[w[i]] = 1 }
+		END {
+			for (i = 1; i <= k; i++) if (!(w[i] in seen)) bad("no line for " w[i] " bytes")
+			if (!header) bad("no result table")
+			print err
+		}' "$out")
+	[ -z "$why" ] || fail "$name: $why"
+}
+
+# The header must say what was asked: a connection type or SRQ perftest did not take
+# would change what was measured.
+for f in "$out_a" "$out_b"; do
+	name=server
+	[ "$f" = "$out_b" ] && name=client
+	grep -Eq "Connection type : $conn([[:space:]]|$)" "$f" ||
+		fail "$name: no \"Connection type : $conn\" in its header"
+	grep -Eq "Using SRQ +: $srq([[:space:]]|$)" "$f" || fail "$name: no \"Using SRQ : $srq\" in its header"
+	# DPDK's memif, in a process without a multi-process channel (--no-shconf,
+	# --in-memory), says once that it cannot offer one: nothing here needs it.
+	bad=$(grep -Ei 'error|fail|couldn.t|unable|^dpverbs: ' "$f" |
+		grep -v 'rte_pmd_memif_probe(): Failed to register mp action callback: Operation not supported' |
+		head -1)
+	[ -z "$bad" ] || fail "$name: $bad"
+done
+kind=lat
+[[ $prog == *_bw ]] && kind=bw
+check_table "$out_b" client "$kind" "${sizes[@]}"
+# A bandwidth test's server prints the table too: ib_send_bw's its own measure of every
+# size, ib_write_bw's and ib_read_bw's (which move data without its CPU) the client's
+# result of the last size only.
+case $prog in
+ib_send_bw) check_table "$out_a" server bw "${sizes[@]}" ;;
+ib_write_bw | ib_read_bw) check_table "$out_a" server bw "${sizes[-1]}" ;;
+esac
+
+if [ "$failed" != 0 ]; then
+	for side in a b; do
+		if [ "$side" = a ]; then
+			echo "==== side A (server), $ip_a, $link"
+		else
+			echo "==== side B (client), $ip_b, $link"
+		fi
+		cat "$tmp/$side.out"
+		if [ -s "$tmp/$side-dpv0.txt" ]; then
+			echo "---- its device's counters, those not 0"
+			awk '$2 != 0' "$tmp/$side-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+		fi
+	done
+	exit 1
+fi
+echo "ok: $prog ${args[*]} over $link ($memory, client started $start)"
+grep -E '^ *#bytes' "$out_b" | head -1
+awk '/^ *#bytes/ { h = 1; next } h && /^ *[0-9]+ +[0-9]+ / { print }' "$out_b"
+exit 0
