@@ -12,7 +12,9 @@ cd "$top"
 build_pkgs=(gcc pkg-config meson ninja-build python3 libdpdk-dev libibverbs-dev
 	libnuma-dev libcmocka-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev libbsd-dev)
 test_pkgs=(clang libclang-rt-14-dev valgrind tshark python3-scapy ibverbs-utils iproute2 dpdk-dev
-	groff-base man-db perftest ucx-utils openmpi-bin libopenmpi-dev)
+	groff-base man-db perftest)
+# UCX's and Open MPI's programs and mpicc (test/compat/ucx.sh, mpi.sh, mpi_check.c)
+test_pkgs+=(ucx-utils openmpi-bin libopenmpi-dev)
 
 say() { printf '==> %s\n' "$*" >&2; }
 
