@@ -15,6 +15,8 @@ test_pkgs=(clang libclang-rt-14-dev valgrind tshark python3-scapy ibverbs-utils 
 	groff-base man-db perftest)
 # rdma-core's pyverbs suite (test/compat/pyverbs_suite.py)
 test_pkgs+=(python3-pyverbs)
+# UCX's and Open MPI's programs and mpicc (test/compat/ucx.sh, mpi.sh, mpi_check.c)
+test_pkgs+=(ucx-utils openmpi-bin libopenmpi-dev)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -154,7 +154,8 @@ const struct dpv_port_ops *dpv_port_driver(const char *name);
  *                 <spec>@<driver>:<arguments>, dpv_faults.h)
  * @param pool_size mbufs in the port's pool
  * @return 0; ENODEV unknown driver or port; EINVAL bad arguments; ENOMEM no pool;
- *         or the driver's errno.
+ *         ECONNREFUSED a memif client that no server took (none listening on its
+ *         socket within dpv_port_set_link_wait()'s time); or the driver's errno.
  */
 int dpv_port_open(struct dpv_port *port, const char *driver, const char *args,
 		  unsigned int pool_size);

@@ -4,6 +4,7 @@
  * ring, af_packet, af_xdp, pcap), one RX and one TX queue, polled by the port's owner.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,84 @@ static bool memif_client(const struct rte_eth_dev_info *info)
 		if ((p == da->args || p[-1] == ',') && (p[11] == '\0' || p[11] == ','))
 			return true;
 	return false;
+}
+
+/* The value of @p key in a devargs string into @p buf; false when it is not there or
+ * does not fit. */
+static bool devarg(const char *args, const char *key, char *buf, size_t n)
+{
+	size_t klen = strlen(key), len;
+	const char *p = args, *v, *e;
+
+	while (p != NULL && *p != '\0') {
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+			v = p + klen + 1;
+			e = strchr(v, ',');
+			len = e != NULL ? (size_t)(e - v) : strlen(v);
+			if (len >= n)
+				return false;
+			memcpy(buf, v, len);
+			buf[len] = '\0';
+			return true;
+		}
+		p = strchr(p, ',');
+		if (p != NULL)
+			p++;
+	}
+	return false;
+}
+
+/* __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket. */
+#define UNIX_LISTENING 0x10000ul
+
+/*
+ * Whether something listens on a memif client's socket (devargs socket=, by default
+ * /run/memif.sock, abstract unless socket-abstract=no), as this network namespace's
+ * /proc/net/unix lists it ("@name" for an abstract one). True when the file cannot be
+ * read: the start then says what it finds.
+ */
+static bool memif_server_listening(const struct rte_eth_dev_info *info)
+{
+	char sock[108] = "/run/memif.sock", abstract[8] = "yes", want[112], line[512];
+	char path[112];
+	const struct rte_devargs *da = rte_dev_devargs(info->device);
+	unsigned long flags;
+	bool found = false;
+	FILE *f;
+
+	if (da != NULL && da->args != NULL) {
+		devarg(da->args, "socket", sock, sizeof(sock));
+		devarg(da->args, "socket-abstract", abstract, sizeof(abstract));
+	}
+	snprintf(want, sizeof(want), "%s%s", strcmp(abstract, "no") == 0 ? "" : "@", sock);
+	f = fopen("/proc/net/unix", "r");
+	if (f == NULL)
+		return true;
+	/* Num RefCount Protocol Flags Type St Inode Path */
+	while (!found && fgets(line, sizeof(line), f) != NULL)
+		found = sscanf(line, "%*s %*s %*s %lx %*s %*s %*s %111s", &flags, path) == 2 &&
+			(flags & UNIX_LISTENING) && strcmp(path, want) == 0;
+	fclose(f);
+	return found;
+}
+
+/*
+ * A memif client connects to its server's socket as its port starts, once: with no
+ * server listening there yet, DPDK 22.11's memif fails the start, and the open with
+ * it. The server's program may be starting at the same moment (ucx_perftest's two
+ * sides after their TCP handshake, mpirun's ranks), or a little later, so a memif
+ * client waits for its server's socket, checking every 10 ms for at most
+ * dpv_port_set_link_wait() milliseconds, before it starts; wait_link() then waits for
+ * the link. A server in another network namespace is not seen: the client waits the
+ * whole time, then starts.
+ */
+static void wait_server(const struct rte_eth_dev_info *info)
+{
+	uint64_t ms = rte_get_timer_hz() / 1000, start = rte_get_timer_cycles();
+	uint64_t wait = (uint64_t)dpv_port_link_wait() * ms;
+
+	while (!memif_server_listening(info) && rte_get_timer_cycles() - start < wait)
+		rte_delay_us_sleep(10 * 1000);
 }
 
 /*
@@ -137,8 +216,14 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	if (ret == 0)
 		ret = rte_eth_tx_queue_setup(port->ethdev_port, 0, txd, (unsigned int)port->socket,
 					     NULL);
-	if (ret == 0)
+	if (ret == 0 && memif_client(&info))
+		wait_server(&info);
+	if (ret == 0) {
 		ret = rte_eth_dev_start(port->ethdev_port);
+		/* memif's -1: no server took the connection. */
+		if (ret != 0 && memif_client(&info))
+			ret = ECONNREFUSED;
+	}
 	if (ret != 0) {
 		rte_mempool_free(port->pool);
 		port->pool = NULL;

@@ -54,6 +54,23 @@ static unsigned int wc_flags_of(uint8_t f)
 	       (f & DPV_WC_F_TM_DATA_VALID ? IBV_WC_TM_DATA_VALID : 0);
 }
 
+/*
+ * The SL of a completion. RoCE carries no LRH, so no SL; for a UD receive a RoCE device
+ * (mlx5) reports in the field the kind of packet whose network header fills the GRH
+ * slot: bit 3 set for a UDP-encapsulated one (RoCEv2), bits 2:0 its L3 header, 2 for
+ * IPv4. Software that reads the slot learns from it where the addresses are: UCX's UD
+ * transport compares the destination address at the slot's end with its own, the last
+ * 4 bytes for IPv4 and the last 16 otherwise, and drops what does not match. Every UD
+ * packet dpverbs receives is RoCEv2 over IPv4 (its GRH slot: 20 zero bytes, then the
+ * IPv4 header).
+ */
+#define DPV_WC_SL_ROCEV2_IPV4 (0x8u | 0x2u)
+
+static uint8_t sl_of(uint8_t f)
+{
+	return f & DPV_WC_F_GRH ? DPV_WC_SL_ROCEV2_IPV4 : 0;
+}
+
 /* Give a TM handle back when the application has seen its entry's end. */
 static void tm_release(struct dpv_cq_v *cq, const struct dpv_cqe *e)
 {
@@ -107,7 +124,7 @@ static void wc_of(const struct dpv_cqe *e, struct ibv_wc *wc)
 	wc->wc_flags = wc_flags_of(e->flags);
 	wc->pkey_index = 0;
 	wc->slid = 0;
-	wc->sl = 0;
+	wc->sl = sl_of(e->flags);
 	wc->dlid_path_bits = 0;
 }
 
@@ -208,6 +225,11 @@ static uint32_t cq_ex_read_zero32(struct ibv_cq_ex *c)
 {
 	(void)c;
 	return 0;
+}
+
+static uint8_t cq_ex_read_sl(struct ibv_cq_ex *c)
+{
+	return sl_of(to_cq_ex(c)->cur.flags);
 }
 
 static uint8_t cq_ex_read_zero8(struct ibv_cq_ex *c)
@@ -341,7 +363,7 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->ibcq.read_src_qp = cq_ex_read_src_qp;
 	cq->ibcq.read_wc_flags = cq_ex_read_wc_flags;
 	cq->ibcq.read_slid = cq_ex_read_zero32;
-	cq->ibcq.read_sl = cq_ex_read_zero8;
+	cq->ibcq.read_sl = cq_ex_read_sl;
 	cq->ibcq.read_dlid_path_bits = cq_ex_read_zero8;
 	cq->ibcq.read_tm_info = cq_ex_read_tm_info;
 	return &cq->ibcq;

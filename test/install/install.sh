@@ -4,9 +4,10 @@
 #
 # What a user gets from `meson install`: the build is installed into a temporary
 # DESTDIR, the files a user needs are checked there (the drop-in libibverbs.so.1 and its
-# links, dpv-perf, the man pages, the headers, dpverbs.pc), then PROGRAM.c, an ordinary
-# verbs program, is built with `pkg-config --cflags --libs dpverbs` alone and run on the
-# installed drop-in with a ring pair: it must list dpv0 and dpv1 and query them.
+# links, dpv-perf, dpv-devnodes (as root: the nodes it makes and removes), the man
+# pages, the headers, dpverbs.pc), then PROGRAM.c, an ordinary verbs program, is built
+# with `pkg-config --cflags --libs dpverbs` alone and run on the installed drop-in with
+# a ring pair: it must list dpv0 and dpv1 and query them.
 # LIBDIR and the other directories are meson's options: relative to PREFIX, or absolute.
 # Environment: MESON, PKG_CONFIG and CC name the tools (default: from PATH).
 set -u
@@ -59,7 +60,18 @@ check "its SONAME is libibverbs.so.1" \
 	grep -q 'SONAME.*\[libibverbs\.so\.1\]' <(readelf -d "$dropin/$real" 2>&1)
 
 check "dpv-perf in $bindir runs" grep -q '^usage: dpv-perf' <("$root$bindir/dpv-perf" --help 2>&1)
-for page in man1/dpv-perf.1 man7/dpverbs.7; do
+check "dpv-devnodes in $bindir, executable" test -x "$root$bindir/dpv-devnodes"
+check "dpv-devnodes --check finds no node in an empty directory" \
+	grep -q "dpv-devnodes: no $tmp/ib/dpv0 " <("$root$bindir/dpv-devnodes" --dir "$tmp/ib" --check 1 2>&1)
+if [ "$(id -u)" = 0 ]; then
+	# Root can make nodes: two, then --check, then --remove (which takes the directory).
+	check "dpv-devnodes --dir makes dpv0 and dpv1, 1:3 character nodes" \
+		sh -c '"$1" --dir "$2" 2 && "$1" --dir "$2" --check 2 &&
+			test "$(stat -c %t:%T:%a "$2/dpv1")" = 1:3:666' sh "$root$bindir/dpv-devnodes" "$tmp/ib"
+	check "dpv-devnodes --remove removes them and the directory" \
+		sh -c '"$1" --dir "$2" --remove 2 && test ! -e "$2"' sh "$root$bindir/dpv-devnodes" "$tmp/ib"
+fi
+for page in man1/dpv-perf.1 man1/dpv-devnodes.1 man7/dpverbs.7; do
 	check "man page $mandir/$page" test -f "$root$mandir/$page" -o -f "$root$mandir/$page.gz"
 done
 check "header $includedir/dpverbs/dpv_verbs.h" test -f "$root$includedir/dpverbs/dpv_verbs.h"

@@ -2,7 +2,9 @@
 /*
  * UD between dpv0 and dpv1 through an address handle on an IPv4-mapped GID; the
  * 40-byte GRH rule of SPEC-SRQ-TM.md §1: the IPv4 header in bytes 20..39, the payload
- * at offset 40, byte_len counting the 40 bytes, IBV_WC_GRH set.
+ * at offset 40, byte_len counting the 40 bytes, IBV_WC_GRH set, and the SL a RoCE device
+ * reports for such a packet (RoCEv2 over IPv4, lib/verbs/verbs_cq.c), which tells a
+ * reader of the slot where the addresses are.
  */
 #include <string.h>
 
@@ -13,6 +15,8 @@
 #define QKEY 0x11110000u
 /* IPv4 + UDP + BTH + DETH before the payload (ImmDt too, with immediate), ICRC after. */
 #define ROCE_UD_OVERHEAD (20u + 8u + 12u + 8u + 4u)
+/* ibv_wc.sl of a UD receive: UDP-encapsulated (bit 3), L3 header IPv4 (2). */
+#define SL_ROCEV2_IPV4 0xau
 
 struct ud {
 	struct ibv_cq *acq, *bcq;
@@ -97,6 +101,7 @@ static void ud_send_recv_grh_holds_ipv4_header(void **state)
 	assert_int_equal(wc.byte_len, GRH + len);
 	assert_int_equal(wc.wc_flags & IBV_WC_GRH, IBV_WC_GRH);
 	assert_int_equal(wc.wc_flags & IBV_WC_WITH_IMM, 0);
+	assert_int_equal(wc.sl, SL_ROCEV2_IPV4);
 	assert_int_equal(wc.qp_num, u.b->qp_num);
 	assert_int_equal(wc.src_qp, u.a->qp_num);
 	expect_ipv4_header(buf, len, false);
@@ -127,6 +132,7 @@ static void ud_srq_send_with_imm_grh(void **state)
 	assert_int_equal(wc.wc_flags & (IBV_WC_GRH | IBV_WC_WITH_IMM),
 			 IBV_WC_GRH | IBV_WC_WITH_IMM);
 	assert_int_equal(be32toh(wc.imm_data), 0xfeedf00d);
+	assert_int_equal(wc.sl, SL_ROCEV2_IPV4);
 	assert_int_equal(wc.qp_num, u.b->qp_num);
 	assert_int_equal(wc.src_qp, u.a->qp_num);
 	expect_ipv4_header(buf, len, true);

@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# A memif client that opens its device before its server is there (drivers/ethdev's
+# wait_server()): on the drop-in, with Debian's ibverbs-utils.
+#
+#   memif_join.sh TCP_PORT
+#
+# 1. The client (ibv_devinfo) starts first, its server (an ibv_rc_pingpong server,
+#    which opens its device and waits) 0.5 s later: the client's open waits for it and
+#    the client reports PORT_ACTIVE.
+# 2. A client whose server never comes, DPV_LINK_WAIT_MS=300: ibv_devinfo cannot open
+#    its device, after the wait, and dpverbs says once, on stderr, that the port was
+#    refused its connection.
+#
+# DPV_DROPIN_LIBDIR names the drop-in's directory. Only the processes started here are
+# ended, by pid; the temporary directory and EAL's runtime directories are removed.
+
+set -u
+libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
+tcp_port=${1:?usage: $0 TCP_PORT}
+unset LD_LIBRARY_PATH
+for p in ibv_devinfo ibv_rc_pingpong; do
+	command -v "$p" >/dev/null || {
+		echo "skipped: $p is not installed (Debian package ibverbs-utils)"
+		exit 77
+	}
+done
+tmp=$(mktemp -d /tmp/dpv-memif-join.XXXXXX) || exit 1
+id=$$
+pids=()
+cleanup() {
+	local pid
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	rm -rf "$tmp" /var/run/dpdk/dpvjoin-$id-*
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+
+eal="--no-pci --no-telemetry --no-huge --no-shconf -m 256 --log-level=lib.eal:error"
+sock=$tmp/memif.sock
+client_eal="-l 1 --file-prefix dpvjoin-$id-c $eal --vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
+server_eal="-l 0 --file-prefix dpvjoin-$id-s $eal --vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
+failed=0
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+# 1. Client first.
+timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$client_eal" DPV_PORT_IPV4=10.79.1.2 \
+	ibv_devinfo >"$tmp/c1.out" 2>&1 &
+client=$!
+pids+=("$client")
+sleep 0.5
+timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$server_eal" DPV_PORT_IPV4=10.79.1.1 \
+	ibv_rc_pingpong -g 0 -p "$tcp_port" >"$tmp/s1.out" 2>&1 &
+server=$!
+pids+=("$server")
+wait "$client" || fail "the client (ibv_devinfo) exited with status $?"
+grep -Eq $'^\t+state:\t+PORT_ACTIVE \\(4\\)$' "$tmp/c1.out" ||
+	fail "the client that started first did not report PORT_ACTIVE"
+kill "$server" 2>/dev/null
+wait "$server" 2>/dev/null
+pids=()
+
+# 2. No server at all.
+t0=$(date +%s%N)
+timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$client_eal" DPV_PORT_IPV4=10.79.1.2 \
+	DPV_LINK_WAIT_MS=300 ibv_devinfo >"$tmp/c2.out" 2>"$tmp/c2.err" &
+client=$!
+pids+=("$client")
+wait "$client" && fail "ibv_devinfo opened a memif client's device with no server"
+pids=()
+waited_ms=$((($(date +%s%N) - t0) / 1000000))
+[ "$waited_ms" -ge 300 ] || fail "ibv_devinfo gave up after $waited_ms ms, before DPV_LINK_WAIT_MS=300"
+[ "$(grep -c '^dpverbs:' "$tmp/c2.err")" = 1 ] &&
+	grep -q '^dpverbs: dpv0: cannot open DPDK port 0: Connection refused$' "$tmp/c2.err" ||
+	fail "not one dpverbs line saying the port's connection was refused"
+
+if [ "$failed" != 0 ]; then
+	for f in c1.out s1.out c2.out c2.err; do
+		echo "==== $f"
+		cat "$tmp/$f"
+	done
+	exit 1
+fi
+echo "ok: a memif client started before its server waits for it; without one it says so"
+exit 0
