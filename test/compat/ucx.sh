@@ -225,7 +225,6 @@ else
 fi
 
 num='[0-9]+(\.[0-9]+)?'
-test_name=$(opt_of -t '')
 if [ "$prog" = ucx_perftest ]; then
 	iters=$(opt_of -n 1000000)
 	# Final: iterations, latency 50%ile, average, overall; bandwidth average, overall
@@ -264,7 +263,7 @@ if [ "$prog" = io_demo ]; then
 		[ -n "$cfg" ] && [ -z "$others" ] && only_dpv=1
 	done <<<"$lanes"
 	[ "$only_dpv" = 1 ] || fail "no endpoint configuration on dpv0:1 alone: $lanes"
-elif [[ $test_name != am_* && $test_name != put_* && $test_name != get* ]]; then
+elif [ -z "$(opt_of -x '')" ]; then
 	if [ -z "$lanes" ]; then
 		fail "no ep_cfg line (UCX_LOG_LEVEL=info): which transports UCP chose is unknown"
 	fi
