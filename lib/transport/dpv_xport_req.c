@@ -211,6 +211,24 @@ static void req_out(struct xp_qp *q, struct xp_swqe_meta *m)
 	}
 }
 
+/* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
+ * and mark its WQE outstanding. false: no mbuf, nothing sent. */
+static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
+			 struct dpv_wire_pkt *p, uint32_t npsn)
+{
+	uint8_t *payload;
+	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
+
+	if (mb == NULL)
+		return false;
+	xp_frame_send(x, mb, q->qp.attr.dst_ip);
+	psn_sent(x, q, npsn);
+	req_out(q, m);
+	q->next_wqe++;
+	q->next_off = 0;
+	return true;
+}
+
 /* IBTA 9.4: one READ request for the rest of the message from next_off; it
  * takes one PSN per response packet. */
 static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
@@ -219,8 +237,6 @@ static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	const struct dpv_qp_attr *a = &q->qp.attr;
 	uint32_t rest = m->len - q->next_off;
 	struct dpv_wire_pkt p;
-	struct rte_mbuf *mb;
-	uint8_t *payload;
 
 	xp_pkt_init(x, &p, DPV_OP_RC_READ_REQUEST, a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn,
 		    a->tos, a->ttl);
@@ -228,15 +244,7 @@ static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	p.reth_va = w->remote_addr + q->next_off;
 	p.reth_rkey = w->rkey;
 	p.reth_len = rest;
-	mb = xp_frame_alloc(x, &p, 0, &payload);
-	if (mb == NULL)
-		return false;
-	xp_frame_send(x, mb, a->dst_ip);
-	psn_sent(x, q, npkts_of(rest, q->mtu));
-	req_out(q, m);
-	q->next_wqe++;
-	q->next_off = 0;
-	return true;
+	return send_request(x, q, m, &p, npkts_of(rest, q->mtu));
 }
 
 /* IBTA 9.4.5: an atomic is one request packet with an AtomicETH, and one PSN; its
@@ -247,8 +255,6 @@ static bool send_atomic_req(struct dpv_xport *x, struct xp_qp *q, const struct d
 	const struct dpv_qp_attr *a = &q->qp.attr;
 	const bool cas = w->opcode == DPV_WR_ATOMIC_CMP_SWP;
 	struct dpv_wire_pkt p;
-	struct rte_mbuf *mb;
-	uint8_t *payload;
 
 	xp_pkt_init(x, &p, cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD, a->dst_ip, q->qp.qpn,
 		    a->dest_qpn, q->psn, a->tos, a->ttl);
@@ -257,15 +263,7 @@ static bool send_atomic_req(struct dpv_xport *x, struct xp_qp *q, const struct d
 	p.atomic_rkey = w->rkey;
 	p.atomic_swap_add = cas ? w->swap : w->compare_add;
 	p.atomic_compare = cas ? w->compare_add : 0;
-	mb = xp_frame_alloc(x, &p, 0, &payload);
-	if (mb == NULL)
-		return false;
-	xp_frame_send(x, mb, a->dst_ip);
-	psn_sent(x, q, 1);
-	req_out(q, m);
-	q->next_wqe++;
-	q->next_off = 0;
-	return true;
+	return send_request(x, q, m, &p, 1);
 }
 
 /* Start next_wqe: check it and give it its PSNs. false: it cannot start now. */

@@ -513,23 +513,32 @@ static bool read_allowed(const struct dpv_xport *x, const struct xp_qp *q,
 						 p->reth_len, DPV_ACCESS_REMOTE_READ) != NULL);
 }
 
-/* Queue the responses to a READ; the callers checked that a READ slot is free, and
- * the queue holds every READ a QP accepts. */
-static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p, bool dup)
+/* A response entry for the request at @p psn, counted as a first answer or a repeat;
+ * the callers checked that a slot is free, and the queue holds every READ and atomic a
+ * QP accepts. The caller fills what its kind carries, then kicks the QP. */
+static struct xp_resp *resp_queue(struct xp_qp *q, uint8_t kind, uint32_t psn, bool dup)
 {
 	struct xp_resp *e = respq_push(q);
 
-	e->kind = XP_RESP_READ;
-	e->psn = p->psn;
+	e->kind = kind;
+	e->psn = psn;
 	e->msn = q->msn;
-	e->va = p->reth_va;
-	e->rkey = p->reth_rkey;
-	e->len = p->reth_len;
 	e->dup = dup;
 	if (dup)
 		q->resp_dup_reads++;
 	else
 		q->resp_reads++;
+	return e;
+}
+
+/* Queue the responses to a READ. */
+static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p, bool dup)
+{
+	struct xp_resp *e = resp_queue(q, XP_RESP_READ, p->psn, dup);
+
+	e->va = p->reth_va;
+	e->rkey = p->reth_rkey;
+	e->len = p->reth_len;
 	xp_kick(q);
 }
 
@@ -561,21 +570,10 @@ void xp_resp_atomics_clear(struct xp_qp *q)
 	q->atomic_next = 0;
 }
 
-/* Queue an ATOMIC ACKNOWLEDGE; the callers checked that a slot is free, and the queue
- * holds every READ and atomic a QP accepts. */
+/* Queue an ATOMIC ACKNOWLEDGE carrying @p orig. */
 static void atomic_queue(struct xp_qp *q, uint32_t psn, uint64_t orig, bool dup)
 {
-	struct xp_resp *e = respq_push(q);
-
-	e->kind = XP_RESP_ATOMIC;
-	e->psn = psn;
-	e->msn = q->msn;
-	e->orig = orig;
-	e->dup = dup;
-	if (dup)
-		q->resp_dup_reads++;
-	else
-		q->resp_reads++;
+	resp_queue(q, XP_RESP_ATOMIC, psn, dup)->orig = orig;
 	xp_kick(q);
 }
 
