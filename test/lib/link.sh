@@ -65,7 +65,8 @@
 #   listening            side A has a TCP listener on tcp_port (in run_a's namespace).
 #   wait_until PID COMMAND [ARGS...]
 #                        runs COMMAND every 0.1 s, 300 times at most (30 s), until it
-#                        succeeds (returns 0) or PID has exited (returns 1).
+#                        succeeds (returns 0) or PID has exited (returns 1; 1 too after
+#                        the 300th).
 #   fail MESSAGE...      prints "FAIL: MESSAGE" and sets failed=1 (the script sets
 #                        failed=0 first).
 #   finish_side PID NAME waits for PID and takes it out of pids; fails NAME when its status
