@@ -45,9 +45,11 @@ if [ $# -lt 6 ]; then
 	exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
+# The two sides, their link and the clean-up after them (link_*), fail and the rest.
+# shellcheck source=../lib/link.sh
+. "$here/../lib/link.sh"
 devnodes=${DPV_DEVNODES:-$here/../../app/dpv-devnodes/dpv-devnodes.sh}
-libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
-unset LD_LIBRARY_PATH
+link_libdir
 mpirun=$(command -v mpirun) || {
 	echo "skipped: mpirun is not installed (Debian package openmpi-bin)"
 	exit 77
@@ -67,35 +69,20 @@ fi
 link=$1 memory=$2 tls=$3 prog=$4 mode=$5
 shift 5
 args=("$@")
-case $memory in
-nohuge) mem="--no-huge --no-shconf -m 512" ;;
-huge) mem="--in-memory -m 256" ;;
-*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
-esac
-eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+link_eal "$memory"
 
-tmp=$(mktemp -d /tmp/dpv-mpi.XXXXXX) || exit 1
-id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
-ns=
-pids=()
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-	rm -rf "$tmp" "/var/run/dpdk/dpvmpi-$id-0" "/var/run/dpdk/dpvmpi-$id-1"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+link_init /tmp/dpv-mpi.XXXXXX
+# Rank 0 is side A (prefix_a, vdev_a), rank 1 side B; the one namespace of afpacket is
+# ns_a, which link_cleanup deletes.
+prefix_a=dpvmpi-$id-0 prefix_b=dpvmpi-$id-1
 
 run=()
 case $link in
 afpacket)
-	ns=${DPV_DROPIN_NETNS:-dpv}M$id
-	if ! ip netns add "$ns" 2>"$tmp/netns.err"; then
+	ns_a=${DPV_DROPIN_NETNS:-dpv}M$id
+	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
 		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns=
+		ns_a=
 		exit 77
 	fi
 	# Both ends in the one namespace, no kernel address on them: the ranks' frames
@@ -104,16 +91,15 @@ afpacket)
 	# 0xffff, and fanout groups are per network namespace: two ranks with consecutive
 	# pids on ends with consecutive ifindexes could draw the same group and the second
 	# fail to start (EINVAL), so the two ifindexes differ in a high bit.
-	ip -n "$ns" link add "dpv${id}a" index 10 type veth peer name "dpv${id}b" index 16400 &&
-		ip -n "$ns" link set "dpv${id}a" up && ip -n "$ns" link set "dpv${id}b" up &&
-		ip -n "$ns" link set lo up || exit 1
-	vdev_0="--vdev=net_af_packet0,iface=dpv${id}a,framecnt=4096"
-	vdev_1="--vdev=net_af_packet0,iface=dpv${id}b,framecnt=4096"
-	run=(ip netns exec "$ns")
+	ip -n "$ns_a" link add "dpv${id}a" index 10 type veth peer name "dpv${id}b" index 16400 &&
+		ip -n "$ns_a" link set "dpv${id}a" up && ip -n "$ns_a" link set "dpv${id}b" up &&
+		ip -n "$ns_a" link set lo up || exit 1
+	vdev_a="--vdev=net_af_packet0,iface=dpv${id}a,framecnt=4096"
+	vdev_b="--vdev=net_af_packet0,iface=dpv${id}b,framecnt=4096"
+	run=(ip netns exec "$ns_a")
 	;;
 memif)
-	vdev_0="--vdev=net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no"
-	vdev_1="--vdev=net_memif0,role=client,socket=$tmp/memif.sock,socket-abstract=no"
+	link_memif
 	;;
 *)
 	echo "link $link: want afpacket or memif" >&2
@@ -126,8 +112,8 @@ root=()
 out=$tmp/mpirun.out
 timeout --kill-after=5 120 "${run[@]}" env \
 	DPV_MPI_LIBDIR="$libdir" DPV_MPI_TMP="$tmp" \
-	DPV_MPI_EAL_0="-l 0 --file-prefix dpvmpi-$id-0 $eal_common $vdev_0" DPV_MPI_IP_0=10.206.0.1 \
-	DPV_MPI_EAL_1="-l 1 --file-prefix dpvmpi-$id-1 $eal_common $vdev_1" DPV_MPI_IP_1=10.206.0.2 \
+	DPV_MPI_EAL_0="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" DPV_MPI_IP_0=10.206.0.1 \
+	DPV_MPI_EAL_1="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" DPV_MPI_IP_1=10.206.0.2 \
 	UCX_NET_DEVICES=dpv0:1 UCX_TLS="$tls" UCX_LOG_LEVEL=info \
 	"$mpirun" "${root[@]}" -np 2 --bind-to none --mca pml ucx --mca btl self \
 	-x DPV_MPI_LIBDIR -x DPV_MPI_TMP -x DPV_MPI_EAL_0 -x DPV_MPI_IP_0 -x DPV_MPI_EAL_1 \
@@ -139,10 +125,6 @@ rc=$?
 pids=()
 
 failed=0
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
 case $rc in
 0) ;;
 124 | 137) fail "mpirun did not finish in time (hung)" ;;
@@ -197,7 +179,7 @@ if [ "$failed" != 0 ]; then
 	for r in 0 1; do
 		[ -s "$tmp/rank$r-dpv0.txt" ] || continue
 		echo "---- rank $r: its device's counters, those not 0"
-		awk '$2 != 0' "$tmp/rank$r-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+		nonzero_counters "$tmp/rank$r-dpv0.txt"
 	done
 	exit 1
 fi

@@ -49,13 +49,17 @@
 # (DPV_INLINE_IDLE_US); without it the client ends with "Failed status 12" (retry
 # exceeded).
 #
-# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default dpv) starts
+# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default
+# DPV_DROPIN_NETNS, as test/dropin/dropin.sh and ucx.sh name theirs, else dpv) starts
 # the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where
 # the temporary directory (memif socket, outputs) goes. Only the processes started here
 # are ended, by pid; the namespaces (and with them the veth pair), the temporary
 # directory and EAL's runtime directories are removed on every exit.
 
 set -u
+# The two sides, their link and the clean-up after them (link_*), fail and the rest.
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
 
 if [ $# -lt 5 ]; then
 	echo "usage: $0 memif|afpacket nohuge|huge now|late TCP_PORT PROGRAM [ARGS...]" >&2
@@ -65,10 +69,7 @@ link=$1 memory=$2 start=$3 tcp_port=$4 prog=$5
 shift 5
 args=("$@")
 
-libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
-# Only the programs under test get the drop-in (meson puts the build's library
-# directories in LD_LIBRARY_PATH for every test): ip, ss and grep keep the system's.
-unset LD_LIBRARY_PATH
+link_libdir
 case $prog in
 ib_send_lat | ib_send_bw | ib_write_lat | ib_write_bw | ib_read_lat | ib_read_bw) ;;
 ib_atomic_lat | ib_atomic_bw) ;;
@@ -78,11 +79,7 @@ prog_path=$(command -v "$prog") || {
 	echo "skipped: $prog is not installed (Debian package perftest)"
 	exit 77
 }
-case $memory in
-nohuge) mem="--no-huge --no-shconf -m 512" ;;
-huge) mem="--in-memory -m 256" ;;
-*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
-esac
+link_eal "$memory"
 case $start in
 now) delay=0 ;;
 late) delay=3 ;;
@@ -99,118 +96,45 @@ afpacket)
 *) echo "link $link: want memif or afpacket" >&2; exit 2 ;;
 esac
 
-tmp=$(mktemp -d "${DPV_COMPAT_TMPDIR:-/tmp}/dpv-perftest.XXXXXX") || exit 1
-id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+link_init "${DPV_COMPAT_TMPDIR:-/tmp}/dpv-perftest.XXXXXX"
 prefix_a=dpvperftest-$id-a prefix_b=dpvperftest-$id-b
-names=${DPV_COMPAT_NETNS:-dpv}
-ns_a='' ns_b='' veth_a=''
-pids=()
 
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
-	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
-	# Deleting a namespace deletes the veth end in it and its peer; this is for a pair
-	# made before its ends moved.
-	[ -n "$veth_a" ] && ip link del "$veth_a" 2>/dev/null
-	rm -rf "$tmp" "/var/run/dpdk/$prefix_a" "/var/run/dpdk/$prefix_b"
-	if [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-		rm -rf "$XDG_RUNTIME_DIR/dpdk/$prefix_a" "$XDG_RUNTIME_DIR/dpdk/$prefix_b"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
 if [ "$link" = memif ]; then
-	sock=$tmp/memif.sock
-	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
-	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
-	run_a=() run_b=()
+	link_memif
 	ip_a=10.204.0.1 ip_b=10.204.0.2
 	server_host=localhost
 else
-	ns_a=${names}A$id ns_b=${names}B$id
-	veth_a=${names}${id}a veth_b=${names}${id}b
-	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
-		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns_a=
-		exit 77
-	fi
 	# The kernel's addresses carry perftest's TCP exchange; dpverbs answers ARP for its
 	# own (test/dropin/dropin.sh says why the two differ). 4096 frames per packet ring,
 	# not 512: a bandwidth test has up to 128 messages of 64 frames in flight, and what
 	# overflows the ring is lost and sent again.
-	ip netns add "$ns_b" &&
-		ip link add "$veth_a" type veth peer name "$veth_b" &&
-		ip link set "$veth_a" netns "$ns_a" && ip link set "$veth_b" netns "$ns_b" &&
-		ip -n "$ns_a" link set "$veth_a" up && ip -n "$ns_b" link set "$veth_b" up &&
-		ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
-		ip -n "$ns_a" addr add 10.203.0.1/24 dev "$veth_a" &&
-		ip -n "$ns_b" addr add 10.203.0.2/24 dev "$veth_b" || exit 1
-	vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
-	vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
-	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
+	link_netns_pair "${DPV_COMPAT_NETNS:-${DPV_DROPIN_NETNS:-dpv}}"
+	link_addrs 10.203.0 "$veth_a" "$veth_b"
+	link_afpacket
 	ip_a=10.203.0.11 ip_b=10.203.0.12
-	server_host=10.203.0.1
 fi
 
 start_side() { # side outfile program args...
-	local side=$1 out=$2 eal ip run
-	shift 2
-	if [ "$side" = a ]; then
-		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
-	else
-		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
-	fi
-	timeout --kill-after=5 120 "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
-		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
-		DPV_STATS_DUMP="${out%.out}-" stdbuf -oL -eL "$@" >"$out" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
+	local side_eal side_ip side_run=() side_env=()
+	link_side "$1"
+	link_run 120 "${@:2}"
 }
 
 failed=0
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
-
-finish_side() { # pid name
-	local rc p rest=()
-	wait "$1"
-	rc=$?
-	for p in "${pids[@]}"; do
-		[ "$p" = "$1" ] || rest+=("$p")
-	done
-	pids=("${rest[@]}")
-	case $rc in
-	0) ;;
-	124 | 137) fail "$2 did not finish in time (hung)" ;;
-	*) fail "$2 exited with status $rc" ;;
-	esac
-}
 
 # Whether the server can be joined: the memif socket exists, or perftest listens.
 joinable() {
 	if [ "$link" = memif ]; then
 		[ -S "$sock" ]
 	else
-		"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+		listening
 	fi
 }
 
 out_a=$tmp/a.out out_b=$tmp/b.out
 start_side a "$out_a" "$prog_path" "${args[@]}" -p "$tcp_port"
 server=$last_pid
-for ((i = 0; i < 300; i++)); do
-	joinable && break
-	kill -0 "$server" 2>/dev/null || break
-	sleep 0.1
-done
+wait_until "$server" joinable
 joinable || fail "the server never became joinable (memif socket, or TCP port $tcp_port)"
 sleep "$delay"
 start_side b "$out_b" "$prog_path" "${args[@]}" -p "$tcp_port" "$server_host"
@@ -333,7 +257,7 @@ if [ "$failed" != 0 ]; then
 		cat "$tmp/$side.out"
 		if [ -s "$tmp/$side-dpv0.txt" ]; then
 			echo "---- its device's counters, those not 0"
-			awk '$2 != 0' "$tmp/$side-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+			nonzero_counters "$tmp/$side-dpv0.txt"
 		fi
 	done
 	exit 1

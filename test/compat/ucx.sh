@@ -39,9 +39,10 @@
 # moved two an operation), and no WR ran out of retries. The figures, the lanes and
 # the counters are printed.
 #
-# Only the processes started here are ended, by pid; the namespaces (and with them the
-# veth pair), the temporary directory and EAL's runtime directories are removed on
-# every exit.
+# DPV_DROPIN_NETNS (default dpv) starts the names of the namespaces and veth ends. Only
+# the processes started here are ended, by pid; the namespaces (and with them the veth
+# pair), the temporary directory and EAL's runtime directories are removed on every
+# exit.
 
 set -u
 
@@ -51,9 +52,11 @@ if [ $# -lt 5 ]; then
 fi
 
 here=$(cd "$(dirname "$0")" && pwd)
+# The two sides, their link and the clean-up after them (link_*), fail and the rest.
+# shellcheck source=../lib/link.sh
+. "$here/../lib/link.sh"
 devnodes=${DPV_DEVNODES:-$here/../../app/dpv-devnodes/dpv-devnodes.sh}
-libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
-unset LD_LIBRARY_PATH
+link_libdir
 prog=$5
 case $prog in
 ucx_perftest | io_demo) ;;
@@ -75,63 +78,25 @@ fi
 link=$1 memory=$2 tcp_port=$3 tls=$4
 shift 5
 args=("$@")
-case $memory in
-nohuge) mem="--no-huge --no-shconf -m 512" ;;
-huge) mem="--in-memory -m 256" ;;
-*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
-esac
-eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+link_eal "$memory"
 
-tmp=$(mktemp -d /tmp/dpv-ucx.XXXXXX) || exit 1
-id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+link_init /tmp/dpv-ucx.XXXXXX
 prefix_a=dpvucx-$id-a prefix_b=dpvucx-$id-b
-ns_a= ns_b=
-pids=()
-
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
-	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
-	rm -rf "$tmp" "/var/run/dpdk/$prefix_a" "/var/run/dpdk/$prefix_b"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 
 case $link in
 memif)
-	sock=$tmp/memif.sock
-	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
-	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
-	run_a=() run_b=()
+	link_memif
 	ip_a=10.78.0.1 ip_b=10.78.0.2
 	server_host=127.0.0.1
 	kif_a=lo kif_b=lo
 	;;
 afpacket)
-	ns_a=${DPV_DROPIN_NETNS:-dpv}A$id ns_b=${DPV_DROPIN_NETNS:-dpv}B$id
-	veth_a=dpv${id}a veth_b=dpv${id}b
-	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
-		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns_a=
-		exit 77
-	fi
+	link_netns_pair "${DPV_DROPIN_NETNS:-dpv}"
 	# The kernel's addresses carry the TCP exchange; dpverbs answers ARP for its own
 	# (test/dropin/dropin.sh says why the two differ).
-	ip netns add "$ns_b" &&
-		ip link add "$veth_a" type veth peer name "$veth_b" &&
-		ip link set "$veth_a" netns "$ns_a" && ip link set "$veth_b" netns "$ns_b" &&
-		ip -n "$ns_a" link set "$veth_a" up && ip -n "$ns_b" link set "$veth_b" up &&
-		ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up &&
-		ip -n "$ns_a" addr add 10.205.0.1/24 dev "$veth_a" &&
-		ip -n "$ns_b" addr add 10.205.0.2/24 dev "$veth_b" || exit 1
-	vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
-	vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
-	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
+	link_addrs 10.205.0 "$veth_a" "$veth_b"
+	link_afpacket
 	ip_a=10.205.0.11 ip_b=10.205.0.12
-	server_host=10.205.0.1
 	kif_a=$veth_a kif_b=$veth_b
 	;;
 *)
@@ -143,56 +108,19 @@ tls_env=()
 [ "$tls" != default ] && tls_env=(UCX_TLS="$tls")
 
 start_side() { # side outfile args...
-	local side=$1 out=$2 eal ip run devices=dpv0:1
+	local side=$1 out=$2 side_eal side_ip side_run=() side_env=() devices=dpv0:1
 	shift 2
+	link_side "$side"
 	if [ "$side" = a ]; then
-		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
 		[ "$prog" = io_demo ] && devices=dpv0:1,$kif_a
 	else
-		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
 		[ "$prog" = io_demo ] && devices=dpv0:1,$kif_b
 	fi
-	timeout --kill-after=5 60 "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
-		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
-		DPV_STATS_DUMP="${out%.out}-" UCX_NET_DEVICES="$devices" UCX_LOG_LEVEL=info \
-		"${tls_env[@]}" stdbuf -oL -eL "$prog_path" "$@" >"$out" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
+	side_env=(UCX_NET_DEVICES="$devices" UCX_LOG_LEVEL=info "${tls_env[@]}")
+	link_run 60 "$out" "$prog_path" "$@"
 }
 
 failed=0
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
-
-finish_side() { # pid name
-	local rc p rest=()
-	wait "$1"
-	rc=$?
-	for p in "${pids[@]}"; do
-		[ "$p" = "$1" ] || rest+=("$p")
-	done
-	pids=("${rest[@]}")
-	case $rc in
-	0) ;;
-	124 | 137) fail "$2 did not finish in time (hung)" ;;
-	*) fail "$2 exited with status $rc" ;;
-	esac
-}
-
-counter() { # dumpfile name
-	awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1" 2>/dev/null || echo 0
-}
-
-# The value of option $1 among the program's arguments, else $2.
-opt_of() {
-	local i v=$2
-	for ((i = 0; i + 1 < ${#args[@]}; i++)); do
-		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
-	done
-	echo "$v"
-}
 
 server_args=("${args[@]}")
 if [ "$prog" = io_demo ]; then
@@ -203,11 +131,7 @@ fi
 out_a=$tmp/a.out out_b=$tmp/b.out
 start_side a "$out_a" "${server_args[@]}" -p "$tcp_port"
 server=$last_pid
-for ((i = 0; i < 300; i++)); do
-	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q . && break
-	kill -0 "$server" 2>/dev/null || break
-	sleep 0.1
-done
+wait_until "$server" listening
 start_side b "$out_b" "${args[@]}" -p "$tcp_port" "$server_host"
 finish_side "$last_pid" "client ($prog ${args[*]})"
 if [ "$prog" = io_demo ]; then
@@ -306,7 +230,7 @@ if [ "$failed" != 0 ]; then
 	for s in a b; do
 		[ -s "$tmp/$s-dpv0.txt" ] || continue
 		echo "---- side $s: its device's counters, those not 0"
-		awk '$2 != 0' "$tmp/$s-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+		nonzero_counters "$tmp/$s-dpv0.txt"
 	done
 	exit 1
 fi

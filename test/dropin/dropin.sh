@@ -24,7 +24,7 @@
 # and dump their counters at exit (DPV_STATS_DUMP); a spec with loss= then also wants
 # recovery to show in them: retransmissions on one side or the other, and no WR that
 # ran out of retries on either. DPV_DROPIN_NETNS (default dpv) starts the names of the
-# network namespaces of the veth links. The pingpongs run
+# network namespaces and veth ends of the veth links. The pingpongs run
 # as a server (no host name) on side A and a client on side B; ibv_devices and
 # ibv_devinfo run on side B while an ibv_rc_pingpong server on side A holds the link,
 # released afterwards by a short exchange. Every process must exit 0 and print what the program prints when it really did
@@ -40,6 +40,9 @@
 # (DPV_CAPTURE) that tshark reads after the run (watch.py says what must be found).
 
 set -u
+# The two sides, their link and the clean-up after them (link_*), fail and the rest.
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
 
 if [ $# -lt 4 ]; then
 	echo "usage: $0 memif|afpacket|afxdp nohuge|huge TCP_PORT PROGRAM [ARGS...]" >&2
@@ -49,10 +52,7 @@ link=$1 memory=$2 tcp_port=$3 prog=$4
 shift 4
 args=("$@")
 
-libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
-# Only the programs under test get the drop-in (meson puts the build's library
-# directories in LD_LIBRARY_PATH for every test): ip, ss and grep keep the system's.
-unset LD_LIBRARY_PATH
+link_libdir
 if [ ! -e "$libdir/libibverbs.so.1" ]; then
 	echo "no $libdir/libibverbs.so.1" >&2
 	exit 1
@@ -62,43 +62,12 @@ prog_path=$(command -v "$prog") || {
 	exit 77
 }
 
-tmp=$(mktemp -d /tmp/dpv-dropin.XXXXXX) || exit 1
-id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+link_init /tmp/dpv-dropin.XXXXXX
 prefix_a=dpvdropin-$id-a
 prefix_b=dpvdropin-$id-b
-ns_a= ns_b= veth_a= veth_b=
-pids=()
-
-cleanup() {
-	local pid
-	# Nothing started here outlives the test: its processes not yet waited for (a pid
-	# waited for may be someone else's by now), by pid.
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
-	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
-	# Deleting a namespace deletes the veth end inside it, and with it its peer; this
-	# is for a pair made before its ends moved.
-	if [ -n "$veth_a" ]; then
-		ip link del "$veth_a" 2>/dev/null
-		ip link del "dpv${id}c" 2>/dev/null
-	fi
-	rm -rf "$tmp" "/var/run/dpdk/$prefix_a" "/var/run/dpdk/$prefix_b"
-	if [ -n "${XDG_RUNTIME_DIR:-}" ]; then
-		rm -rf "$XDG_RUNTIME_DIR/dpdk/$prefix_a" "$XDG_RUNTIME_DIR/dpdk/$prefix_b"
-	fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 
 # EAL of each side: one core each, no PCI, no telemetry socket, its own file prefix.
-case $memory in
-nohuge) mem="--no-huge --no-shconf -m 512" ;;
-huge) mem="--in-memory -m 256" ;;
-*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
-esac
-eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+link_eal "$memory"
 watch=${DPV_DROPIN_WATCH:-0}
 if [ "$watch" = 1 ] && [ "$prog" != ibv_srq_pingpong ]; then
 	echo "DPV_DROPIN_WATCH wants ibv_srq_pingpong (its SRQ is what it watches)" >&2
@@ -117,10 +86,7 @@ watch_py=$(dirname "$0")/watch.py
 case $link in
 memif)
 	# Both sides in this network namespace; the control exchange on localhost.
-	sock=$tmp/memif.sock
-	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
-	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
-	run_a=() run_b=()
+	link_memif
 	ip_a=10.77.0.1 ip_b=10.77.0.2
 	server_host=localhost
 	;;
@@ -129,21 +95,8 @@ afpacket | afxdp)
 		echo "skipped: the $link link needs root (network namespaces, a veth pair)"
 		exit 77
 	fi
-	ns_a=${DPV_DROPIN_NETNS:-dpv}A$id ns_b=${DPV_DROPIN_NETNS:-dpv}B$id
-	veth_a=dpv${id}a veth_b=dpv${id}b
-	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
-		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns_a=
-		exit 77
-	fi
-	ip netns add "$ns_b" || exit 1
-	veth() { # name-a name-b: a veth pair, one end in each namespace, up
-		ip link add "$1" type veth peer name "$2" &&
-			ip link set "$1" netns "$ns_a" && ip link set "$2" netns "$ns_b" &&
-			ip -n "$ns_a" link set "$1" up && ip -n "$ns_b" link set "$2" up
-	}
-	veth "$veth_a" "$veth_b" || exit 1
-	ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || exit 1
+	names=${DPV_DROPIN_NETNS:-dpv}
+	link_netns_pair "$names"
 	ip_a=10.201.0.11 ip_b=10.201.0.12
 	if [ "$link" = afpacket ]; then
 		# Two addresses on each end of the link, one subnet: the kernel's, for the
@@ -154,9 +107,7 @@ afpacket | afxdp)
 		# forward), so RoCEv2 frames reach only dpverbs, which gets a copy of every
 		# frame of the port, while TCP reaches only the kernel (dpverbs drops what is
 		# not RoCEv2 to its address). Both share one real kernel path.
-		ip -n "$ns_a" addr add 10.201.0.1/24 dev "$veth_a" || exit 1
-		ip -n "$ns_b" addr add 10.201.0.2/24 dev "$veth_b" || exit 1
-		server_host=10.201.0.1
+		link_addrs 10.201.0 "$veth_a" "$veth_b"
 		# The packet socket's rings hold 4096 frames, not the default 512. What overflows
 		# the RX ring the kernel drops, and the transport resends it, but
 		# ibv_srq_pingpong's 16 QPs send 64-packet messages in bursts that overflow 512
@@ -164,20 +115,16 @@ afpacket | afxdp)
 		# its last ACKs leaves the server resending to QPs that are gone, and failing
 		# with RETRY_EXC_ERR (reliability.md, Limits). The fault cases test loss on
 		# purpose, and allow for that one ending.
-		vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
-		vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
+		link_afpacket
 	else
 		# af_xdp's XDP program sends every frame of the queue to its socket, so the
 		# kernel sees nothing of that link: the TCP exchange takes a second veth pair
 		# with kernel addresses only.
-		veth "dpv${id}c" "dpv${id}d" || exit 1
-		ip -n "$ns_a" addr add 10.202.0.1/24 dev "dpv${id}c" || exit 1
-		ip -n "$ns_b" addr add 10.202.0.2/24 dev "dpv${id}d" || exit 1
-		server_host=10.202.0.1
+		link_veth "${names}${id}c" "${names}${id}d" || exit 1
+		link_addrs 10.202.0 "${names}${id}c" "${names}${id}d"
 		vdev_a="--vdev=net_af_xdp0,iface=$veth_a,start_queue=0,queue_count=1"
 		vdev_b="--vdev=net_af_xdp0,iface=$veth_b,start_queue=0,queue_count=1"
 	fi
-	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
 	;;
 *)
 	echo "link $link: want memif, afpacket or afxdp" >&2
@@ -187,52 +134,25 @@ esac
 
 # A program on one side, in the background, bounded by a timeout.
 start_side() { # side seconds outfile program args...
-	local side=$1 secs=$2 out=$3 eal ip run capture=()
+	local side=$1 secs=$2 out=$3 side_eal side_ip side_run=() side_env=()
 	shift 3
+	link_side "$side"
 	if [ "$side" = a ]; then
-		eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" ip=$ip_a run=("${run_a[@]}")
 		# Side B starts once side A's program listens, which a pingpong server does
 		# after opening its device: side A's open must not wait for the link (a memif
 		# server's comes up when side B joins). test/compat/perftest.sh runs programs
 		# that need the wait.
-		run+=(env DPV_LINK_WAIT_MS=0)
+		side_run+=(env DPV_LINK_WAIT_MS=0)
 		if [ "$watch" = 1 ]; then
-			eal=${eal/--no-telemetry /}
-			capture=(DPV_CAPTURE="${out%.out}.pcapng")
+			side_eal=${side_eal/--no-telemetry /}
+			side_env=(DPV_CAPTURE="${out%.out}.pcapng")
 		fi
-	else
-		eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" ip=$ip_b run=("${run_b[@]}")
 	fi
-	# Line-buffered, so a side that is ended still shows how far it got. Each side's
-	# counters go to $tmp/<out>-dpv0.txt at exit.
-	timeout --kill-after=5 "$secs" "${run[@]}" env LD_LIBRARY_PATH="$libdir" \
-		DPV_EAL_ARGS="$eal" DPV_PORT_IPV4="$ip" DPV_PROGRESS=inline \
-		DPV_STATS_DUMP="${out%.out}-" "${capture[@]}" stdbuf -oL -eL "$@" >"$out" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
+	# Each side's counters go to $tmp/<out>-dpv0.txt at exit.
+	link_run "$secs" "$out" "$@"
 }
 
 failed=0
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
-
-# The exit status of a side; a timeout's 124/137 say it hung.
-finish_side() { # pid name
-	local rc p rest=()
-	wait "$1"
-	rc=$?
-	for p in "${pids[@]}"; do
-		[ "$p" = "$1" ] || rest+=("$p")
-	done
-	pids=("${rest[@]}")
-	case $rc in
-	0) ;;
-	124 | 137) fail "$2 did not finish in time (hung)" ;;
-	*) fail "$2 exited with status $rc" ;;
-	esac
-}
 
 expect() { # file name regex
 	grep -Eq -- "$3" "$1" || fail "$2: no line matching '$3'"
@@ -240,10 +160,6 @@ expect() { # file name regex
 
 refuse() { # file name regex
 	! grep -Eq -- "$3" "$1" || fail "$2: printed '$(grep -Em1 -- "$3" "$1")'"
-}
-
-listening() { # the server's TCP port listens (in its namespace)
-	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
 }
 
 ipre() { echo "${1//./\\.}"; }
@@ -266,11 +182,7 @@ pingpong_server() { # outfile args...
 	fi
 	start_side a 90 "$out" "$@" -p "$tcp_port"
 	server_pid=$last_pid
-	for ((i = 0; i < 300; i++)); do
-		listening && return 0
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_until "$server_pid" listening && return 0
 	fail "the server never listened on TCP port $tcp_port"
 	finish_side "$server_pid" "server ($*)"
 	return 1
@@ -309,20 +221,6 @@ check_pingpong() { # outfile name peer-ip program args...
 	expect "$out" "$name" "^$((size * iters * 2)) bytes in [0-9.]+ seconds"
 	expect "$out" "$name" "^$iters iters in [0-9.]+ seconds"
 	refuse "$out" "$name" 'invalid data in page|Failed status|Couldn'"'"'t|failed'
-}
-
-# The value of option $1 among the program's arguments, else $2 (its default).
-opt_of() {
-	local i v=$2
-	for ((i = 0; i + 1 < ${#args[@]}; i++)); do
-		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
-	done
-	echo "$v"
-}
-
-# A counter of a side's dump (0 when it has none).
-counter() { # dumpfile name
-	awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1" 2>/dev/null || echo 0
 }
 
 # Loss on the link: both sides' dumps must show that the transport recovered from it.
@@ -464,7 +362,7 @@ if [ "$failed" != 0 ]; then
 		cat "$tmp/$f.out"
 		if [ -s "$tmp/$f-dpv0.txt" ]; then
 			echo "---- $f: its device's counters, those not 0"
-			awk '$2 != 0' "$tmp/$f-dpv0.txt" | paste -sd ' ' | fold -s -w 120
+			nonzero_counters "$tmp/$f-dpv0.txt"
 		fi
 	done
 	exit 1

@@ -17,37 +17,26 @@
 # ended, by pid; the temporary directory and EAL's runtime directories are removed.
 
 set -u
-libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
+# The two sides, their link and the clean-up after them (link_*), fail and the rest.
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
+link_libdir
 tcp_port=${1:?usage: $0 TCP_PORT}
-unset LD_LIBRARY_PATH
 for p in ibv_devinfo ibv_rc_pingpong; do
 	command -v "$p" >/dev/null || {
 		echo "skipped: $p is not installed (Debian package ibverbs-utils)"
 		exit 77
 	}
 done
-tmp=$(mktemp -d /tmp/dpv-memif-join.XXXXXX) || exit 1
-id=$$
-pids=()
-cleanup() {
-	local pid
-	for pid in "${pids[@]}"; do
-		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-	rm -rf "$tmp" /var/run/dpdk/dpvjoin-$id-*
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+link_init /tmp/dpv-memif-join.XXXXXX
+# Side A the memif server, side B its client.
+prefix_a=dpvjoin-$id-s prefix_b=dpvjoin-$id-c
 
 eal="--no-pci --no-telemetry --no-huge --no-shconf -m 256 --log-level=lib.eal:error"
-sock=$tmp/memif.sock
-client_eal="-l 1 --file-prefix dpvjoin-$id-c $eal --vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
-server_eal="-l 0 --file-prefix dpvjoin-$id-s $eal --vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
+link_memif
+client_eal="-l 1 --file-prefix $prefix_b $eal $vdev_b"
+server_eal="-l 0 --file-prefix $prefix_a $eal $vdev_a"
 failed=0
-fail() {
-	echo "FAIL: $*"
-	failed=1
-}
 
 # 1. Client first.
 timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$client_eal" DPV_PORT_IPV4=10.79.1.2 \

@@ -1,0 +1,237 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# shellcheck shell=bash disable=SC2034,SC2154
+#
+# The set-up the two-process test scripts share (test/dropin/dropin.sh and
+# memif_join.sh, test/compat/perftest.sh, ucx.sh and mpi.sh): two dpverbs processes,
+# side A and side B, each with a device of its own, joined by a link, and how they are
+# started, waited for and cleaned up after. A script (bash, set -u) sources it relative
+# to its own directory, since meson runs it by path:
+#
+#   . "$(dirname "$0")/../lib/link.sh"
+#
+# Sourcing only defines functions. What each needs and sets:
+#
+#   link_libdir          libdir, the drop-in's directory, from DPV_DROPIN_LIBDIR (meson
+#                        sets it; the script ends, 127, saying so when it is not), and
+#                        LD_LIBRARY_PATH unset: only the programs under test get the
+#                        drop-in (meson puts the build's library directories in
+#                        LD_LIBRARY_PATH for every test), ip, ss and grep keep the
+#                        system's. link_run gives it to a side's program.
+#   link_init TEMPLATE   makes the temporary directory tmp (mktemp -d TEMPLATE; exit 1
+#                        when it cannot) and id, 5 random hex digits for the script's
+#                        names; empties pids, ns_a, ns_b and veths; link_cleanup becomes
+#                        the EXIT trap, and INT, TERM and HUP exit 1. The script sets
+#                        prefix_a and prefix_b (its EAL file prefixes) right after.
+#   link_cleanup         the EXIT trap: ends the processes of pids (those not waited for
+#                        yet), by pid; deletes ns_a and ns_b (and with them the veth ends
+#                        in them) and the veth pairs of veths (for a pair made before its
+#                        ends moved); removes tmp and EAL's runtime directories of
+#                        prefix_a and prefix_b (/var/run/dpdk, $XDG_RUNTIME_DIR/dpdk).
+#   link_eal MEMORY      eal_common, the EAL arguments of both sides: no PCI, no
+#                        telemetry socket, EAL's errors only, and for MEMORY nohuge
+#                        --no-huge --no-shconf -m 512, for huge --in-memory -m 256 (each
+#                        side: one core and its file prefix come from link_side); exit 2
+#                        for another MEMORY.
+#   link_memif           a net_memif link in this network namespace: sock (in tmp),
+#                        vdev_a its server, vdev_b its client; run_a and run_b empty.
+#   link_netns_pair NAMES
+#                        (root) the network namespaces ns_a=NAMES"A"id and
+#                        ns_b=NAMES"B"id, the veth pair veth_a=NAMES"id"a (in ns_a) and
+#                        veth_b=NAMES"id"b (in ns_b), both up, lo up in both; run_a and
+#                        run_b run a command in them. Needs tmp. Exits 77 saying why when
+#                        a namespace cannot be made, 1 when anything else fails.
+#   link_veth NAME_A NAME_B
+#                        a veth pair, NAME_A in ns_a and NAME_B in ns_b, both up; added
+#                        to veths once made. Fails (1) when ip does.
+#   link_addrs NET DEV_A DEV_B
+#                        the kernel's addresses NET.1/24 on DEV_A (in ns_a) and NET.2/24
+#                        on DEV_B (in ns_b), server_host=NET.1; exits 1 when ip fails.
+#   link_afpacket        vdev_a and vdev_b: net_af_packet on veth_a and veth_b, with 4096
+#                        frames a ring, not the default 512 (test/dropin/dropin.sh: why).
+#   link_side SIDE       for side a (core 0, prefix_a, vdev_a, ip_a, run_a) or b (core 1,
+#                        prefix_b, vdev_b, ip_b, run_b): side_eal, its EAL arguments (with
+#                        eal_common), side_ip, its dpverbs address, and side_run (an
+#                        array), the command prefix that runs a program there. A caller
+#                        declares them local, and may change them before link_run.
+#   link_run SECONDS OUTFILE PROGRAM [ARGS...]
+#                        PROGRAM in the background on the side link_side chose, under
+#                        timeout --kill-after=5 SECONDS, with the drop-in of libdir,
+#                        DPV_EAL_ARGS=side_eal, DPV_PORT_IPV4=side_ip, DPV_PROGRESS=inline,
+#                        its counters dumped at exit to OUTFILE less .out, then -dpv0.txt
+#                        (DPV_STATS_DUMP), the NAME=VALUE words of the array side_env (if
+#                        set), and stdout and stderr line-buffered into OUTFILE (a side
+#                        that is ended still shows how far it got). Sets last_pid and adds
+#                        it to pids.
+#   listening            side A has a TCP listener on tcp_port (in run_a's namespace).
+#   wait_until PID COMMAND [ARGS...]
+#                        runs COMMAND every 0.1 s, 300 times at most (30 s), until it
+#                        succeeds (returns 0) or PID has exited (returns 1; 1 too after
+#                        the 300th).
+#   fail MESSAGE...      prints "FAIL: MESSAGE" and sets failed=1 (the script sets
+#                        failed=0 first).
+#   finish_side PID NAME waits for PID and takes it out of pids; fails NAME when its status
+#                        is not 0: 124 and 137 (timeout's) say it hung.
+#   counter DUMPFILE NAME
+#                        the counter NAME of a DPV_STATS_DUMP file (0 when it has none).
+#   opt_of OPTION DEFAULT
+#                        the value of OPTION among the program's arguments (the array
+#                        args; the last one given), else DEFAULT.
+#   nonzero_counters DUMPFILE
+#                        the counters of a dump that are not 0, on lines of 120 at most.
+
+link_libdir() {
+	libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
+	unset LD_LIBRARY_PATH
+}
+
+link_init() { # template
+	tmp=$(mktemp -d "$1") || exit 1
+	id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+	pids=() veths=()
+	ns_a='' ns_b=''
+	trap link_cleanup EXIT
+	trap 'exit 1' INT TERM HUP
+}
+
+link_cleanup() {
+	local pid v p
+	# Nothing started here outlives the test: its processes not yet waited for (a pid
+	# waited for may be someone else's by now), by pid.
+	for pid in "${pids[@]}"; do
+		kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	done
+	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
+	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
+	# Deleting a namespace deletes the veth end inside it, and with it its peer; this
+	# is for a pair made before its ends moved.
+	for v in "${veths[@]}"; do
+		ip link del "$v" 2>/dev/null
+	done
+	rm -rf "$tmp"
+	# An empty prefix (a signal before the script set it) would name every process's.
+	for p in "${prefix_a:-}" "${prefix_b:-}"; do
+		[ -n "$p" ] || continue
+		rm -rf "/var/run/dpdk/$p"
+		[ -n "${XDG_RUNTIME_DIR:-}" ] && rm -rf "$XDG_RUNTIME_DIR/dpdk/$p"
+	done
+}
+
+link_eal() { # memory
+	local mem
+	case $1 in
+	nohuge) mem="--no-huge --no-shconf -m 512" ;;
+	huge) mem="--in-memory -m 256" ;;
+	*) echo "memory mode $1: want nohuge or huge" >&2; exit 2 ;;
+	esac
+	eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
+}
+
+link_memif() {
+	sock=$tmp/memif.sock
+	vdev_a="--vdev=net_memif0,role=server,socket=$sock,socket-abstract=no"
+	vdev_b="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
+	run_a=() run_b=()
+}
+
+link_veth() { # name-a name-b
+	ip link add "$1" type veth peer name "$2" || return 1
+	veths+=("$1")
+	ip link set "$1" netns "$ns_a" && ip link set "$2" netns "$ns_b" &&
+		ip -n "$ns_a" link set "$1" up && ip -n "$ns_b" link set "$2" up
+}
+
+link_netns_pair() { # names
+	ns_a=$1A$id ns_b=$1B$id
+	veth_a=$1${id}a veth_b=$1${id}b
+	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
+		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
+		ns_a=
+		exit 77
+	fi
+	ip netns add "$ns_b" || exit 1
+	link_veth "$veth_a" "$veth_b" || exit 1
+	ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || exit 1
+	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
+}
+
+link_addrs() { # net dev-a dev-b
+	ip -n "$ns_a" addr add "$1.1/24" dev "$2" || exit 1
+	ip -n "$ns_b" addr add "$1.2/24" dev "$3" || exit 1
+	server_host=$1.1
+}
+
+link_afpacket() {
+	vdev_a="--vdev=net_af_packet0,iface=$veth_a,framecnt=4096"
+	vdev_b="--vdev=net_af_packet0,iface=$veth_b,framecnt=4096"
+}
+
+link_side() { # side
+	if [ "$1" = a ]; then
+		side_eal="-l 0 --file-prefix $prefix_a $eal_common $vdev_a" side_ip=$ip_a
+		side_run=("${run_a[@]}")
+	else
+		side_eal="-l 1 --file-prefix $prefix_b $eal_common $vdev_b" side_ip=$ip_b
+		side_run=("${run_b[@]}")
+	fi
+}
+
+link_run() { # seconds outfile program args...
+	local secs=$1 out=$2
+	shift 2
+	timeout --kill-after=5 "$secs" "${side_run[@]}" env LD_LIBRARY_PATH="$libdir" \
+		DPV_EAL_ARGS="$side_eal" DPV_PORT_IPV4="$side_ip" DPV_PROGRESS=inline \
+		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >"$out" 2>&1 &
+	last_pid=$!
+	pids+=("$last_pid")
+}
+
+listening() {
+	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+}
+
+wait_until() { # pid command...
+	local pid=$1 i
+	shift
+	for ((i = 0; i < 300; i++)); do
+		"$@" && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+fail() {
+	echo "FAIL: $*"
+	failed=1
+}
+
+finish_side() { # pid name
+	local rc p rest=()
+	wait "$1"
+	rc=$?
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+	case $rc in
+	0) ;;
+	124 | 137) fail "$2 did not finish in time (hung)" ;;
+	*) fail "$2 exited with status $rc" ;;
+	esac
+}
+
+counter() { # dumpfile name
+	awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }' "$1" 2>/dev/null || echo 0
+}
+
+opt_of() { # option default
+	local i v=$2
+	for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
+	done
+	echo "$v"
+}
+
+nonzero_counters() { # dumpfile
+	awk '$2 != 0' "$1" | paste -sd ' ' | fold -s -w 120
+}
