@@ -463,7 +463,8 @@ static __attribute__((noinline)) void exec_del_sync(struct dpv_tm *tm, const str
 			cqe->release = true;
 			tm->n_dels++;
 		} else {
-			/* Consumed by a message first, or already deleted (SPEC §3). */
+			/* Consumed by a message first, or already deleted
+			 * (doc/guides/srq.md §3). */
 			cqe->status = DPV_TM_ST_TM_ERR;
 			cqe->visible = true;
 			tm->n_del_errors++;

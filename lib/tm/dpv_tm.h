@@ -4,7 +4,7 @@
  * dpv_tm: the tag-matching engine of a tag-matching SRQ.
  *
  * Pure C, no EAL, no locks, no allocation after dpv_tm_create(). It implements
- * SPEC-SRQ-TM.md §3 (ops), §4 (matching) and §5 (phases) in the engine's own small
+ * doc/guides/srq.md §3 (ops), §4 (matching) and §5 (phases) in the engine's own small
  * structs; the verbs facade translates `struct ibv_ops_wr` and `struct ibv_wc` onto
  * them. The only rdma-core header it uses is <infiniband/tm_types.h>, which describes
  * the wire (the TMH), not the verbs API.
@@ -127,7 +127,7 @@ struct dpv_tm_cqe {
 	bool release;
 };
 
-/** How an incoming message is handled (SPEC §4). */
+/** How an incoming message is handled (doc/guides/srq.md §4). */
 enum dpv_tm_kind {
 	DPV_TM_NO_TAG = 0,       /**< consumes an ordinary SRQ WR; whole message placed */
 	DPV_TM_EXPECTED_EAGER,   /**< matched an entry; payload after the TMH placed */
@@ -183,7 +183,7 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out);
 void dpv_tm_destroy(struct dpv_tm *tm);
 
 /**
- * Check and reserve one op (SPEC §3, post-time rules).
+ * Check and reserve one op (doc/guides/srq.md §3, post-time rules).
  *
  * Post side. For ADD, allocates the handle (oldest freed first), copies tag, mask,
  * recv_wr_id and the scatter list into the entry and writes op->handle. Counts the op
@@ -207,8 +207,8 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op);
 void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cqe *cqe);
 
 /**
- * Read the TMH at the start of a message payload (SPEC §4): a payload shorter than a
- * TMH, or a TMH opcode other than EAGER or RNDV, reads as NO_TAG.
+ * Read the TMH at the start of a message payload (doc/guides/srq.md §4): a payload
+ * shorter than a TMH, or a TMH opcode other than EAGER or RNDV, reads as NO_TAG.
  *
  * Any side (pure).
  * @param payload  first bytes of the message

@@ -455,7 +455,7 @@ bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r)
 		r->active = true;
 		return true;
 	}
-	/* The SRQ's lanes are drained in turn; each lane is FIFO (SPEC §1). */
+	/* The SRQ's lanes are drained in turn; each lane is FIFO (doc/guides/srq.md §1). */
 	r->pd = srq->pd;
 	if (dpv_lanes_drain(&srq->lanes, 1, srq_take_one, r) == 0)
 		return false;
@@ -475,7 +475,8 @@ struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
 {
 	const struct dpv_srq *srq = q->qp.init.srq;
 
-	/* SPEC §2: the CQ of a TM SRQ receives every completion of its messages. */
+	/* doc/guides/srq.md §2: the CQ of a TM SRQ receives every completion of its
+	 * messages. */
 	return srq != NULL && srq->tm != NULL ? srq->cq : q->qp.init.recv_cq;
 }
 

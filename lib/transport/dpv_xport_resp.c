@@ -2,7 +2,7 @@
 /*
  * The responder (IBTA 9.7.5.1): checks each request's PSN against the expected PSN,
  * places SENDs into receive WQEs (the QP's RQ, its SRQ, or a tag-matching SRQ's tag
- * list, SPEC-SRQ-TM §4), executes RDMA WRITEs, READs and atomics against the key
+ * list, doc/guides/srq.md §4), executes RDMA WRITEs, READs and atomics against the key
  * table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
  * PSN order. UC (IBTA 9.7.7) and UD (IBTA 9.8) receives are here too.
  */
@@ -287,7 +287,7 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		  status == DPV_WC_LOC_LEN_ERR ? DPV_AETH_NAK_INV_REQ : DPV_AETH_NAK_REM_OP, false);
 }
 
-/* ---- tag matching (SPEC-SRQ-TM §4) ---- */
+/* ---- tag matching (doc/guides/srq.md §4) ---- */
 
 static void tm_match_cqe(struct dpv_xport *x, struct xp_qp *q)
 {
@@ -362,8 +362,8 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	}
 	r->kind = XP_RECV_TM_EAGER;
 	r->skip = DPV_TM_TMH_SIZE;
-	/* SPEC §4: a message of more than one packet reports the match at once (a DEL
-	 * of the entry fails from now on) and its data at the last packet. */
+	/* doc/guides/srq.md §4: a message of more than one packet reports the match at
+	 * once (a DEL of the entry fails from now on) and its data at the last packet. */
 	if (p->opcode == DPV_OP_RC_SEND_FIRST)
 		tm_match_cqe(x, q);
 	else
@@ -871,7 +871,7 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	return sent;
 }
 
-/* ---- UD receive (IBTA 9.8; SPEC §1 for the GRH) ---- */
+/* ---- UD receive (IBTA 9.8; doc/guides/srq.md §1 for the GRH) ---- */
 
 void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 	      const uint8_t *frame)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Shared receive queues and tag-matching SRQs (ibv_create_srq(3), ibv_create_srq_ex(3),
- * ibv_post_srq_recv(3), ibv_post_srq_ops(3)); SPEC-SRQ-TM.md §1-§3.
+ * ibv_post_srq_recv(3), ibv_post_srq_ops(3)); doc/guides/srq.md §1-§3.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,7 +66,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	}
 	memset(&init, 0, sizeof(init));
 	if (type == IBV_SRQT_TM) {
-		/* SPEC §2: TM needs its CQ and caps within tm_caps. */
+		/* doc/guides/srq.md §2: TM needs its CQ and caps within tm_caps. */
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || attr->cq == NULL ||
 		    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TM) || attr->tm_cap.max_num_tags == 0 ||
 		    attr->tm_cap.max_num_tags > DPV_TM_MAX_TAGS_LIMIT ||
@@ -166,7 +166,7 @@ int ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	/* Resizing is not offered (no IBV_DEVICE_SRQ_RESIZE): IBV_SRQ_MAX_WR is EINVAL. */
 	if (mask != IBV_SRQ_LIMIT || attr->srq_limit > srq->srq->max_wr)
 		return EINVAL;
-	/* Arms the one-shot SRQ_LIMIT_REACHED event (SPEC §1). */
+	/* Arms the one-shot SRQ_LIMIT_REACHED event (doc/guides/srq.md §1). */
 	__atomic_store_n(&srq->srq->limit, attr->srq_limit, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -225,7 +225,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 
 	pthread_spin_lock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
-		/* SPEC §1: post-time checks, in list order; earlier WRs stay posted. */
+		/* doc/guides/srq.md §1: post-time checks, in list order; earlier WRs stay
+		 * posted. */
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge || __atomic_load_n(&srq->srq->error, __ATOMIC_ACQUIRE) ||
 		    (wr->num_sge > 0 && wr->sg_list == NULL)) {
 			ret = EINVAL;
@@ -321,7 +322,7 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		*(struct dpv_tm_op *)dpv_ring_slot(r, first) = op;
 		dpv_ring_commit(r, 1);
 		if (wr->opcode == IBV_WR_TAG_ADD)
-			wr->tm.handle = op.handle; /* SPEC §3: synchronously */
+			wr->tm.handle = op.handle; /* doc/guides/srq.md §3: synchronously */
 	}
 	pthread_spin_unlock(&srq->ops_lock);
 	if (ret != 0)

@@ -546,7 +546,7 @@ exec_one(struct tm_drive *d)
 	return true;
 }
 
-/* The TMH as SPEC §4 lays it out, read the plainest way. */
+/* The TMH as doc/guides/srq.md §4 lays it out, read the plainest way. */
 static void
 parse_tmh_plain(const uint8_t *p, size_t len, struct dpv_tm_tmh *t)
 {

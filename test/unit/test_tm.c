@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Unit tests of lib/tm against dpv_tm.h: one test per rule of SPEC-SRQ-TM.md §3 (ops),
+ * Unit tests of lib/tm against dpv_tm.h: one test per rule of doc/guides/srq.md §3 (ops),
  * §4 (matching) and §5 (phases), each named after the rule it proves. Results the
  * engine writes (cqes, match decisions, parsed TMHs) are poisoned first, so a field the
  * engine forgets to fill fails the test instead of passing on a lucky zero.

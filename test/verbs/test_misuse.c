@@ -407,7 +407,7 @@ static void misuse_too_many_reads_req_err_at_responder(void **state)
 }
 
 /* A NULL sg_list with num_sge > 0 is EINVAL with the WR in *bad_wr, on every post
- * verb (SPEC-SRQ-TM §3 for TAG_ADD), and an earlier good WR stays posted. */
+ * verb (doc/guides/srq.md §3 for TAG_ADD), and an earlier good WR stays posted. */
 static void misuse_null_sg_list_einval(void **state)
 {
 	struct ibv_send_wr swr = {.wr_id = 1, .num_sge = 1, .opcode = IBV_WR_SEND,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Shared receive queues: SPEC-SRQ-TM.md §1, one test per rule. */
+/* Shared receive queues: doc/guides/srq.md §1, one test per rule. */
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -245,7 +245,7 @@ static void srq_bad_lkey_gives_loc_prot_err(void **state)
 	struct ibv_mr *mr = new_mr(&B, 4096, LW);
 
 	(void)state;
-	/* Posting does not check keys (SPEC §1): the landing does. */
+	/* Posting does not check keys (doc/guides/srq.md §1): the landing does. */
 	assert_int_equal(post_srq_recv(srq, 1, mr->addr, 64, mr->lkey + 1), 0);
 	expect_loc_prot_err(srq, mr);
 }

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Tag-matching SRQs, SPEC-SRQ-TM.md §2-§5: creation, ibv_post_srq_ops, matching of RC
+ * Tag-matching SRQs, doc/guides/srq.md §2-§5: creation, ibv_post_srq_ops, matching of RC
  * SENDs that start with struct ibv_tmh, completions read through ibv_start_poll /
  * ibv_next_poll / ibv_end_poll and ibv_wc_read_tm_info (and the legacy ibv_poll_cq),
  * and the phase rules. The sender is an ordinary RC QP on dpv0; the receiving QP on
- * dpv1 has no send queue (SPEC §2 allows max_send_wr 0).
+ * dpv1 has no send queue (doc/guides/srq.md §2 allows max_send_wr 0).
  */
 #include <errno.h>
 #include <string.h>
@@ -98,7 +98,7 @@ static int tm_add(struct tmq *t, uint64_t tag, uint64_t mask, unsigned int buf, 
 	op.tm.add.mask = mask;
 	ret = ibv_post_srq_ops(t->srq, &op, &bad);
 	if (ret == 0)
-		*handle = op.tm.handle; /* SPEC §3: before the call returns */
+		*handle = op.tm.handle; /* doc/guides/srq.md §3: before the call returns */
 	else
 		assert_ptr_equal(bad, &op);
 	return ret;
@@ -294,7 +294,7 @@ static void tm_list_full_enomem_at_exactly_max_num_tags(void **state)
 	tm_setup(&t, TAGS, 2 * TAGS);
 	memset(op, 0, sizeof(op));
 	for (int i = 0; i <= TAGS; i++) {
-		/* Zero-length entries are legal (SPEC §3). */
+		/* Zero-length entries are legal (doc/guides/srq.md §3). */
 		op[i].wr_id = i;
 		op[i].opcode = IBV_WR_TAG_ADD;
 		op[i].tm.handle = UINT32_MAX;
@@ -814,7 +814,7 @@ static int drain_ex(struct ibv_cq_ex *cq, struct wc_ex *wc, int max)
 
 static void tm_unexpected_asks_for_sync_beyond_threshold(void **state)
 {
-	/* SPEC §5: U - S above the hardware's 2^14 (the default) sets SYNC_REQ. */
+	/* doc/guides/srq.md §5: U - S above the hardware's 2^14 (the default) sets SYNC_REQ. */
 	enum { THRESHOLD = 16384, N = THRESHOLD + 2, WINDOW = 32 };
 	uint32_t sent = 0, acked = 0, got = 0;
 	uint64_t end = now_ms() + 20 * WAIT_MS;

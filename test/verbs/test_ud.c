@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UD between dpv0 and dpv1 through an address handle on an IPv4-mapped GID; the
- * 40-byte GRH rule of SPEC-SRQ-TM.md §1: the IPv4 header in bytes 20..39, the payload
+ * 40-byte GRH rule of doc/guides/srq.md §1: the IPv4 header in bytes 20..39, the payload
  * at offset 40, byte_len counting the 40 bytes, IBV_WC_GRH set, and the SL a RoCE device
  * reports for such a packet (RoCEv2 over IPv4, lib/verbs/verbs_cq.c), which tells a
  * reader of the slot where the addresses are.
