@@ -893,8 +893,9 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->hw_ver = 1;
 	a->max_qp = DPV_MAX_QP - 2;
 	a->max_qp_wr = DPV_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
+	/* No IBV_DEVICE_SRQ_RESIZE: ibv_modify_srq() does not resize (verbs_srq.c). */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_CHANGE_PHY_PORT;
 	a->max_sge = DPV_MAX_SGE;
 	a->max_sge_rd = DPV_MAX_SGE;
 	a->max_cq = 65536;

@@ -34,6 +34,26 @@ static void vendor_id_is_no_makers_oui(void **state)
 	assert_int_equal(ex.orig_attr.vendor_id, 0xffffff);
 }
 
+/* The capability flags say what the device does: it NAKs for RNR and raises port
+ * events (link_changes_are_port_events); it does not resize an SRQ, and says so. */
+static void cap_flags_are_true(void **state)
+{
+	struct ibv_srq_init_attr init = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq_attr sa = {.max_wr = 32};
+	struct ibv_device_attr attr;
+	struct ibv_srq *srq;
+
+	(void)state;
+	assert_int_equal(ibv_query_device(A.ctx, &attr), 0);
+	assert_true(attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN);
+	assert_true(attr.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT);
+	assert_false(attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+	srq = ibv_create_srq(A.pd, &init);
+	assert_non_null(srq);
+	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+}
+
 /* The context's cmd_fd is a descriptor a program can dup() and poll(), which takes no
  * command, and importing through it is refused as a valid request not offered. */
 static void cmd_fd_is_inert_and_import_refused(void **state)
@@ -602,6 +622,7 @@ int run_compat_tests(void)
 		VT(create_qp_ex_unsupported_is_eopnotsupp),
 		VT(qp_ex_batch_posts_in_order),
 		VT(qp_ex_atomics),
+		VT(cap_flags_are_true),
 		VT(reg_mr_unsupported_access_is_eopnotsupp),
 		VT(on_demand_regions),
 		VT(create_cq_ex_unsupported_is_eopnotsupp),
