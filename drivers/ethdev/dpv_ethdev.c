@@ -12,6 +12,7 @@
 #include <rte_dev.h>
 #include <rte_devargs.h>
 #include <rte_ethdev.h>
+#include <rte_kvargs.h>
 
 #include "dpv_port.h"
 
@@ -25,71 +26,61 @@
 /* How long a memif client's open goes on after its link came up (join_settle()). */
 #define JOIN_SETTLE_MS 250
 
-/* Whether the port is a memif client (devargs role=client; memif's default is server). */
-static bool memif_client(const struct rte_eth_dev_info *info)
+/* What the open needs of a memif port's devargs. */
+struct memif_args {
+	bool client;                  /**< role=client (memif's default is server) */
+	char socket[108];             /**< socket=, by default /run/memif.sock */
+	bool abstract;                /**< socket-abstract=, by default yes */
+};
+
+/*
+ * Read the devargs of a memif port (DPDK's kvargs, as the PMD reads them). false for
+ * any other port, and for a memif whose devargs do not parse (its probe took them, so
+ * it is a server with the defaults).
+ */
+static bool memif_args_of(const struct rte_eth_dev_info *info, struct memif_args *m)
 {
 	const struct rte_devargs *da;
-	const char *p;
+	struct rte_kvargs *kv;
+	const char *v;
 
+	*m = (struct memif_args){.socket = "/run/memif.sock", .abstract = true};
 	if (strcmp(info->driver_name, "net_memif") != 0 || info->device == NULL)
 		return false;
 	da = rte_dev_devargs(info->device);
 	if (da == NULL || da->args == NULL)
-		return false;
-	for (p = da->args; (p = strstr(p, "role=client")) != NULL; p++)
-		if ((p == da->args || p[-1] == ',') && (p[11] == '\0' || p[11] == ','))
-			return true;
-	return false;
-}
-
-/* The value of @p key in a devargs string into @p buf; false when it is not there or
- * does not fit. */
-static bool devarg(const char *args, const char *key, char *buf, size_t n)
-{
-	size_t klen = strlen(key), len;
-	const char *p = args, *v, *e;
-
-	while (p != NULL && *p != '\0') {
-		if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-			v = p + klen + 1;
-			e = strchr(v, ',');
-			len = e != NULL ? (size_t)(e - v) : strlen(v);
-			if (len >= n)
-				return false;
-			memcpy(buf, v, len);
-			buf[len] = '\0';
-			return true;
-		}
-		p = strchr(p, ',');
-		if (p != NULL)
-			p++;
-	}
-	return false;
+		return true;
+	kv = rte_kvargs_parse(da->args, NULL);
+	if (kv == NULL)
+		return true;
+	v = rte_kvargs_get(kv, "role");
+	m->client = v != NULL && strcmp(v, "client") == 0;
+	v = rte_kvargs_get(kv, "socket");
+	if (v != NULL && strlen(v) < sizeof(m->socket))
+		strcpy(m->socket, v);
+	v = rte_kvargs_get(kv, "socket-abstract");
+	m->abstract = v == NULL || strcmp(v, "no") != 0;
+	rte_kvargs_free(kv);
+	return true;
 }
 
 /* __SO_ACCEPTCON in /proc/net/unix's Flags: a listening socket. */
 #define UNIX_LISTENING 0x10000ul
 
 /*
- * Whether something listens on a memif client's socket (devargs socket=, by default
- * /run/memif.sock, abstract unless socket-abstract=no), as this network namespace's
- * /proc/net/unix lists it ("@name" for an abstract one). True when the file cannot be
- * read: the start then says what it finds.
+ * Whether something listens on a memif client's socket (abstract unless
+ * socket-abstract=no), as this network namespace's /proc/net/unix lists it ("@name" for
+ * an abstract one). True when the file cannot be read: the start then says what it
+ * finds.
  */
-static bool memif_server_listening(const struct rte_eth_dev_info *info)
+static bool memif_server_listening(const struct memif_args *m)
 {
-	char sock[108] = "/run/memif.sock", abstract[8] = "yes", want[112], line[512];
-	char path[112];
-	const struct rte_devargs *da = rte_dev_devargs(info->device);
+	char want[112], line[512], path[112];
 	unsigned long flags;
 	bool found = false;
 	FILE *f;
 
-	if (da != NULL && da->args != NULL) {
-		devarg(da->args, "socket", sock, sizeof(sock));
-		devarg(da->args, "socket-abstract", abstract, sizeof(abstract));
-	}
-	snprintf(want, sizeof(want), "%s%s", strcmp(abstract, "no") == 0 ? "" : "@", sock);
+	snprintf(want, sizeof(want), "%s%s", m->abstract ? "@" : "", m->socket);
 	f = fopen("/proc/net/unix", "r");
 	if (f == NULL)
 		return true;
@@ -111,12 +102,12 @@ static bool memif_server_listening(const struct rte_eth_dev_info *info)
  * the link. A server in another network namespace is not seen: the client waits the
  * whole time, then starts.
  */
-static void wait_server(const struct rte_eth_dev_info *info)
+static void wait_server(const struct memif_args *m)
 {
 	uint64_t ms = rte_get_timer_hz() / 1000, start = rte_get_timer_cycles();
 	uint64_t wait = (uint64_t)dpv_port_link_wait() * ms;
 
-	while (!memif_server_listening(info) && rte_get_timer_cycles() - start < wait)
+	while (!memif_server_listening(m) && rte_get_timer_cycles() - start < wait)
 		rte_delay_us_sleep(10 * 1000);
 }
 
@@ -170,9 +161,9 @@ static int wait_link(uint16_t ethdev_port, bool reconnect, bool *up)
  * client, which came second, lets the server's program go first: its open returns
  * JOIN_SETTLE_MS after its link came up. The server's open returns at once.
  */
-static void join_settle(const struct rte_eth_dev_info *info, bool up)
+static void join_settle(bool memif_client, bool up)
 {
-	if (up && memif_client(info))
+	if (up && memif_client)
 		rte_delay_us_sleep(JOIN_SETTLE_MS * 1000);
 }
 
@@ -183,7 +174,8 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	char *end;
 	unsigned long id;
 	uint16_t rxd = RX_DESC, txd = TX_DESC, mtu = RTE_ETHER_MTU;
-	bool up;
+	struct memif_args memif;
+	bool up, memif_client;
 	int ret;
 
 	errno = 0;
@@ -199,6 +191,7 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	ret = rte_eth_dev_info_get(port->ethdev_port, &info);
 	if (ret != 0)
 		return -ret;
+	memif_client = memif_args_of(&info, &memif) && memif.client;
 	/* DPDK 22.11's af_xdp PMD registers as its UMEM the span from the pool's first
 	 * chunk, populated_size x object size long: an mbuf outside it is a descriptor
 	 * the kernel refuses (tx_invalid_descs), a frame lost. Its pool is packed. */
@@ -216,12 +209,12 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 	if (ret == 0)
 		ret = rte_eth_tx_queue_setup(port->ethdev_port, 0, txd, (unsigned int)port->socket,
 					     NULL);
-	if (ret == 0 && memif_client(&info))
-		wait_server(&info);
+	if (ret == 0 && memif_client)
+		wait_server(&memif);
 	if (ret == 0) {
 		ret = rte_eth_dev_start(port->ethdev_port);
 		/* memif's -1: no server took the connection. */
-		if (ret != 0 && memif_client(&info))
+		if (ret != 0 && memif_client)
 			ret = ECONNREFUSED;
 	}
 	if (ret != 0) {
@@ -239,14 +232,14 @@ static int ethdev_open(struct dpv_port *port, const char *args, unsigned int poo
 		rte_eth_random_addr(port->mac.addr_bytes);
 	}
 	rte_eth_promiscuous_enable(port->ethdev_port);
-	ret = wait_link(port->ethdev_port, memif_client(&info), &up);
+	ret = wait_link(port->ethdev_port, memif_client, &up);
 	if (ret != 0) {
 		rte_eth_dev_stop(port->ethdev_port);
 		rte_mempool_free(port->pool);
 		port->pool = NULL;
 		return ret;
 	}
-	join_settle(&info, up);
+	join_settle(memif_client, up);
 	return 0;
 }
 
