@@ -355,6 +355,9 @@ static inline uint32_t xp_swqe_pd(const struct xp_qp *q, const struct dpv_swqe *
 	return xp_wqe_rndv(q, w) ? q->qp.init.srq->pd : q->qp.init.pd;
 }
 
+/* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
+ * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
+uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
 /* The header of an expected rendezvous has arrived whole in @p q->rcv: report the
  * match and queue the READ. */
 void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q);

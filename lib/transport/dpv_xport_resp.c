@@ -442,6 +442,10 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 		q->op = XP_OP_SEND;
 	}
 	st = place(x, &q->rcv, payload, p->payload_len);
+	/* The buffers a rendezvous reads into are checked as an eager message's would
+	 * be, so the sender hears of a bad one alike. */
+	if (st == DPV_WC_SUCCESS && is_last(p->opcode) && q->rcv.kind == XP_RECV_TM_RNDV_READ)
+		st = xp_rndv_check(x, q);
 	if (st != DPV_WC_SUCCESS) {
 		recv_fail(x, q, p, st);
 		return;

@@ -63,6 +63,21 @@ static void rndv_cqe(const struct xp_qp *q, const struct dpv_swqe *w, struct dpv
 	cqe->srq_id = q->qp.init.srq->id;
 }
 
+uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q)
+{
+	const struct xp_recv *r = &q->rcv;
+	uint32_t left = r->rvh.len, i, n;
+
+	for (i = 0; i < r->num_sge && left > 0; i++) {
+		n = r->sge[i].length < left ? r->sge[i].length : left;
+		if (n != 0 && dpv_mr_check(x->mrs, r->sge[i].lkey, r->pd, r->sge[i].addr, n,
+					   DPV_ACCESS_LOCAL_WRITE) == NULL)
+			return DPV_WC_LOC_PROT_ERR;
+		left -= n;
+	}
+	return DPV_WC_SUCCESS;
+}
+
 void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct xp_recv *r = &q->rcv;
