@@ -677,9 +677,13 @@ rv_wait_done(struct rv *p, struct rv_wait *w)
 	return 0;
 }
 
-/* ---- one message of each kind: the ns it took, or -1 ---- */
+/*
+ * ---- one message of each kind: the ns it took, or -1 ----
+ * Never inlined, so that a profiler run (valgrind --tool=callgrind --toggle-collect=
+ * rndv_one) counts one kind's instructions alone.
+ */
 
-static int64_t
+static __attribute__((noinline)) int64_t
 rndv_one(struct rv *p, uint32_t len)
 {
 	struct rv_side *a = &p->side[0], *b = &p->side[1];
@@ -726,7 +730,7 @@ rndv_one(struct rv *p, uint32_t len)
 	return (int64_t)(t1 - t0);
 }
 
-static int64_t
+static __attribute__((noinline)) int64_t
 read_one(struct rv *p, uint32_t len)
 {
 	struct rv_side *a = &p->side[0], *b = &p->side[1];
@@ -760,7 +764,7 @@ read_one(struct rv *p, uint32_t len)
 	return (int64_t)(t1 - t0);
 }
 
-static int64_t
+static __attribute__((noinline)) int64_t
 small_one(struct rv *p)
 {
 	struct rv_side *a = &p->side[0];
