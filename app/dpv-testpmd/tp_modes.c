@@ -339,8 +339,8 @@ static bool rndv_wc(int k, enum ibv_wc_opcode op, unsigned int flags, uint64_t w
 	}
 	if (k == 0 && op == IBV_WC_TM_NO_TAG) {
 		h = (const struct ibv_tmh *)slot(s, (uint32_t)wr_id);
-		if (len != TMH_LEN || h->opcode != IBV_TMH_FIN ||
-		    be64toh(h->tag) != m.expect_fin || be32toh(h->app_ctx) != (uint32_t)m.expect_fin) {
+		if (len != TMH_LEN || h->opcode != IBV_TMH_FIN || be64toh(h->tag) != m.expect_fin ||
+		    be32toh(h->app_ctx) != (uint32_t)m.expect_fin) {
 			fail("%s", "the sender received something other than the next FIN");
 			return false;
 		}
@@ -371,8 +371,8 @@ static bool pump(uint32_t *recvs_a, uint32_t *recvs_b, uint32_t *sends)
 		while (next_wc(&m.s[k], &op, &st, &wr_id, &flags, &len)) {
 			if (st == IBV_WC_TM_RNDV_INCOMPLETE && m.mode == M_RNDV_STREAM) {
 				/* Every tag's buffer holds the data: the device must read it. */
-				fail("%s", "a rendezvous completed TM_RNDV_INCOMPLETE: the device did "
-				     "not read the data");
+				fail("%s", "a rendezvous completed TM_RNDV_INCOMPLETE: the "
+				     "device did not read the data");
 				return false;
 			} else if (st != IBV_WC_SUCCESS) {
 				fail("a completion with status %s", ibv_wc_status_str(st));
@@ -522,7 +522,7 @@ static void run_stream(void)
 	}
 	/* The last sends' acknowledgements (and FINs), so that nothing is in flight at
 	 * teardown. */
-	while ((sends < sent || (rndv && m.rndv_fins < sent)) && !m.stop &&
+	while ((sends < sent || (rndv && m.rndv_fins < sent)) && !m.stop && m.failure[0] == '\0' &&
 	       now_ns() - last_progress < (uint64_t)TP_WAIT_MS * 1000000u)
 		if (!pump(&ra, &rb, &sends))
 			break;
