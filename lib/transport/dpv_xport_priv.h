@@ -307,6 +307,12 @@ bool xp_srq_ready(struct dpv_srq *srq);
 bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
 struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
 uint32_t xp_active_mtu(const struct dpv_port *port);
+/* Packets that may leave for @p dst now: the port says how many it takes without
+ * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
+ * device itself always). What cannot leave waits where it is (a WQE in its ring, a
+ * response in the responder queue): with no room the QP stays on the doorbell and is
+ * visited again. */
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
 uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */

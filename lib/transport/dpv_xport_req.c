@@ -81,29 +81,6 @@ static uint8_t gather(struct dpv_xport *x, const struct dpv_swqe *w, uint32_t pd
 	return xp_sgl_gather(x, w->sge, w->num_sge, pd, off, dst, n);
 }
 
-/* Packets that may leave for @p dst now: the port says how many it takes without
- * dropping (its TX queue, and the frames it holds while ARP runs). The rest waits in
- * the SQ: the QP stays on the doorbell and is visited again. */
-static uint32_t dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
-{
-	uint32_t room;
-
-	if (dst == x->port->ipv4)
-		return UINT32_MAX;
-	room = dpv_port_tx_room(x->port, dst);
-	if (room <= x->ntx) {
-		/* Frames batched here are not the port's yet: hand them over first, or
-		 * each QP to this neighbour would count on the same room. */
-		xp_tx_flush(x);
-		room = dpv_port_tx_room(x->port, dst);
-	} else {
-		room -= x->ntx;
-	}
-	if (room == 0)
-		xp_kick(q);
-	return room;
-}
-
 /* @p n PSNs went out from q->psn. The local ACK timer runs while any PSN is
  * unacknowledged (IBTA 9.7.6.1); a resent packet is counted as one. */
 static void psn_sent(struct dpv_xport *x, struct xp_qp *q, uint32_t n)
@@ -332,7 +309,7 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
-	room = dst_room(x, q, q->qp.attr.dst_ip);
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
@@ -390,7 +367,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 		st = swqe_check(x, q, w, q->qp.init.pd, &len);
 		if (st == DPV_WC_SUCCESS) {
-			if (dst_room(x, q, w->ud_dst_ip) == 0)
+			if (xp_dst_room(x, q, w->ud_dst_ip) == 0)
 				break;
 			xp_pkt_init(x, &p, w->opcode == DPV_WR_SEND_WITH_IMM ?
 					       DPV_OP_UD_SEND_ONLY_IMM : DPV_OP_UD_SEND_ONLY,
@@ -442,7 +419,7 @@ static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
-	room = dst_room(x, q, q->qp.attr.dst_ip);
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {

@@ -868,7 +868,15 @@ static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct 
 
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	uint32_t sent = 0;
+	uint32_t sent = 0, room;
+
+	if (respq_empty(q))
+		return 0;
+	/* The port's back-pressure holds READ responses as it holds requests: a long
+	 * READ would otherwise fill the TX queue and lose what it drops. */
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
+	if (quota > room)
+		quota = room;
 
 	while (sent < quota && !respq_empty(q)) {
 		struct xp_resp *e = &q->respq[q->resp_head & (XP_RESPQ - 1)];
