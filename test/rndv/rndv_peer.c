@@ -96,13 +96,14 @@ struct msg {
 struct opts {
 	const char *host, *dev;
 	int port, gid_index, timeout_s;
+	uint8_t ack_timeout;
 	uint32_t n, nqp, seed, rndv_min, rndv_max, eager_max, window, corrupt;
 	unsigned int mix[K_COUNT];
 	bool incomplete_ok, lossy, corrupt_set;
 };
 
 static struct opts o = {
-	.gid_index = 0, .timeout_s = 50, .n = 1000, .nqp = 3, .seed = 1,
+	.gid_index = 0, .timeout_s = 50, .ack_timeout = 16, .n = 1000, .nqp = 3, .seed = 1,
 	.rndv_min = 65536, .rndv_max = 16u << 20, .eager_max = 4096, .window = 16,
 	.mix = {30, 35, 15, 15, 5},
 };
@@ -532,10 +533,7 @@ static void connect_qp(uint32_t i, int access, uint8_t rd_atomic)
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = my_psn[i];
-	/* 1.07 s: on shared cores a peer that has all it needs may still go unscheduled for
-	 * a few hundred ms, and 8 such waits must not end a QP; the tail loss probe
-	 * (doc/guides/reliability.md) still resends a lost packet within a millisecond. */
-	a.timeout = 18;
+	a.timeout = o.ack_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.max_rd_atomic = rd_atomic;
@@ -1527,12 +1525,13 @@ static void usage(void)
 		"  --mix E,R,UE,UR,S   shares of eager, rndv, ueager, urndv, small (30,35,15,15,5)\n"
 		"  -d DEV, -g GID  device (the first), GID index (0)\n"
 		"  -t SECONDS      watchdog (%d)\n"
+		"  -T TIMEOUT      the QPs' local ACK timeout, 4.096 us x 2^TIMEOUT (%u)\n"
 		"  --incomplete-ok an expected rendezvous may end in IBV_WC_TM_RNDV_INCOMPLETE\n"
 		"                  (a device without rendezvous reads): software finishes it\n"
 		"  --lossy         the link loses frames: a FIN may come before its SEND's ACK\n"
 		"  --corrupt M     (sender) change one byte of message M: the receiver must fail\n",
 		o.n, o.seed, MAX_QPS, o.nqp, o.window, o.rndv_min, o.rndv_max, o.eager_max,
-		o.timeout_s);
+		o.timeout_s, o.ack_timeout);
 	exit(2);
 }
 
@@ -1563,7 +1562,7 @@ static void parse(int argc, char **argv)
 	unsigned int total = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "p:n:S:q:w:d:g:t:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:n:S:q:w:d:g:t:T:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'p': o.port = (int)num(optarg); break;
 		case 'n': o.n = num(optarg); break;
@@ -1573,6 +1572,7 @@ static void parse(int argc, char **argv)
 		case 'd': o.dev = optarg; break;
 		case 'g': o.gid_index = (int)num(optarg); break;
 		case 't': o.timeout_s = (int)num(optarg); break;
+		case 'T': o.ack_timeout = (uint8_t)num(optarg); break;
 		case 'a': o.rndv_min = num(optarg); break;
 		case 'b': o.rndv_max = num(optarg); break;
 		case 'e': o.eager_max = num(optarg); break;
@@ -1595,7 +1595,8 @@ static void parse(int argc, char **argv)
 		total += o.mix[k];
 	if (o.port <= 0 || o.port > 65535 || o.n == 0 || o.nqp == 0 || o.nqp > MAX_QPS ||
 	    o.window == 0 || o.window > 64 || o.rndv_min < 64 || o.rndv_min > o.rndv_max ||
-	    o.eager_max > BOUNCE_LEN - TMH_LEN || total == 0 || o.timeout_s <= 0)
+	    o.eager_max > BOUNCE_LEN - TMH_LEN || total == 0 || o.timeout_s <= 0 ||
+	    o.ack_timeout > 31)
 		usage();
 }
 
