@@ -21,7 +21,8 @@
  *
  * Every message ends in the buffer the receiver meant for it (its slot), and every byte
  * of it is checked against a pattern of the message number and the offset, as are the
- * headers the device places. The receiver adds the tags of the expected messages of its
+ * headers the device places; the bytes after it, poisoned before, must be untouched,
+ * and the sender's source must be as it filled it once the FIN has come. The receiver adds the tags of the expected messages of its
  * window and tells the sender over TCP how far it may send: up to the first message
  * whose entry is not yet eligible (§5: an ADD that completed without IBV_WC_TM_SYNC_REQ,
  * or followed by one, makes it so). Checked exactly: status, opcode, wc_flags, wr_id,
@@ -613,6 +614,13 @@ static uint8_t *slot_of(uint32_t m)
 	return R.slots + (size_t)(m % o.window) * R.slot_len;
 }
 
+/* How many bytes after message @p m in its slot must stay as they were: the rest of
+ * its entry's buffer, if the entry is the slot, and GUARD more. */
+static uint32_t guard_len(const struct msg *s)
+{
+	return (s->kind == K_EAGER || s->kind == K_RNDV ? s->entry_len - s->len : 0) + GUARD;
+}
+
 /* Software reads and FINs go over the message's QP, or QP 1 when it has no send queue. */
 static uint8_t soft_qp(uint8_t qp)
 {
@@ -743,12 +751,9 @@ static void r_add(void)
 			uint8_t *buf = s->kind == K_SMALL ? R.small + (size_t)(m % o.window) * SMALL_LEN
 							  : slot_of(m);
 
-			if (s->kind == K_SMALL) {
+			if (s->kind == K_SMALL)
 				memset(buf, POISON, SMALL_LEN);
-				memset(slot_of(m) + s->len, POISON, GUARD);
-			} else {
-				memset(buf + s->len, POISON, s->entry_len - s->len + GUARD);
-			}
+			memset(slot_of(m) + s->len, POISON, guard_len(s));
 			sge.addr = (uintptr_t)buf;
 			sge.length = s->entry_len;
 			sge.lkey = s->kind == K_SMALL ? R.small_mr->lkey : R.slots_mr->lkey;
@@ -768,7 +773,7 @@ static void r_add(void)
 			R.r[m].op = R.ops_posted;
 			R.last_add_op = R.ops_posted;
 		} else {
-			memset(slot_of(m) + s->len, POISON, GUARD);
+			memset(slot_of(m) + s->len, POISON, guard_len(s));
 		}
 		R.next_add++;
 	}
@@ -825,9 +830,10 @@ static void r_check_data(uint32_t m, const char *how)
 
 	CHECK(bad < 0, "message %u (%s, %u bytes, %s): byte %" PRId64 " is 0x%02x, not the "
 	      "pattern", m, kind_name[s->kind], s->len, how, bad, p[bad]);
-	for (uint32_t i = 0; i < GUARD; i++)
-		CHECK(p[s->len + i] == POISON, "message %u (%s, %u bytes, %s): byte %u after its "
-		      "end was written (0x%02x)", m, kind_name[s->kind], s->len, how, i, p[s->len + i]);
+	for (uint32_t i = 0; i < guard_len(s); i++)
+		CHECK(p[s->len + i] == POISON, "message %u (%s, %u bytes, entry of %u, %s): byte %u "
+		      "after its end was written (0x%02x)", m, kind_name[s->kind], s->len,
+		      s->entry_len, how, i, p[s->len + i]);
 }
 
 /* The header message of rendezvous @p m as the sender built it, at @p p. */
@@ -1382,6 +1388,13 @@ static void s_done_check(uint32_t m)
 
 	if (!(S.st[m] & 2) || (is_rndv(s) && !(S.st[m] & 4)))
 		return;
+	if (is_rndv(s) && !(o.corrupt_set && o.corrupt == m)) {
+		/* Read, never written: the source is as it was filled. */
+		int64_t bad = check_pattern(s_slot(m), m, s->len);
+
+		CHECK(bad < 0, "message %u (%s, %u bytes): byte %" PRId64 " of its source changed "
+		      "while the receiver read it", m, kind_name[s->kind], s->len, bad);
+	}
 	S.done++;
 	S.bytes += s->len;
 	S.st[m] |= 8;
@@ -1407,6 +1420,9 @@ static void s_fin(const struct ibv_wc *wc)
 	CHECK(wc->byte_len == TMH_LEN, "a FIN of %u bytes, want %u", wc->byte_len, TMH_LEN);
 	CHECK(wc->qp_num == qps[qp]->qp_num, "a FIN receive of QP %u for QP 0x%x", qp,
 	      wc->qp_num);
+	for (uint32_t b = TMH_LEN; b < 64; b++)
+		CHECK(p[b] == 0, "a FIN receive on QP %u: byte %u of its buffer, after the 16 of the "
+		      "FIN, was written", qp, b);
 	memcpy(&h, p, sizeof(h));
 	m = (uint32_t)be64toh(h.tag);
 	CHECK(h.opcode == IBV_TMH_FIN && h.reserved[0] == 0 && h.reserved[1] == 0 &&
