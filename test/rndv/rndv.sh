@@ -137,12 +137,13 @@ if [[ "${DPV_FAULTS:-}" == *loss=* ]]; then
 	done
 	[ "$dropped" -gt 0 ] || fail "DPV_FAULTS=$DPV_FAULTS, yet no frame was dropped"
 	[ "$retrans" -gt 0 ] || fail "frames were lost, yet no QP counted a retransmission"
+	shown='^qp\.(retrans_|retry_exceeded|rnr_retry_exceeded|ack_timeouts|seq_naks_sent|'
+	shown+='rnr_naks_sent|dup_requests|dup_responses)'
 	for s in a b; do
 		f=$tmp/$s-dpv0.txt
 		echo "side $s counters: faults dropped tx $(counter "$f" faults.tx.dropped)" \
 			"rx $(counter "$f" faults.rx.dropped);" \
-			"$(grep -E '^qp\.(retrans_|retry_exceeded|rnr_retry_exceeded|ack_timeouts|seq_naks_sent|rnr_naks_sent|dup_requests|dup_responses)' "$f" |
-				awk '{ printf "%s=%s ", $1, $2 }')"
+			"$(grep -E "$shown" "$f" | awk '{ printf "%s=%s ", $1, $2 }')"
 	done
 fi
 
@@ -160,7 +161,8 @@ if [ "$failed" != 0 ]; then
 	done
 	exit 1
 fi
-echo "ok: rndv_peer ${args[*]} over $link ($memory)${DPV_FAULTS:+ with DPV_FAULTS=$DPV_FAULTS}, $secs s"
+echo "ok: rndv_peer ${args[*]} over $link ($memory)" \
+	"${DPV_FAULTS:+with DPV_FAULTS=$DPV_FAULTS, }$secs s"
 cat "$out_a" "$out_b"
 for s in a b; do
 	[ -s "$tmp/$s-dpv0.txt" ] || continue

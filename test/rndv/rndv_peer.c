@@ -22,11 +22,13 @@
  * Every message ends in the buffer the receiver meant for it (its slot), and every byte
  * of it is checked against a pattern of the message number and the offset, as are the
  * headers the device places; the bytes after it, poisoned before, must be untouched,
- * and the sender's source must be as it filled it once the FIN has come. The receiver adds the tags of the expected messages of its
- * window and tells the sender over TCP how far it may send: up to the first message
- * whose entry is not yet eligible (§5: an ADD that completed without IBV_WC_TM_SYNC_REQ,
- * or followed by one, makes it so). Checked exactly: status, opcode, wc_flags, wr_id,
- * byte_len, tag and app_ctx of every completion, the order of each QP's completions,
+ * and the sender's source must be as it filled it once the FIN has come. The receiver
+ * adds the tags of the expected messages of its window and tells the sender over TCP
+ * how far it may send: up to the first message whose entry is not yet eligible (§5: an
+ * ADD that completed without IBV_WC_TM_SYNC_REQ, or followed by one, makes it so; when
+ * the last one asked for a SYNC, a probe ADD of a tag no message has asks again).
+ * Checked exactly: status, opcode, wc_flags, wr_id, byte_len, tag and app_ctx of every
+ * completion (doc/guides/srq.md §4), the order of each QP's completions,
  * the FIN at the sender (16 bytes, IBV_TMH_FIN, the message's tag and app_ctx, on the
  * QP that should send it), and that no message is lost or arrives twice. The run ends
  * with a handshake over TCP once each side has all its completions, so neither
