@@ -594,6 +594,7 @@ struct rmsg {
 	bool eligible, first_seen;
 	uint32_t op;      /* the number of its ADD among the ops */
 	uint32_t handle;
+	uint32_t s;       /* the S its ADD carried */
 };
 
 struct job {              /* a rendezvous the receiver's software finishes */
@@ -614,7 +615,8 @@ static struct {
 	size_t slot_len;
 	uint32_t nbounce, low, next_add, credit, credit_sent, done;
 	uint32_t ops_posted, ops_done_seen, elig_op, last_add_op, probes, probe_pending;
-	uint32_t probe_handle;
+	uint32_t probe_handle, probe_s;
+	uint32_t sync_req_s;        /* the S of the latest ADD answered with SYNC_REQ */
 	uint32_t unexpected_seen;   /* S of doc/guides/srq.md §5 */
 	uint32_t sq_cap[MAX_QPS], sq_used[MAX_QPS];
 	uint32_t last_first[MAX_QPS], last_dv[MAX_QPS];
@@ -661,6 +663,7 @@ static void r_setup(void)
 		      GUARD + 63) & ~(size_t)63;
 	R.slots = region(R.slot_len * o.window);
 	R.slots_mr = reg(R.slots, R.slot_len * o.window, IBV_ACCESS_LOCAL_WRITE);
+	R.sync_req_s = UINT32_MAX;
 	R.nbounce = 2 * o.window + 16;
 	R.bounce = region((size_t)R.nbounce * BOUNCE_LEN);
 	R.bounce_mr = reg(R.bounce, (size_t)R.nbounce * BOUNCE_LEN, IBV_ACCESS_LOCAL_WRITE);
@@ -784,6 +787,7 @@ static void r_add(void)
 				return;
 			R.r[m].st = R_ADDED;
 			R.r[m].handle = op.tm.handle;
+			R.r[m].s = op.tm.unexpected_cnt;
 			R.r[m].op = R.ops_posted;
 			R.last_add_op = R.ops_posted;
 		} else {
@@ -791,8 +795,10 @@ static void r_add(void)
 		}
 		R.next_add++;
 	}
+	/* Again only once software has seen more unexpected messages: with the same S the
+	 * answer would be the same. */
 	if (R.elig_op < R.last_add_op && R.ops_done_seen == R.last_add_op &&
-	    !R.probe_pending) {
+	    !R.probe_pending && R.unexpected_seen != R.sync_req_s) {
 		memset(&op, 0, sizeof(op));
 		op.wr_id = ID_PROBE | R.probes;
 		op.opcode = IBV_WR_TAG_ADD;
@@ -802,6 +808,7 @@ static void r_add(void)
 		if (post_op(&op) == 0) {
 			R.probe_pending = R.ops_posted;
 			R.probe_handle = op.tm.handle;
+			R.probe_s = op.tm.unexpected_cnt;
 			R.last_add_op = R.ops_posted;
 			R.probes++;
 		}
@@ -1150,7 +1157,7 @@ static void r_expected(const struct rwc *w)
 
 static void r_op(const struct rwc *w)
 {
-	uint32_t m = ID_NUM(w->wr_id), op;
+	uint32_t m = ID_NUM(w->wr_id), op, carried;
 
 	CHECK(w->opcode == IBV_WC_TM_ADD && w->status == IBV_WC_SUCCESS, "ADD wr_id 0x%" PRIx64
 	      ": opcode %d, %s", w->wr_id, w->opcode, ibv_wc_status_str(w->status));
@@ -1161,6 +1168,7 @@ static void r_op(const struct rwc *w)
 
 		CHECK(R.probe_pending != 0, "a probe ADD completed twice");
 		op = R.probe_pending;
+		carried = R.probe_s;
 		R.probe_pending = 0;
 		/* Its tag is no message's: gone again at once, unsignaled. */
 		memset(&del, 0, sizeof(del));
@@ -1174,11 +1182,14 @@ static void r_op(const struct rwc *w)
 		      m, m < o.n ? R.r[m].st : 0);
 		R.r[m].st = R_LISTED;
 		op = R.r[m].op;
+		carried = R.r[m].s;
 	}
 	CHECK(op > R.ops_done_seen, "ADD completions out of order (op %u after op %u)", op,
 	      R.ops_done_seen);
 	R.ops_done_seen = op;
-	if (!(w->flags & IBV_WC_TM_SYNC_REQ)) {
+	if (w->flags & IBV_WC_TM_SYNC_REQ) {
+		R.sync_req_s = carried;
+	} else {
 		/* S == U when it ran: every entry added up to it is eligible. */
 		R.elig_op = op;
 		for (uint32_t i = R.low; i < R.next_add; i++)
