@@ -362,10 +362,12 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	x->stats.tm_expected++;
 	if (m.kind == DPV_TM_EXPECTED_RNDV) {
 		r->flags = DPV_WC_F_TM_MATCH;
-		/* doc/guides/rendezvous.md: the device reads data that fits the buffer, and
-		 * places none of the header message. Data that does not fit leaves the
-		 * whole header message (TMH, RVH, application header) to software. */
-		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap) {
+		/* doc/guides/rendezvous.md: the device reads data that fits the buffer (and
+		 * one READ, IBTA 9.4: at most 2^31 bytes), and places none of the header
+		 * message. Data that does not fit leaves the whole header message (TMH,
+		 * RVH, application header) to software. */
+		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap &&
+		    r->rvh.len <= 1u << 31) {
 			r->kind = XP_RECV_TM_RNDV_READ;
 			r->skip = UINT32_MAX;
 		} else {

@@ -176,7 +176,7 @@ void xp_rndv_drop(struct dpv_xport *x, struct xp_qp *q)
 	for (i = 0; i < n; i++) {
 		const struct dpv_swqe *w = dpv_ring_slot(xq, first + i);
 
-		if (!xp_wqe_rndv(q, w))
+		if (!xp_xq_dev(q, first + i))
 			continue;
 		/* No completion after a reset, but the entry must come back. */
 		rndv_cqe(q, w, &cqe);
