@@ -14,7 +14,10 @@
 #   MEMORY    nohuge (--no-huge --no-shconf) or huge (--in-memory, hugepages)
 #   TCP_PORT  where the receiver listens for the exchange of QP numbers and credits
 #
-# DPV_DROPIN_LIBDIR names the drop-in's directory (meson sets it). With DPV_FAULTS set,
+# DPV_DROPIN_LIBDIR names the drop-in's directory (meson sets it). Both sides dump their
+# counters at exit (DPV_STATS_DUMP): the receiver's xport.tm_rndv_reads and
+# tm_rndv_bytes must be the rendezvous its device read and their bytes, as the program
+# counted them, and xport.tm_rndv_failed 0 on both sides. With DPV_FAULTS set,
 # both devices run through the faults port; a spec with loss= also wants recovery to
 # show in both sides' counters (DPV_STATS_DUMP): frames dropped, retransmissions, and
 # no WR that ran out of retries (qp.retry_exceeded, qp.rnr_retry_exceeded). With
@@ -118,6 +121,23 @@ fi
 grep -q '^receiver: ok:' "$out_a" || fail "the receiver did not print its ok line"
 grep -q '^sender: ok:' "$out_b" || fail "the sender did not print its ok line"
 
+# The receiver's device counted the rendezvous it read, and their bytes, as the program
+# saw them end (doc/guides/reliability.md, Counters); none may have failed on either.
+if [ "$failed" = 0 ] && [ -s "$tmp/a-dpv0.txt" ]; then
+	read -r reads bytes < <(sed -nE \
+		's/.* ([0-9]+) rendezvous read by the device \(([0-9]+) bytes\).*/\1 \2/p' "$out_a")
+	v=$(counter "$tmp/a-dpv0.txt" xport.tm_rndv_reads)
+	[ "$v" = "${reads:-}" ] ||
+		fail "xport.tm_rndv_reads $v, but ${reads:-no} rendezvous ended read by the device"
+	v=$(counter "$tmp/a-dpv0.txt" xport.tm_rndv_bytes)
+	[ "$v" = "${bytes:-}" ] ||
+		fail "xport.tm_rndv_bytes $v, but the device's rendezvous ended with ${bytes:-no} bytes"
+	for s in a b; do
+		v=$(counter "$tmp/$s-dpv0.txt" xport.tm_rndv_failed)
+		[ "$v" = 0 ] || fail "side $s: xport.tm_rndv_failed $v"
+	done
+fi
+
 # Loss on the link: both sides' counters must show that the transport recovered.
 if [[ "${DPV_FAULTS:-}" == *loss=* ]]; then
 	dropped=0 retrans=0
@@ -161,7 +181,7 @@ if [ "$failed" != 0 ]; then
 	done
 	exit 1
 fi
-echo "ok: rndv_peer ${args[*]} over $link ($memory)" \
+echo "ok: rndv_peer ${args[*]} over $link ($memory)," \
 	"${DPV_FAULTS:+with DPV_FAULTS=$DPV_FAULTS, }$secs s"
 cat "$out_a" "$out_b"
 for s in a b; do

@@ -622,7 +622,7 @@ static struct {
 	uint32_t last_first[MAX_QPS], last_dv[MAX_QPS];
 	struct job *jobs;
 	uint32_t njobs;
-	uint64_t bytes, counts[K_COUNT], incomplete, soft_reads;
+	uint64_t bytes, counts[K_COUNT], incomplete, soft_reads, dev_reads, dev_bytes;
 } R;
 
 static uint8_t *slot_of(uint32_t m)
@@ -1152,6 +1152,8 @@ static void r_expected(const struct rwc *w)
 	      s->qp, R.last_dv[s->qp]);
 	R.last_dv[s->qp] = m;
 	r_check_data(m, "read by the device");
+	R.dev_reads++;
+	R.dev_bytes += s->len;
 	r_done(m);
 }
 
@@ -1288,10 +1290,11 @@ static int receiver(void)
 	finish(r_idle);
 	printf("receiver: ok: %u messages (%" PRIu64 " eager, %" PRIu64 " rndv, %" PRIu64
 	       " ueager, %" PRIu64 " urndv, %" PRIu64 " small), %" PRIu64 " bytes checked, "
-	       "%" PRIu64 " rendezvous finished by software (%" PRIu64 " after "
-	       "RNDV_INCOMPLETE), %u probes, %.2f s\n", o.n, R.counts[K_EAGER], R.counts[K_RNDV],
-	       R.counts[K_UEAGER], R.counts[K_URNDV], R.counts[K_SMALL], R.bytes, R.soft_reads,
-	       R.incomplete, R.probes, elapsed());
+	       "%" PRIu64 " rendezvous read by the device (%" PRIu64 " bytes), %" PRIu64
+	       " finished by software (%" PRIu64 " after RNDV_INCOMPLETE), %u probes, %.2f s\n",
+	       o.n, R.counts[K_EAGER], R.counts[K_RNDV], R.counts[K_UEAGER], R.counts[K_URNDV],
+	       R.counts[K_SMALL], R.bytes, R.dev_reads, R.dev_bytes, R.soft_reads, R.incomplete,
+	       R.probes, elapsed());
 	return 0;
 }
 
