@@ -84,15 +84,16 @@ if listening; then
 fi
 start=$(date +%s.%N)
 # The receiver opens its device without waiting for the link (a memif server's comes up
-# when the client joins), then listens; the sender starts once it does.
+# when the client joins), then listens; the sender starts once it does. Each is ended
+# after 200 s, beyond the program's own watchdog (-t), which says what was missing.
 side_eal='' side_ip='' side_run=() side_env=()
 link_side a
 side_run+=(env DPV_LINK_WAIT_MS=0)
-link_run 120 "$out_a" "$peer" -p "$tcp_port" "${args[@]}"
+link_run 200 "$out_a" "$peer" -p "$tcp_port" "${args[@]}"
 recv_pid=$last_pid
 if wait_until "$recv_pid" listening; then
 	link_side b
-	link_run 120 "$out_b" "$peer" -p "$tcp_port" "${args[@]}" "$server_host"
+	link_run 200 "$out_b" "$peer" -p "$tcp_port" "${args[@]}" "$server_host"
 	finish_side "$last_pid" "the sender"
 else
 	fail "the receiver never listened on TCP port $tcp_port"
