@@ -370,8 +370,8 @@ uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
  * match and queue the READ. */
 void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q);
 /* The device's WQE @p w (a copy: its slot is free again) ended with @p status: the
- * READ's data landed (the FIN goes next), or the FIN was acknowledged (the data is
- * valid), or either failed (the receive completes in error). */
+ * READ's data landed (the FIN is queued and the receive completes DATA_VALID), or the
+ * READ failed (the receive completes in error), or the FIN ended. */
 void xp_rndv_wqe_done(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 		      uint8_t status);
 /* Drop the device's WQEs without completions (RESET, destroy); their tag entries are
