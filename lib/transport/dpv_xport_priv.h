@@ -344,6 +344,10 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 	      const uint8_t *frame);
 void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 	      const uint8_t *frame);
+/* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
+ * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
+ * an end (with DPV_WC_F_TM_RELEASE). */
+void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags);
 /* The responder's replay cache starts empty (a new connection: RTR). */
 void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);

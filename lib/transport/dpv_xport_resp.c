@@ -291,15 +291,16 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 
 /* ---- tag matching (doc/guides/srq.md §4) ---- */
 
-static void tm_match_cqe(struct dpv_xport *x, struct xp_qp *q)
+void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags)
 {
 	const struct xp_recv *r = &q->rcv;
 	struct dpv_cqe cqe;
 
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.wr_id = r->wr_id;
+	cqe.status = status;
 	cqe.opcode = DPV_WC_TM_RECV;
-	cqe.flags = DPV_WC_F_TM_MATCH;
+	cqe.flags = flags;
 	cqe.qp_num = q->qp.qpn;
 	cqe.src_qp = q->qp.attr.dest_qpn;
 	cqe.tm_tag = r->tm_tag;
@@ -380,7 +381,7 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	/* doc/guides/srq.md §4: a message of more than one packet reports the match at
 	 * once (a DEL of the entry fails from now on) and its data at the last packet. */
 	if (p->opcode == DPV_OP_RC_SEND_FIRST)
-		tm_match_cqe(x, q);
+		xp_tm_cqe(x, q, DPV_WC_SUCCESS, DPV_WC_F_TM_MATCH);
 	else
 		r->flags = DPV_WC_F_TM_MATCH;
 	return true;

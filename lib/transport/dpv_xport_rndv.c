@@ -83,28 +83,15 @@ void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q)
 	struct xp_recv *r = &q->rcv;
 	uint32_t left = r->rvh.len, i, n = 0;
 	struct dpv_swqe *w;
-	struct dpv_cqe cqe;
 
 	r->active = false;
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = r->wr_id;
-	cqe.opcode = DPV_WC_TM_RECV;
-	cqe.flags = DPV_WC_F_TM_MATCH;
-	cqe.qp_num = q->qp.qpn;
-	cqe.src_qp = q->qp.attr.dest_qpn;
-	cqe.tm_tag = r->tm_tag;
-	cqe.tm_priv = r->tm_priv;
-	cqe.tm_handle = r->tm_handle;
-	cqe.srq_id = q->qp.init.srq->id;
 	w = xq_push(q, XP_WQE_RNDV_READ, r);
 	if (w == NULL) {
-		cqe.status = DPV_WC_GENERAL_ERR;
-		cqe.flags = DPV_WC_F_TM_RELEASE;
 		x->stats.tm_rndv_failed++;
-		xp_cq_put(x, xp_recv_cq(q), &cqe, false);
+		xp_tm_cqe(x, q, DPV_WC_GENERAL_ERR, DPV_WC_F_TM_RELEASE);
 		return;
 	}
-	xp_cq_put(x, xp_recv_cq(q), &cqe, false);
+	xp_tm_cqe(x, q, DPV_WC_SUCCESS, DPV_WC_F_TM_MATCH);
 	/* IBTA 9.4: one READ of the whole length, into as much of the entry's scatter
 	 * list as the data fills (the requester checks its keys when it starts it). */
 	w->opcode = DPV_WR_RDMA_READ;
