@@ -1,0 +1,144 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# The guest's job (vm.sh boots it; init.sh runs it as root in the host's file system,
+# read-only, with /tmp, /run and /dev/shm empty). Usage: guest.sh JOB_DIR
+#
+# It sets the guest up as doc/guides/configuration.md's "Case 2: a real NIC bound to
+# vfio-pci" says, with the same commands: 2 MiB hugepages reserved and mounted, vfio-pci
+# loaded, the IOMMU groups checked, NIC A (virtio-net, DPV_VM_PCI_A) and NIC B (e1000e,
+# DPV_VM_PCI_B) bound through sysfs. Then its cases, each a
+# line "<ok|FAIL|skip> <case> <seconds>" in JOB_DIR/results and its output in
+# JOB_DIR/<case>.log:
+#
+#   rc, rc_s65536, srq, ud, devinfo_v, rc_nohuge
+#           test/dropin/dropin.sh's pci link: the unmodified ibverbs-utils program, its
+#           server on NIC A in one process (-a DPV_VM_PCI_A), its client on NIC B in
+#           another (-a DPV_VM_PCI_B), on hugepages (rc_nohuge: --no-huge, which vfio
+#           with an IOMMU allows), with dropin.sh's checks of what they print
+#   tm      test_verbs' tag-matching group, dpv0 on NIC A and dpv1 on NIC B of one
+#           process, RoCEv2 between them through both PMDs and QEMU's hub
+#
+# DPV_VM_CASES (space-separated) runs only those cases. Iteration counts are small: a
+# TCG guest runs some fifty times slower than the host.
+set -u
+
+job=${1:?usage: guest.sh JOB_DIR}
+pci_a=${DPV_VM_PCI_A:?} pci_b=${DPV_VM_PCI_B:?}
+src=${DPV_VM_SRC:?}
+setup_log=$job/setup.log
+: >"$job/results"
+exec 3>>"$setup_log"
+
+say() { echo "dpv-vm: [$(cut -d" " -f1 /proc/uptime)] $*"; echo "$*" >&3; }
+
+result() { # res case seconds
+	echo "$1 $2 $3" >>"$job/results"
+	say "$1: $2 ($3 s)"
+}
+
+# A set-up step that must work for anything after it to mean something.
+setup_failed() { # case message
+	say "$2"
+	result FAIL "$1" 0
+	echo "$2" >"$job/$1.log"
+	say "guest done"
+	exit 0
+}
+
+say "guest: $(uname -r), $(nproc) CPUs, IOMMU groups: $(ls /sys/kernel/iommu_groups | wc -l)"
+ip link set lo up
+
+# ---- hugepages (configuration.md, Memory) ----
+echo 768 >/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+mkdir -p /dev/hugepages
+mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
+free=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+say "hugepages: $free free of 2 MiB"
+[ "$free" -ge 512 ] || setup_failed hugepages "only $free hugepages: want 512"
+result ok hugepages 0
+
+# ---- vfio-pci and the IOMMU (configuration.md, Case 2, steps 2 and 3) ----
+modprobe vfio-pci || setup_failed vfio "modprobe vfio-pci failed"
+groups=$(ls /sys/kernel/iommu_groups)
+[ -n "$groups" ] || setup_failed vfio "no IOMMU groups: the kernel found no IOMMU"
+for p in "$pci_a" "$pci_b"; do
+	[ -e "/sys/bus/pci/devices/$p" ] || setup_failed vfio "no PCI device $p"
+	g=$(basename "$(readlink "/sys/bus/pci/devices/$p/iommu_group")")
+	say "$p: $(cat "/sys/bus/pci/devices/$p/vendor"):$(cat "/sys/bus/pci/devices/$p/device")," \
+		"IOMMU group $g: $(ls "/sys/bus/pci/devices/$p/iommu_group/devices" | tr '\n' ' ')"
+done
+result ok vfio 0
+
+bound() { # pci
+	[ "$(basename "$(readlink "/sys/bus/pci/devices/$1/driver")")" = vfio-pci ] &&
+		[ -c "/dev/vfio/$(basename "$(readlink "/sys/bus/pci/devices/$1/iommu_group")")" ]
+}
+
+# Through sysfs, as configuration.md's step 3 does: NIC A's virtio-pci (the virtio
+# transport, with no virtio_net on top) lets go of it; NIC B has no driver (the guest
+# loads no e1000e).
+bind_sysfs() { # pci
+	echo "$1: driver $(basename "$(readlink "/sys/bus/pci/devices/$1/driver")" 2>/dev/null)"
+	echo vfio-pci >"/sys/bus/pci/devices/$1/driver_override"
+	[ -e "/sys/bus/pci/devices/$1/driver" ] && echo "$1" >"/sys/bus/pci/devices/$1/driver/unbind"
+	echo "$1" >/sys/bus/pci/drivers_probe
+	echo "now: $(basename "$(readlink "/sys/bus/pci/devices/$1/driver")"), /dev/vfio: $(ls /dev/vfio | tr '\n' ' ')"
+}
+
+# With DPV_VM_DEVBIND=1, NIC B with DPDK's script instead (Debian package dpdk): under
+# TCG its Python takes some 40 s to start from the 9p root.
+for nic in a b; do
+	t0=$SECONDS
+	p=$pci_a
+	[ $nic = b ] && p=$pci_b
+	if [ $nic = b ] && [ "${DPV_VM_DEVBIND:-0}" = 1 ] && [ -x /usr/bin/dpdk-devbind.py ]; then
+		{
+			/usr/bin/dpdk-devbind.py --bind=vfio-pci "$p"
+			/usr/bin/dpdk-devbind.py --status-dev net
+		} >"$job/bind_$nic.log" 2>&1
+	else
+		bind_sysfs "$p" >"$job/bind_$nic.log" 2>&1
+	fi
+	if bound "$p"; then result ok "bind_$nic" $((SECONDS - t0)); else
+		setup_failed "bind_$nic" "NIC $nic $p is not bound to vfio-pci: $(cat "$job/bind_$nic.log")"
+	fi
+done
+
+# ---- the cases ----
+want() { [ -z "${DPV_VM_CASES:-}" ] || [[ " $DPV_VM_CASES " == *" $1 "* ]]; }
+
+run_case() { # case seconds command...
+	local name=$1 secs=$2 t0=$SECONDS rc
+	shift 2
+	want "$name" || return 0
+	say "case $name: $*"
+	timeout --kill-after=5 "$secs" "$@" >"$job/$name.log" 2>&1
+	rc=$?
+	case $rc in
+	0) result ok "$name" $((SECONDS - t0)) ;;
+	77) result skip "$name" $((SECONDS - t0)) ;;
+	*) echo "(exit status $rc)" >>"$job/$name.log"; result FAIL "$name" $((SECONDS - t0)) ;;
+	esac
+}
+
+dropin=$src/test/dropin/dropin.sh
+export DPV_DROPIN_PCI_A=$pci_a DPV_DROPIN_PCI_B=$pci_b
+run_case rc 150 "$dropin" pci huge 19801 ibv_rc_pingpong -g 0 -n 20 -c -s 4096
+run_case srq 150 "$dropin" pci huge 19802 ibv_srq_pingpong -g 0 -q 16 -n 32 -c -s 4096
+run_case ud 150 "$dropin" pci huge 19803 ibv_ud_pingpong -g 0 -n 20 -c -s 1024
+run_case rc_s65536 150 "$dropin" pci huge 19804 ibv_rc_pingpong -g 0 -n 8 -c -s 65536
+run_case devinfo_v 150 "$dropin" pci huge 19805 ibv_devinfo -v
+run_case rc_nohuge 150 "$dropin" pci nohuge 19806 ibv_rc_pingpong -g 0 -n 20 -c -s 4096
+
+# test_verbs (linked against DPDK's shared libraries, which load Debian's PMDs) with
+# both NICs in one process, and no ring pair.
+if [ -x "${DPV_VM_TEST_VERBS:-}" ]; then
+	run_case tm 240 env DPV_RING_PAIRS=0 DPV_PORT_IPV4=10.203.0.1,10.203.0.2 \
+		DPV_EAL_ARGS="-l 0 --in-memory -m 512 -a $pci_a -a $pci_b --no-telemetry --log-level=lib.eal:error" \
+		"$DPV_VM_TEST_VERBS" tm
+elif want tm; then
+	echo "no test_verbs in the build" >"$job/tm.log"
+	result skip tm 0
+fi
+say "guest done"
