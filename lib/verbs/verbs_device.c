@@ -975,6 +975,8 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;
 	a.active_width = 1;      /* 1X */
+	/* 1X SDR below 10 Gb/s and for a speed the port cannot tell (0), as the kernel's
+	 * RoCE drivers report 1 GbE and an unknown speed (ib_get_eth_speed()). */
 	a.active_speed = speed >= 25000 ? 32 : speed >= 10000 ? 8 : 1;
 	a.phys_state = up ? 5 : 3; /* LinkUp / Disabled */
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
