@@ -123,6 +123,7 @@ done <"$tmp/modules"
 # ---- the job: what guest.sh runs, and where its results go ----
 job=$tmp/job
 mkdir -p "$job"
+mac_a=52:54:00:dd:04:00 mac_b=52:54:00:dd:05:00
 cat >"$job/job.env" <<EOF
 DPV_VM_GUEST=$src/test/vm/guest.sh
 DPV_VM_SRC=$src
@@ -131,10 +132,12 @@ DPV_DROPIN_LIBDIR=$libdir
 DPV_VM_TEST_VERBS=$test_verbs
 DPV_VM_PCI_A=0000:00:04.0
 DPV_VM_PCI_B=0000:00:05.0
+DPV_VM_MAC_A=$mac_a
+DPV_VM_MAC_B=$mac_b
 DPV_VM_CASES='${DPV_VM_CASES:-}'
 DPV_VM_DEVBIND=${DPV_VM_DEVBIND:-0}
 export DPV_VM_GUEST DPV_VM_SRC DPV_VM_BUILD DPV_DROPIN_LIBDIR DPV_VM_TEST_VERBS
-export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_CASES DPV_VM_DEVBIND
+export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_MAC_A DPV_VM_MAC_B DPV_VM_CASES DPV_VM_DEVBIND
 EOF
 
 # ---- the machine ----
@@ -151,7 +154,7 @@ qemu_args() { # accel
 		# EAL use virtual addresses as IOVAs (a 39-bit IOMMU cannot map them).
 		-device intel-iommu,intremap=on,aw-bits=48
 		-kernel "$kernel" -initrd "$tmp/initrd"
-		-append "console=ttyS0 intel_iommu=on no_timer_check panic=-1 loglevel=4 rdinit=/init"
+		-append "console=ttyS0 intel_iommu=on no_timer_check init_on_alloc=0 panic=-1 loglevel=4 rdinit=/init"
 		-fsdev "local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot,addr=02.0
 		-fsdev "local,id=job,path=$job,security_model=none,multidevs=remap"
@@ -159,8 +162,8 @@ qemu_args() { # accel
 		# The two NICs on one hub: what one sends, the other receives.
 		-netdev hubport,id=nic_a,hubid=0 -netdev hubport,id=nic_b,hubid=0
 		# A modern virtio-net whose DMA goes through the IOMMU, as EAL programs it.
-		-device virtio-net-pci,netdev=nic_a,addr=04.0,disable-legacy=on,iommu_platform=on,mac=52:54:00:dd:04:00
-		-device e1000e,netdev=nic_b,addr=05.0,mac=52:54:00:dd:05:00)
+		-device virtio-net-pci,netdev=nic_a,addr=04.0,disable-legacy=on,iommu_platform=on,mac=$mac_a
+		-device e1000e,netdev=nic_b,addr=05.0,mac=$mac_b)
 }
 
 run_qemu() { # accel seconds
