@@ -154,6 +154,17 @@ devinfo() {
 				{ echo "FAIL: dpv$i ($pci, MAC $mac): no line matching '$re'"; failed=1; }
 		done
 	done
+	# EAL numbers the PCI ports by address, whatever the order of the -a (vfio.md):
+	# NIC A is dpv0 still. ibv_devices lists without opening.
+	timeout --kill-after=5 120 env DPV_EAL_ARGS="-l 0 --in-memory -m 256 -a $pci_b -a $pci_a --no-telemetry" \
+		DPV_PORT_IPV4=10.205.0.1,10.205.0.2 LD_LIBRARY_PATH=$DPV_DROPIN_LIBDIR \
+		ibv_devices >"$job/devices.out" 2>&1 || { echo "ibv_devices exited $?"; failed=1; }
+	echo "---- ibv_devices, -a $pci_b -a $pci_a"
+	cat "$job/devices.out"
+	IFS=: read -r m0 m1 m2 m3 m4 m5 <<<"$DPV_VM_MAC_A"
+	guid=$(printf '%02x%s%sfffe%s%s%s' $((0x$m0 ^ 2)) "$m1" "$m2" "$m3" "$m4" "$m5")
+	grep -Eq "^[[:space:]]+dpv0[[:space:]]+$guid\$" "$job/devices.out" ||
+		{ echo "FAIL: with -a $pci_b -a $pci_a, dpv0 is not NIC A ($pci_a, GUID $guid)"; failed=1; }
 	return $failed
 }
 run_case devinfo 150 devinfo
