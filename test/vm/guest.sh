@@ -12,7 +12,10 @@
 # JOB_DIR/<case>.log:
 #
 #   devinfo ibv_devinfo -v, one process with both NICs: each port ACTIVE, its MTU, its
-#           node GUID from the NIC's MAC, its GID from DPV_PORT_IPV4
+#           node GUID from the NIC's MAC, its GID from DPV_PORT_IPV4; and ibv_devices
+#           with the two -a the other way round: dpv0 is still the lower address
+#   doc_config  configuration.md's case 2 INI file, NIC A's address in it, through
+#           DPV_CONFIG: one device, ACTIVE; its hugepage files left and then removed
 #   rc, srq, ud (and, only when DPV_VM_CASES names them, rc_s65536 and rc_nohuge)
 #           test/dropin/dropin.sh's pci link: the unmodified ibverbs-utils program, its
 #           server on NIC A in one process (-a DPV_VM_PCI_A), its client on NIC B in
@@ -168,6 +171,36 @@ devinfo() {
 	return $failed
 }
 run_case devinfo 150 devinfo
+
+# configuration.md's case 2 as it stands: its INI file (the block after "As a file:"),
+# with NIC A's address for 0000:03:00.0 and the guest's core 0 for 2, given to
+# ibv_devinfo by DPV_CONFIG; then its hugepage files removed, as its Memory section
+# says, and the pages free again.
+doc_config() {
+	local ini=$job/nic.ini out=$job/doc_config.out free0 free1 failed=0
+	free0=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	awk '/^As a file:/ { f = 1 } f && /^```ini/ { on = 1; next } on && /^```/ { exit } on' \
+		"$src/doc/guides/configuration.md" | sed "s/0000:03:00\.0/$pci_a/; s/-l 2 /-l 0 /" >"$ini"
+	echo "---- $ini"
+	cat "$ini"
+	grep -q -- "-a $pci_a" "$ini" || { echo "FAIL: no case 2 INI file with -a 0000:03:00.0 in configuration.md"; return 1; }
+	timeout --kill-after=5 120 env DPV_CONFIG="$ini" LD_LIBRARY_PATH="$DPV_DROPIN_LIBDIR" \
+		ibv_devinfo >"$out" 2>&1 || { echo "ibv_devinfo exited $?"; failed=1; }
+	echo "---- ibv_devinfo"
+	cat "$out"
+	for re in $'^hca_id:\tdpv0$' $'^\t+state:\t+PORT_ACTIVE \\(4\\)$'; do
+		grep -Eq -- "$re" "$out" || { echo "FAIL: no line matching '$re'"; failed=1; }
+	done
+	! grep -q '^hca_id:.dpv1' "$out" || { echo "FAIL: -a $pci_a gave a second device"; failed=1; }
+	ls /dev/hugepages/dpv-nicmap_* >/dev/null 2>&1 ||
+		{ echo "FAIL: no hugepage files /dev/hugepages/dpv-nicmap_* (configuration.md says they stay)"; failed=1; }
+	rm -f /dev/hugepages/dpv-nicmap_*
+	free1=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+	echo "hugepages free: $free0 before, $free1 after the files were removed"
+	[ "$free1" = "$free0" ] || { echo "FAIL: $free0 hugepages free before, $free1 after"; failed=1; }
+	return $failed
+}
+run_case doc_config 150 doc_config
 
 dropin=$src/test/dropin/dropin.sh
 export DPV_DROPIN_PCI_A=$pci_a DPV_DROPIN_PCI_B=$pci_b
