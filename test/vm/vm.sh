@@ -191,7 +191,7 @@ if [ "$accel" = auto ]; then
 	if [ -w /dev/kvm ]; then
 		# A boot that only powers off (init.sh does so without job.env's script).
 		mv "$job/job.env" "$tmp/job.env"
-		echo 'DPV_VM_GUEST=/bin/true; export DPV_VM_GUEST' >"$job/job.env"
+		echo 'DPV_VM_GUEST=/dev/null; export DPV_VM_GUEST' >"$job/job.env"
 		start=$(date +%s)
 		if run_qemu kvm 20 && grep -Eq 'dpv-vm: \[[0-9.]+\] job exited' "$job/console.log"; then
 			accel=kvm
@@ -213,7 +213,8 @@ qrc=$?
 secs=$(($(date +%s) - start))
 if [ ! -s "$job/console.log" ] || ! grep -Eq 'dpv-vm: \[[0-9.]+\] init' "$job/console.log"; then
 	# QEMU stopped before the guest's init ran: this host cannot run it.
-	[ $qrc = 124 ] || skip "QEMU could not run the guest (status $qrc): $(head -c 600 "$tmp/qemu.out")"
+	[ $qrc = 124 ] || skip "QEMU could not run the guest (status $qrc): $(head -c 600 "$tmp/qemu.out")" \
+		"; its console: $(tail -n 5 "$job/console.log" 2>/dev/null)"
 fi
 echo "guest ran ${secs} s (QEMU status $qrc)"
 
