@@ -21,8 +21,9 @@
 #           server on NIC A in one process (-a DPV_VM_PCI_A), its client on NIC B in
 #           another (-a DPV_VM_PCI_B), on hugepages (rc_nohuge: --no-huge, which vfio
 #           with an IOMMU allows), with dropin.sh's checks of what they print
-#   tm      test_verbs' tag-matching group, dpv0 on NIC A and dpv1 on NIC B of one
-#           process, RoCEv2 between them through both PMDs and QEMU's hub
+#   verbs   test_verbs' RC (SEND, WRITE, READ of up to 1 MiB), SRQ and tag-matching groups,
+#           dpv0 on NIC A and dpv1 on NIC B of one process, RoCEv2 between them through
+#           both PMDs and QEMU's hub
 #
 # DPV_VM_CASES (space-separated) runs only those cases. Iteration counts are small: a
 # TCG guest runs some fifty times slower than the host.
@@ -215,11 +216,11 @@ more rc_nohuge && run_case rc_nohuge 150 "$dropin" pci nohuge 19806 ibv_rc_pingp
 # test_verbs (linked against DPDK's shared libraries, which load Debian's PMDs) with
 # both NICs in one process, and no ring pair.
 if [ -x "${DPV_VM_TEST_VERBS:-}" ]; then
-	run_case tm 240 env DPV_RING_PAIRS=0 DPV_PORT_IPV4=10.203.0.1,10.203.0.2 \
+	run_case verbs 240 env DPV_RING_PAIRS=0 DPV_PORT_IPV4=10.203.0.1,10.203.0.2 \
 		DPV_EAL_ARGS="-l 0 --in-memory -m 512 -a $pci_a -a $pci_b --no-telemetry --log-level=lib.eal:error" \
-		"$DPV_VM_TEST_VERBS" tm
-elif want tm; then
-	echo "no test_verbs in the build" >"$job/tm.log"
-	result skip tm 0
+		"$DPV_VM_TEST_VERBS" rc srq tm
+elif want verbs; then
+	echo "no test_verbs in the build" >"$job/verbs.log"
+	result skip verbs 0
 fi
 say "guest done"

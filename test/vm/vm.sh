@@ -13,8 +13,8 @@
 #
 # The guest (init.sh, then guest.sh in the host's root) reserves hugepages, binds both
 # NICs to vfio-pci and runs the unmodified ibverbs-utils between two processes, one on
-# each NIC (test/dropin/dropin.sh's pci link), and test_verbs' tag-matching group with
-# both NICs in one process. This script prints each case's result and log, and a
+# each NIC (test/dropin/dropin.sh's pci link), and test_verbs' RC, SRQ and tag-matching
+# groups with both NICs in one process. This script prints each case's result and log, and a
 # cmocka-style tally of the cases ("[  PASSED  ] N test(s)."), which
 # devtools/test-summary.py counts.
 #
