@@ -223,15 +223,19 @@ static int load_config(void)
 	return 0;
 }
 
-/* Whether the EAL arguments carry option @p opt (alone or as "opt=value"). */
+/*
+ * Whether the EAL arguments carry option @p opt: alone, as "opt=value", or for a short
+ * option its value glued on, as EAL's getopt takes it ("-a0000:03:00.0").
+ */
 static bool eal_has(const char *opt)
 {
 	size_t n = strlen(opt);
+	bool short_opt = n == 2 && opt[0] == '-' && opt[1] != '-';
 	const char *p = conf.eal_args;
 
 	while ((p = strstr(p, opt)) != NULL) {
 		if ((p == conf.eal_args || isspace((unsigned char)p[-1])) &&
-		    (p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
+		    (short_opt || p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
 			return true;
 		p += n;
 	}
