@@ -15,7 +15,8 @@
 #           node GUID from the NIC's MAC, its GID from DPV_PORT_IPV4; and ibv_devices
 #           with the two -a the other way round: dpv0 is still the lower address
 #   doc_config  configuration.md's case 2 INI file, NIC A's address in it, through
-#           DPV_CONFIG: one device, ACTIVE; its hugepage files left and then removed
+#           DPV_CONFIG: one device, ACTIVE; its hugepage files left and then removed;
+#           and its error table's line for an -a that names no NIC bound to vfio-pci
 #   rc, srq, ud (and, only when DPV_VM_CASES names them, rc_s65536 and rc_nohuge)
 #           test/dropin/dropin.sh's pci link: the unmodified ibverbs-utils program, its
 #           server on NIC A in one process (-a DPV_VM_PCI_A), its client on NIC B in
@@ -199,6 +200,16 @@ doc_config() {
 	free1=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	echo "hugepages free: $free0 before, $free1 after the files were removed"
 	[ "$free1" = "$free0" ] || { echo "FAIL: $free0 hugepages free before, $free1 after"; failed=1; }
+	# Its error table: -a naming no NIC bound to vfio-pci (no device at 00:1e.0; the
+	# value glued on, as EAL takes it too) lists no device, and says why.
+	timeout --kill-after=5 120 env DPV_EAL_ARGS="-l 0 --in-memory -m 256 -a0000:00:1e.0 --no-telemetry" \
+		DPV_PORT_IPV4=10.205.0.1 LD_LIBRARY_PATH="$DPV_DROPIN_LIBDIR" \
+		ibv_devices >"$job/unbound.out" 2>&1
+	echo "---- ibv_devices, -a0000:00:1e.0"
+	cat "$job/unbound.out"
+	grep -q '^dpverbs: EAL started but none of the ports its arguments name came up' "$job/unbound.out" ||
+		{ echo "FAIL: no line saying that none of the ports came up"; failed=1; }
+	! grep -q 'dpv0' "$job/unbound.out" || { echo "FAIL: a device with no NIC"; failed=1; }
 	return $failed
 }
 run_case doc_config 150 doc_config
