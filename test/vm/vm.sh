@@ -34,6 +34,8 @@
 # drop-in is missing, or when QEMU does not start; 1 when the guest did not finish or
 # any case failed; 0 otherwise. Only the QEMU started here is ended, by pid; the
 # temporary directory goes on every exit.
+# QEMU's options are comma-separated lists, not shell arrays gone wrong:
+# shellcheck disable=SC2054
 set -u
 
 if [ $# -ne 2 ]; then
@@ -141,7 +143,6 @@ export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_MAC_A DPV_VM_MAC_B DPV_VM_CASES DPV_VM_D
 EOF
 
 # ---- the machine ----
-machine=(-machine q35 -cpu max)
 qemu_args() { # accel
 	local m=q35,accel=$1
 	# With KVM, interrupt remapping needs the split irqchip; TCG has no KVM irqchip.
@@ -162,8 +163,8 @@ qemu_args() { # accel
 		# The two NICs on one hub: what one sends, the other receives.
 		-netdev hubport,id=nic_a,hubid=0 -netdev hubport,id=nic_b,hubid=0
 		# A modern virtio-net whose DMA goes through the IOMMU, as EAL programs it.
-		-device virtio-net-pci,netdev=nic_a,addr=04.0,disable-legacy=on,iommu_platform=on,mac=$mac_a
-		-device e1000e,netdev=nic_b,addr=05.0,mac=$mac_b)
+		-device "virtio-net-pci,netdev=nic_a,addr=04.0,disable-legacy=on,iommu_platform=on,mac=$mac_a"
+		-device "e1000e,netdev=nic_b,addr=05.0,mac=$mac_b")
 }
 
 run_qemu() { # accel seconds
