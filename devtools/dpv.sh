@@ -17,6 +17,10 @@ test_pkgs=(clang libclang-rt-14-dev valgrind tshark python3-scapy ibverbs-utils 
 test_pkgs+=(python3-pyverbs)
 # UCX's and Open MPI's programs and mpicc (test/compat/ucx.sh, mpi.sh, mpi_check.c)
 test_pkgs+=(ucx-utils openmpi-bin libopenmpi-dev)
+# The QEMU guest on two PCI NICs bound to vfio-pci (test/vm/vm.sh): QEMU, Debian's
+# kernel and its modules for the guest, the guest's initramfs (busybox-static, kmod's
+# modprobe for the modules it takes), and dpdk-devbind.py (DPV_VM_DEVBIND=1).
+test_pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static kmod dpdk)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

@@ -73,7 +73,7 @@ struct dpv_port_ops {
 	int (*open)(struct dpv_port *port, const char *args, unsigned int pool_size);
 	uint16_t (*rx_burst)(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
 	uint16_t (*tx_burst)(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
-	/** Link state now: up, speed in Mb/s. */
+	/** Link state now: up, speed in Mb/s (0 when the port cannot tell). */
 	void (*link)(struct dpv_port *port, bool *up, uint32_t *speed_mbps);
 	void (*close)(struct dpv_port *port);
 };

@@ -263,7 +263,10 @@ static void ethdev_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps)
 		return;
 	}
 	*up = link.link_status == RTE_ETH_LINK_UP;
-	*speed_mbps = link.link_speed;
+	/* A PMD that cannot tell its speed (virtio-net without VIRTIO_NET_F_SPEED_DUPLEX,
+	 * QEMU's) says RTE_ETH_SPEED_NUM_UNKNOWN, UINT32_MAX: as a speed it read as the
+	 * fastest link there is (ibv_devinfo showed a virtio NIC at 25 Gbps). */
+	*speed_mbps = link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN ? 0 : link.link_speed;
 }
 
 static void ethdev_close(struct dpv_port *port)

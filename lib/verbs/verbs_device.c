@@ -223,15 +223,19 @@ static int load_config(void)
 	return 0;
 }
 
-/* Whether the EAL arguments carry option @p opt (alone or as "opt=value"). */
+/*
+ * Whether the EAL arguments carry option @p opt: alone, as "opt=value", or for a short
+ * option its value glued on, as EAL's getopt takes it ("-a0000:03:00.0").
+ */
 static bool eal_has(const char *opt)
 {
 	size_t n = strlen(opt);
+	bool short_opt = n == 2 && opt[0] == '-' && opt[1] != '-';
 	const char *p = conf.eal_args;
 
 	while ((p = strstr(p, opt)) != NULL) {
 		if ((p == conf.eal_args || isspace((unsigned char)p[-1])) &&
-		    (p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
+		    (short_opt || p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
 			return true;
 		p += n;
 	}
@@ -975,6 +979,8 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;
 	a.active_width = 1;      /* 1X */
+	/* 1X SDR below 10 Gb/s and for a speed the port cannot tell (0), as the kernel's
+	 * RoCE drivers report 1 GbE and an unknown speed (ib_get_eth_speed()). */
 	a.active_speed = speed >= 25000 ? 32 : speed >= 10000 ? 8 : 1;
 	a.phys_state = up ? 5 : 3; /* LinkUp / Disabled */
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;

@@ -12,6 +12,9 @@
 #                       network namespace of its own (needs root; exit 77 without it)
 #             afxdp     net_af_xdp on the same veth pair, the TCP exchange on a second
 #                       pair (needs root; exit 77 without it)
+#             pci       two NICs bound to vfio-pci on one Ethernet segment, side A's
+#                       DPV_DROPIN_PCI_A and side B's DPV_DROPIN_PCI_B (EAL's -a; exit
+#                       77 when they are not set): test/vm runs it in a QEMU guest
 #   MEMORY    nohuge    --no-huge --no-shconf
 #             huge      --in-memory (hugepages, nothing shared between the processes)
 #   TCP_PORT  where a pingpong's server listens for the QP exchange (ibv_devices and
@@ -45,7 +48,7 @@ set -u
 . "$(dirname "$0")/../lib/link.sh"
 
 if [ $# -lt 4 ]; then
-	echo "usage: $0 memif|afpacket|afxdp nohuge|huge TCP_PORT PROGRAM [ARGS...]" >&2
+	echo "usage: $0 memif|afpacket|afxdp|pci nohuge|huge TCP_PORT PROGRAM [ARGS...]" >&2
 	exit 2
 fi
 link=$1 memory=$2 tcp_port=$3 prog=$4
@@ -126,8 +129,21 @@ afpacket | afxdp)
 		vdev_b="--vdev=net_af_xdp0,iface=$veth_b,start_queue=0,queue_count=1"
 	fi
 	;;
+pci)
+	# Each side probes its own NIC by PCI address (and no other: -a); the TCP exchange
+	# on localhost.
+	if [ -z "${DPV_DROPIN_PCI_A:-}" ] || [ -z "${DPV_DROPIN_PCI_B:-}" ]; then
+		echo "skipped: the pci link wants DPV_DROPIN_PCI_A and DPV_DROPIN_PCI_B, two NICs bound to vfio-pci"
+		exit 77
+	fi
+	eal_common=${eal_common/--no-pci /}
+	vdev_a="-a $DPV_DROPIN_PCI_A" vdev_b="-a $DPV_DROPIN_PCI_B"
+	run_a=() run_b=()
+	ip_a=10.204.0.1 ip_b=10.204.0.2
+	server_host=localhost
+	;;
 *)
-	echo "link $link: want memif, afpacket or afxdp" >&2
+	echo "link $link: want memif, afpacket, afxdp or pci" >&2
 	exit 2
 	;;
 esac
