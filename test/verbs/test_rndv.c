@@ -791,6 +791,33 @@ static void rndv_receiver_qp_without_send_queue(void **state)
 	batch(&t, len, 3);
 }
 
+/* The sender has no receive for the FIN at first: the FIN is RNR NAKed and sent again
+ * (rnr_retry 7: until it is taken), and the entry's DATA_VALID waits for its ACK. */
+static void rndv_fin_waits_for_the_senders_receive(void **state)
+{
+	const uint32_t len = 100000;
+	struct ibv_mr *src, *dst;
+	struct rv t;
+
+	(void)state;
+	rv_setup(&t, &opts_default);
+	src = new_mr(&A, len, RR);
+	dst = new_mr(&B, len, LW);
+	fill_pattern(src->addr, len, 49);
+	add_buf(&t, 0x91, dst->addr, len, dst->lkey, 140);
+	send_rndv(&t, 0, 0x91, 0x9, (uintptr_t)src->addr, src->rkey, len, 0, 1);
+	expect_send_ok(t.ssq, 1, IBV_WC_SEND);
+	expect_match(&t, 0, 140, 0x91, 0x9);
+	/* Without a receive at the sender nothing can acknowledge the FIN. */
+	expect_quiet_ex(t.cq);
+	post_fin(&t, 0);
+	expect_fin(&t, 0, 0x91, 0x9);
+	expect_data_valid(&t, 0, 140, len);
+	assert_memory_equal(dst->addr, src->addr, len);
+	assert_true(qp_xstat(t.r[0], "qp.rnr_naks_received") >= 1);
+	assert_int_equal(qp_state_of(t.r[0]), IBV_QPS_RTS);
+}
+
 /* ---- sizes and buffers ---- */
 
 static void rndv_sizes_0_b_to_1_mib(void **state)
@@ -1475,6 +1502,7 @@ int main(void)
 		VT(rndv_expected_fin_to_sender_basic_srq),
 		VT(rndv_expected_fin_to_sender_tm_srq_as_no_tag),
 		VT(rndv_receiver_qp_without_send_queue),
+		VT(rndv_fin_waits_for_the_senders_receive),
 		VT(rndv_sizes_0_b_to_1_mib),
 		VT(rndv_16_mib),
 		VT(rndv_zero_length_into_entry_without_sges),
