@@ -23,6 +23,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 			  uint32_t *len)
 {
 	const uint8_t type = q->qp.init.type;
+	const uint32_t pd = xp_swqe_pd(q, w);
 	uint64_t total = 0;
 	uint32_t i, access;
 
@@ -57,7 +58,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 		for (i = 0; i < w->num_sge; i++) {
 			total += w->sge[i].length;
 			if (w->sge[i].length != 0 &&
-			    dpv_mr_check(x->mrs, w->sge[i].lkey, q->qp.init.pd, w->sge[i].addr,
+			    dpv_mr_check(x->mrs, w->sge[i].lkey, pd, w->sge[i].addr,
 					 w->sge[i].length, access) == NULL)
 				return DPV_WC_LOC_PROT_ERR;
 		}
@@ -78,7 +79,7 @@ static uint8_t gather(struct dpv_xport *x, const struct xp_qp *q, const struct d
 		memcpy(dst, w->inline_data + off, n);
 		return DPV_WC_SUCCESS;
 	}
-	return xp_sgl_gather(x, w->sge, w->num_sge, q->qp.init.pd, off, dst, n);
+	return xp_sgl_gather(x, w->sge, w->num_sge, xp_swqe_pd(q, w), off, dst, n);
 }
 
 /* Packets that may leave for @p dst now: the port says how many it takes without
@@ -298,11 +299,35 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	return true;
 }
 
-static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+void xp_xq_feed(struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head, n, first, i;
+
+	if (q->xq == sq || sq == NULL)
+		return;
+	/* Copied WQEs keep their SQ slots until they complete: sq_fed is within the
+	 * ready ones, and the device ring has room for every one of them. */
+	n = dpv_ring_peek(sq, dpv_ring_count(sq), &head) - (q->sq_fed - head);
+	if (n == 0)
+		return;
+	n = dpv_ring_reserve(q->xq, n, &first);
+	for (i = 0; i < n; i++) {
+		struct dpv_swqe *d = dpv_ring_slot(q->xq, first + i);
+
+		memcpy(d, dpv_ring_slot(sq, q->sq_fed + i), offsetof(struct dpv_swqe, pad2));
+		d->origin = XP_WQE_APP;
+	}
+	dpv_ring_commit(q->xq, n);
+	q->sq_fed += n;
+}
+
+static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, ready, room, sent = 0;
 
+	xp_xq_feed(q);
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
@@ -352,7 +377,7 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  * is flushed until the QP is moved back to RTS. */
 static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, len, sent = 0;
 	struct dpv_wire_pkt p;
 	struct rte_mbuf *mb;
@@ -407,7 +432,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  */
 static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, ready, room, sent = 0;
 	uint8_t st;
 
@@ -446,7 +471,7 @@ static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	if (q->qp.sq == NULL || q->rnr_wait || quota == 0)
+	if (q->xq == NULL || q->rnr_wait || quota == 0)
 		return 0;
 	if (q->qp.init.type == DPV_QPT_UD)
 		return ud_tx(x, q, quota);
@@ -463,7 +488,7 @@ uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  */
 void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	struct xp_swqe_meta *m;
 	uint32_t i;
 	int32_t d;
