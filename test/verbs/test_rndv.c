@@ -9,14 +9,16 @@
  *
  * Checked: the completions exactly (status, opcode, wc_flags, wr_id, byte_len, tag,
  * app_ctx, QP), every byte of the data and nothing written past it, the FIN as the
- * sender receives it (on an RQ, a basic SRQ, a TM SRQ), sizes from 0 B to 16 MiB,
- * entries of several SGEs, buffers too small for the data or for the header, reads the
- * sender's side refuses, senders that go away, receiver QPs moved to ERR and entries
- * deleted while their read is in flight, unexpected rendezvous that software finishes
- * with its own READ and FIN, many rendezvous in flight on one QP and across the QPs of
- * one SRQ, and a mix with eager, unexpected and NO_TAG messages. With DPV_FAULTS set
- * (meson runs it so) the program runs instead a few dozen rendezvous of 64 KiB to
- * 1 MiB over a link that loses, reorders and duplicates frames.
+ * sender receives it (on an RQ, a basic SRQ, a TM SRQ) and when it has no receive yet,
+ * sizes from 0 B to 16 MiB, entries of several SGEs, buffers too small for the data or
+ * for the header or not writable, reads the sender's side refuses, senders that go
+ * away, receiver QPs moved to ERR and entries deleted while their read is in flight,
+ * unexpected rendezvous that software finishes with its own READ and FIN, many
+ * rendezvous in flight on one QP (beyond the 64 the device runs at once) and across
+ * the QPs of one SRQ, and a mix with eager, unexpected and NO_TAG messages. With
+ * DPV_FAULTS set (meson runs it so) the program runs instead a few dozen rendezvous of
+ * 64 KiB to 1 MiB and a hundred small ones over a link that loses, reorders and
+ * duplicates frames.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -72,8 +74,10 @@ struct link {
 	uint8_t r_retry;           /* and retry_cnt */
 };
 
-static const struct link link_default = {RR | RW, 16, 14, 16, 14, 7};
-/* Over the faults port, as test_loss.c: 16.8 ms, 7 retries. */
+#define LINK_DEFAULT {RR | RW, 16, 14, 16, 14, 7}
+static const struct link link_default = LINK_DEFAULT;
+/* Over the faults port the timeouts of test_loss.c (16.8 ms, 7 retries), and a few
+ * READs in flight per QP. */
 static const struct link link_lossy = {RR | RW, 16, 12, 4, 12, 7};
 
 /* Where the senders receive their FINs. */
@@ -87,7 +91,9 @@ struct rv_opts {
 	struct link link;
 };
 
-static const struct rv_opts opts_default = {1, FIN_RQ, 16, 128, {RR | RW, 16, 14, 16, 14, 7}};
+static const struct rv_opts opts_default = {
+	.nq = 1, .fin = FIN_RQ, .r_max_send_wr = 16, .max_num_tags = 128, .link = LINK_DEFAULT,
+};
 
 struct rv {
 	unsigned int nq;
@@ -116,8 +122,6 @@ static struct {
 	struct wc_ex snd[MAXEV];   /* the senders' sends */
 	unsigned int nrx, nfin, nsnd;
 } seen;
-
-static bool lossy;
 
 /* ---- set-up ---- */
 
@@ -1594,13 +1598,13 @@ int main(void)
 	const struct CMUnitTest faulty[] = {
 		VT(rndv_over_a_lossy_link),
 	};
+	bool lossy = faults_on();
 	int failed;
 
 	setenv("DPV_EAL_ARGS", "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
 	       "--log-level=lib.eal:error", 0);
 	setenv("DPV_RING_PAIRS", "1", 0);
 	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	lossy = faults_on();
 	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
 		sides_close();
 		return 1;
