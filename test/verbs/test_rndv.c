@@ -530,6 +530,63 @@ static unsigned int drain(struct ibv_cq *cq, struct wc_ex *out, unsigned int roo
 	return (unsigned int)n;
 }
 
+/* When run_msgs() sent its first header. */
+static uint64_t batch_start;
+
+/* Completions that come within @p ms more, printed with the time since the batch's
+ * first header. */
+static void print_late(struct rv *t, uint64_t ms)
+{
+	unsigned int n = 0;
+	struct wc_ex w;
+
+	for (uint64_t end = now_ms() + ms; now_ms() < end;) {
+		if (drain_ex(t->cq, &w, 1) == 1)
+			printf("# %" PRIu64 " ms: late on the TM SRQ's CQ (%u): wr_id %" PRIu64
+			       " status %s flags %#x qp %#x\n", now_ms() - batch_start, ++n,
+			       w.wr_id, ibv_wc_status_str(w.status), w.wc_flags, w.qp_num);
+		if ((t->fcq != NULL ? drain_ex(t->fcq, &w, 1) : drain(t->frq, &w, 1)) == 1)
+			printf("# %" PRIu64 " ms: late at a sender (%u): wr_id %" PRIu64
+			       " status %s qp %#x\n", now_ms() - batch_start, ++n, w.wr_id,
+			       ibv_wc_status_str(w.status), w.qp_num);
+	}
+}
+
+/* For a batch that did not end: what completes in 15 s more (it may be late rather
+ * than lost), then what the devices and QPs counted. */
+static void print_counters(struct rv *t)
+{
+	static const char *const names[] = {
+		"qp.tx_packets", "qp.rx_packets", "qp.retrans_timeout", "qp.retrans_read",
+		"qp.retrans_seq_nak", "qp.retrans_rnr", "qp.retrans_probe", "qp.ack_timeouts",
+		"qp.retry_exceeded", "qp.seq_naks_sent", "qp.seq_naks_received",
+		"qp.rnr_naks_sent", "qp.rnr_naks_received", "qp.dup_requests",
+		"qp.dup_responses", "qp.ghost_responses", "qp.out_of_seq",
+		"qp.dup_reads_dropped", "qp.resp_queue_full",
+	};
+	struct dpv_verbs_tm_state st;
+
+	print_late(t, 15000);
+	printf("# B: tm_rndv_reads=%" PRIu64 " tm_rndv_bytes=%" PRIu64 " tm_rndv_failed=%"
+	       PRIu64 " cq_overflows=%" PRIu64 "; A: cq_overflows=%" PRIu64 "\n",
+	       dev_xstat(B.ctx, "xport.tm_rndv_reads"), dev_xstat(B.ctx, "xport.tm_rndv_bytes"),
+	       dev_xstat(B.ctx, "xport.tm_rndv_failed"), dev_xstat(B.ctx, "xport.cq_overflows"),
+	       dev_xstat(A.ctx, "xport.cq_overflows"));
+	for (unsigned int q = 0; q < t->nq; q++)
+		for (unsigned int k = 0; k < 2; k++) {
+			struct ibv_qp *qp = k == 0 ? t->s[q] : t->r[q];
+
+			printf("# %s %u (QP %#x, state %d):", k == 0 ? "sender" : "receiver", q,
+			       qp->qp_num, qp_state_of(qp));
+			for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+				printf(" %s=%" PRIu64, names[i] + 3, qp_xstat(qp, names[i]));
+			printf("\n");
+		}
+	if (dpv_verbs_tm_query(t->srq, &st) == 0)
+		printf("# the TM SRQ: %u entries listed, %u handles allocated\n", st.listed,
+		       st.allocated);
+}
+
 /* Poll the receivers' CQ and the senders' two until they hold @p rx, @p fin and @p snd
  * completions, or fail after @p ms. */
 static void collect(struct rv *t, unsigned int rx, unsigned int fin, unsigned int snd,
@@ -545,10 +602,12 @@ static void collect(struct rv *t, unsigned int rx, unsigned int fin, unsigned in
 		else
 			seen.nfin += drain(t->frq, seen.fin + seen.nfin, fin - seen.nfin);
 		seen.nsnd += drain(t->ssq, seen.snd + seen.nsnd, snd - seen.nsnd);
-		if (now_ms() > end)
+		if (now_ms() > end) {
+			print_counters(t);
 			fail_msg("after %" PRIu64 " ms: %u of %u receiver completions, %u of %u "
 				 "FINs, %u of %u sends", ms, seen.nrx, rx, seen.nfin, fin,
 				 seen.nsnd, snd);
+		}
 	}
 }
 
@@ -640,6 +699,7 @@ static void run_msgs(struct rv *t, struct msg *m, unsigned int n, unsigned int h
 	for (unsigned int i = 0; i < n && hold == 0; i++)
 		post_fin(t, m[i].q);
 	seen.nrx = seen.nfin = seen.nsnd = 0;
+	batch_start = now_ms();
 	for (unsigned int i = 0; i < n; i++)
 		send_rndv(t, m[i].q, m[i].tag, m[i].app_ctx, (uintptr_t)m[i].src, m[i].rkey,
 			  m[i].len, m[i].app, m[i].wr_id);
