@@ -559,6 +559,7 @@ static void print_counters(struct rv *t)
 	static const char *const names[] = {
 		"qp.tx_packets", "qp.rx_packets", "qp.retrans_timeout", "qp.retrans_read",
 		"qp.retrans_seq_nak", "qp.retrans_rnr", "qp.retrans_probe", "qp.ack_timeouts",
+		"qp.timer_deferred",
 		"qp.retry_exceeded", "qp.seq_naks_sent", "qp.seq_naks_received",
 		"qp.rnr_naks_sent", "qp.rnr_naks_received", "qp.dup_requests",
 		"qp.dup_responses", "qp.ghost_responses", "qp.out_of_seq",
