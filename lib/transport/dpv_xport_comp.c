@@ -51,7 +51,7 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->xq;
-	const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
+	const struct dpv_swqe *w = xp_swqe(q, sq->cons_head);
 	const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 	uint32_t missing;
 
@@ -76,7 +76,7 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 	if (sq == NULL)
 		return;
 	while (idx_diff(q->wqe_hi, sq->cons_head) > 0) {
-		const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
+		const struct dpv_swqe *w = xp_swqe(q, sq->cons_head);
 		const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 
 		/* IBTA 9.7.5.2: a READ completes with its last response, an atomic with its
@@ -315,7 +315,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	uint8_t st;
 
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
-		w = dpv_ring_slot(sq, i);
+		w = xp_swqe(q, i);
 		m = &q->meta[i & sq->mask];
 		if (xp_wr_answered(w->opcode) && !m->rd_done)
 			break;
@@ -363,8 +363,8 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return;
 	}
-	st = xp_sgl_scatter(x, w->sge, w->num_sge, xp_swqe_pd(q, w),
-			    (uint64_t)m->rd_pkts * q->mtu, payload, plen);
+	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)m->rd_pkts * q->mtu,
+			    payload, plen);
 	if (st != DPV_WC_SUCCESS) {
 		x->stats.access_errors++;
 		fail_head(x, q, st, false);

@@ -82,7 +82,8 @@ static inline bool xp_wr_answered(uint8_t opcode)
 
 /* Who made a WQE of a QP's device ring (dpv_swqe.origin). */
 enum xp_wqe_origin {
-	XP_WQE_APP = 0,     /**< the application: copied from its SQ */
+	XP_WQE_APP = 0,     /**< the application's: the slot holds only its qp.sq index,
+	                         in wr_id */
 	XP_WQE_RNDV_READ,   /**< the device: the RDMA READ of a rendezvous */
 	XP_WQE_RNDV_FIN,    /**< the device: the FIN that ends a rendezvous */
 };
@@ -95,6 +96,7 @@ struct xp_swqe_meta {
 	uint32_t rd_pkts;   /**< READ, atomic: response packets placed */
 	bool rd_done;       /**< READ, atomic: last response placed */
 	bool req_sent;      /**< READ, atomic: request out and counted in reads_out */
+	uint32_t pd;        /**< the protection domain of its local buffers */
 };
 
 /* What kind of receive a message in progress is (the completion it will give). */
@@ -176,11 +178,11 @@ struct xp_qp {
 	uint32_t live_idx;        /**< position in x->live */
 	uint32_t mtu;             /**< bytes of payload per packet */
 	/* Requester (IBTA 9.7) and completer (9.9). */
-	/** The WQEs the requester runs. qp.sq itself, but for a QP on a TM SRQ a ring of
-	 *  the device's: the application's WQEs, copied from qp.sq in order as they come
-	 *  (xp_xq_feed()), and between them the device's own rendezvous READs and FINs,
-	 *  which so take none of the application's send credits. It has a slot for every
-	 *  slot of qp.sq and XP_RNDV_MAX more: it never fills. */
+	/** The WQEs the requester runs (xp_swqe()). qp.sq itself, but for a QP on a TM SRQ
+	 *  a ring of the device's: the application's WQEs in their order, each slot naming
+	 *  one of qp.sq (xp_xq_feed()), and between them the device's own rendezvous READs
+	 *  and FINs, which so take none of the application's send credits. It has a slot
+	 *  for every slot of qp.sq and XP_RNDV_MAX more: it never fills. */
 	struct dpv_ring *xq;
 	uint32_t sq_fed;          /**< xq != qp.sq: the qp.sq index of the next WQE to copy */
 	uint32_t rv_active;       /**< rendezvous matched and not ended (XP_RNDV_MAX) */
@@ -305,6 +307,12 @@ bool xp_srq_ready(struct dpv_srq *srq);
 bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
 struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
 uint32_t xp_active_mtu(const struct dpv_port *port);
+/* Packets that may leave for @p dst now: the port says how many it takes without
+ * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
+ * device itself always). What cannot leave waits where it is (a WQE in its ring, a
+ * response in the responder queue): with no room the QP stays on the doorbell and is
+ * visited again. */
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
 uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */
@@ -323,7 +331,8 @@ void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q);
 void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
 
 /* dpv_xport_req.c */
-/* Copy the application's new WQEs into the device ring (a QP on a TM SRQ). */
+/* Give the application's new WQEs their places in the device ring (a QP on a TM
+ * SRQ). */
 void xp_xq_feed(struct xp_qp *q);
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_req_rewind(struct xp_qp *q, uint32_t psn);
@@ -341,20 +350,25 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
 
+/* Whether WQE @p idx of @p q's requester ring is the device's own (a rendezvous'). */
+static inline bool xp_xq_dev(const struct xp_qp *q, uint32_t idx)
+{
+	return q->xq != q->qp.sq &&
+	       ((const struct dpv_swqe *)dpv_ring_slot(q->xq, idx))->origin != XP_WQE_APP;
+}
+
+/* WQE @p idx of @p q's requester ring: the device's own, or the application's in
+ * qp.sq. */
+static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx)
+{
+	const struct dpv_swqe *w = dpv_ring_slot(q->xq, idx);
+
+	if (q->xq != q->qp.sq && w->origin == XP_WQE_APP)
+		return dpv_ring_slot(q->qp.sq, (uint32_t)w->wr_id);
+	return w;
+}
+
 /* dpv_xport_rndv.c (doc/guides/rendezvous.md) */
-/* Whether a WQE of @p q's device ring is the device's own. */
-static inline bool xp_wqe_rndv(const struct xp_qp *q, const struct dpv_swqe *w)
-{
-	return q->xq != q->qp.sq && w->origin != XP_WQE_APP;
-}
-
-/* The protection domain a WQE's local buffers are checked in: a rendezvous READ
- * lands in a tag entry's buffers, which belong to the SRQ's. */
-static inline uint32_t xp_swqe_pd(const struct xp_qp *q, const struct dpv_swqe *w)
-{
-	return xp_wqe_rndv(q, w) ? q->qp.init.srq->pd : q->qp.init.pd;
-}
-
 /* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
  * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
 uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
@@ -362,8 +376,8 @@ uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
  * match and queue the READ. */
 void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q);
 /* The device's WQE @p w (a copy: its slot is free again) ended with @p status: the
- * READ's data landed (the FIN goes next), or the FIN was acknowledged (the data is
- * valid), or either failed (the receive completes in error). */
+ * READ's data landed (the FIN is queued and the receive completes DATA_VALID), or the
+ * READ failed (the receive completes in error), or the FIN ended. */
 void xp_rndv_wqe_done(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 		      uint8_t status);
 /* Drop the device's WQEs without completions (RESET, destroy); their tag entries are

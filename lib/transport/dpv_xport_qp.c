@@ -217,14 +217,14 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 	};
 	struct dpv_ring *sq = q->xq;
 	uint32_t head = sq->cons_head;
-	const struct dpv_swqe *w = dpv_ring_slot(sq, head);
+	const struct dpv_swqe *w = xp_swqe(q, head);
 	/* IBTA 10.8: unsignaled WQEs complete silently unless they fail. */
 	const bool signal = status != DPV_WC_SUCCESS || q->qp.init.sq_sig_all ||
 			    (w->flags & DPV_WR_F_SIGNALED);
 	struct dpv_swqe dev;
 	struct dpv_cqe cqe;
 
-	if (xp_wqe_rndv(q, w)) {
+	if (xp_xq_dev(q, head)) {
 		/* Copied out first: the FIN that follows a READ may take the slot. */
 		memcpy(&dev, w, offsetof(struct dpv_swqe, pad2));
 		dpv_ring_release(sq, 1);

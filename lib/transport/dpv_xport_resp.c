@@ -362,10 +362,12 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	x->stats.tm_expected++;
 	if (m.kind == DPV_TM_EXPECTED_RNDV) {
 		r->flags = DPV_WC_F_TM_MATCH;
-		/* doc/guides/rendezvous.md: the device reads data that fits the buffer, and
-		 * places none of the header message. Data that does not fit leaves the
-		 * whole header message (TMH, RVH, application header) to software. */
-		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap) {
+		/* doc/guides/rendezvous.md: the device reads data that fits the buffer (and
+		 * one READ, IBTA 9.4: at most 2^31 bytes), and places none of the header
+		 * message. Data that does not fit leaves the whole header message (TMH,
+		 * RVH, application header) to software. */
+		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap &&
+		    r->rvh.len <= 1u << 31) {
 			r->kind = XP_RECV_TM_RNDV_READ;
 			r->skip = UINT32_MAX;
 		} else {
@@ -866,7 +868,15 @@ static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct 
 
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	uint32_t sent = 0;
+	uint32_t sent = 0, room;
+
+	if (respq_empty(q))
+		return 0;
+	/* The port's back-pressure holds READ responses as it holds requests: a long
+	 * READ would otherwise fill the TX queue and lose what it drops. */
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
+	if (quota > room)
+		quota = room;
 
 	while (sent < quota && !respq_empty(q)) {
 		struct xp_resp *e = &q->respq[q->resp_head & (XP_RESPQ - 1)];

@@ -4,8 +4,8 @@
  * expected rendezvous message (TMH RNDV, then the RVH naming the data at the sender)
  * matched an entry whose buffers hold the data: the responder reports the match and
  * queues, on the QP the header came on, an RDMA READ of the data into the entry's
- * buffers; when its last response has landed, a SEND of a FIN TMH to the sender; when
- * that is acknowledged, the receive completes with DATA_VALID.
+ * buffers; when its last response has landed, the FIN (a SEND of a FIN TMH) to the
+ * sender is queued and the receive completes with DATA_VALID.
  *
  * The READ and the FIN are WQEs of the device's own, in the QP's device ring (xq)
  * between the application's WQEs: the requester sends them, retransmits them and
@@ -15,9 +15,9 @@
  * holds one slot of the ring, for its READ and then its FIN, and a QP runs at most
  * XP_RNDV_MAX at once (the responder RNR NAKs the header of one more).
  *
- * The entry travels in the WQE, in fields that an RC READ and an inline SEND do not
- * use otherwise: the tag in compare_add, the data length in swap, app_ctx in imm and
- * the entry's handle in ud_remote_qkey.
+ * The entry travels in the READ's WQE, in fields that an RC READ does not use
+ * otherwise: the tag in compare_add, the data length in swap, app_ctx in imm and the
+ * entry's handle in ud_remote_qkey.
  */
 #include <string.h>
 
@@ -130,37 +130,39 @@ void xp_rndv_wqe_done(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swq
 	struct dpv_swqe *fin;
 	struct dpv_cqe cqe;
 
-	if (status == DPV_WC_SUCCESS && w->origin == XP_WQE_RNDV_READ) {
-		/* The data has landed: the sender may have its buffer back. The slot the
-		 * READ held is free, so the FIN finds one. */
-		fin = xq_push(q, XP_WQE_RNDV_FIN, NULL);
-		if (fin != NULL) {
-			memcpy(fin, w, offsetof(struct dpv_swqe, sge));
-			fin->origin = XP_WQE_RNDV_FIN;
-			fin->opcode = DPV_WR_SEND;
-			fin->flags = DPV_WR_F_INLINE;
-			fin->length = DPV_TM_TMH_SIZE;
-			fin->num_sge = 0;
-			fin->remote_addr = 0;
-			fin->rkey = 0;
-			dpv_tm_write_fin(fin->inline_data, w->imm, w->compare_add);
-			xq_commit(q);
-			return;
-		}
-		status = DPV_WC_GENERAL_ERR;
+	/* The FIN ends the rendezvous' hold on the ring. It tells the sender, whose QP
+	 * ends with it when it fails (RETRY_EXC_ERR, a flush): the receive has completed
+	 * already. */
+	if (w->origin == XP_WQE_RNDV_FIN) {
+		q->rv_active--;
+		return;
 	}
 	rndv_cqe(q, w, &cqe);
 	cqe.status = status;
 	/* The entry ends with this completion, whatever its status. */
 	cqe.flags = DPV_WC_F_TM_RELEASE;
 	if (status == DPV_WC_SUCCESS) {
-		cqe.flags |= DPV_WC_F_TM_DATA_VALID;
-		cqe.byte_len = (uint32_t)w->swap;
-		x->stats.tm_rndv_bytes += w->swap;
-	} else {
-		x->stats.tm_rndv_failed++;
+		/* The data has landed: the sender may have its buffer back, and the
+		 * receive is complete. The slot the READ held is free, so the FIN finds
+		 * one. */
+		fin = xq_push(q, XP_WQE_RNDV_FIN, NULL);
+		if (fin != NULL) {
+			fin->opcode = DPV_WR_SEND;
+			fin->flags = DPV_WR_F_INLINE;
+			fin->length = DPV_TM_TMH_SIZE;
+			dpv_tm_write_fin(fin->inline_data, w->imm, w->compare_add);
+			xq_commit(q);
+			cqe.flags |= DPV_WC_F_TM_DATA_VALID;
+			cqe.byte_len = (uint32_t)w->swap;
+			x->stats.tm_rndv_bytes += w->swap;
+		} else {
+			cqe.status = DPV_WC_GENERAL_ERR;
+		}
 	}
-	q->rv_active--;
+	if (cqe.status != DPV_WC_SUCCESS) {
+		x->stats.tm_rndv_failed++;
+		q->rv_active--;
+	}
 	xp_cq_put(x, xp_recv_cq(q), &cqe, false);
 }
 
@@ -176,7 +178,8 @@ void xp_rndv_drop(struct dpv_xport *x, struct xp_qp *q)
 	for (i = 0; i < n; i++) {
 		const struct dpv_swqe *w = dpv_ring_slot(xq, first + i);
 
-		if (!xp_wqe_rndv(q, w))
+		/* A FIN's entry was given back with its DATA_VALID. */
+		if (!xp_xq_dev(q, first + i) || w->origin != XP_WQE_RNDV_READ)
 			continue;
 		/* No completion after a reset, but the entry must come back. */
 		rndv_cqe(q, w, &cqe);
