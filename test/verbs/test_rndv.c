@@ -5,7 +5,8 @@
  * ibv_rvh naming their data, an application header) to RC QPs of dpv1 (B) attached to
  * a TM SRQ. A header that matches an entry big enough makes the device RDMA-READ the
  * data into the entry's buffers and send the sender a 16-byte FIN; the entry completes
- * twice, MATCH at once and DATA_VALID once the FIN is acknowledged.
+ * twice, MATCH at once and DATA_VALID once the data has landed and the FIN is queued
+ * (doc/guides/rendezvous.md).
  *
  * Checked: the completions exactly (status, opcode, wc_flags, wr_id, byte_len, tag,
  * app_ctx, QP), every byte of the data and nothing written past it, the FIN as the
