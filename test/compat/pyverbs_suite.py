@@ -9,9 +9,8 @@ of its traffic tests in one process), through the drop-in libibverbs.so.1 of the
 build (DPV_DROPIN_LIBDIR). EAL's memory comes from DPV_EAL_MEM (--no-huge by
 default; the hugepage variant passes its own).
 
-The run fails when any test fails or errors, except those in EXPECTED_ERRORS, and when
-a test skips for a reason that is not in ALLOWED_SKIPS: each entry says why a provider
-would skip it too. Exit 77 when python3-pyverbs is not installed.
+The run fails when any test fails or errors, and when a test skips for a reason that
+is not in ALLOWED_SKIPS: each entry says why a provider would skip it too. Exit 77 when python3-pyverbs is not installed.
 
 Usage: pyverbs_suite.py             run the suite and judge it
        pyverbs_suite.py --suite DIR (inside the child) run the copy in DIR, write results
@@ -76,15 +75,6 @@ ALLOWED_SKIPS = [
      'one GID per port (gid_tbl_len 1, index 0 in use): no empty index to query'),
 ]
 
-# Failures expected, with the exact message they end with, and why.
-EXPECTED_ERRORS = {
-    'tests.test_tag_matching.TMTest.test_tm_rndv': (
-        r'Completion status is 23$',
-        'tag-matching rendezvous is not implemented: the receive ends '
-        'IBV_WC_TM_RNDV_INCOMPLETE (23) and the suite reads that as an error'),
-}
-
-
 def run_suite(suite_dir, out):
     """In the child: load the suite as its run_tests.py does, and record each result."""
     import unittest
@@ -132,7 +122,7 @@ def run_suite(suite_dir, out):
 def judge(results):
     """Every result against the lists; returns the lines of the problems."""
     problems = []
-    counts = {'ok': 0, 'skip': 0, 'error': 0, 'fail': 0, 'expected': 0}
+    counts = {'ok': 0, 'skip': 0, 'error': 0, 'fail': 0}
     skip_seen = {}
     for test_id, result, why in results:
         if result == 'ok':
@@ -146,17 +136,11 @@ def judge(results):
             else:
                 problems.append(f'{test_id}: skipped for a reason not allowed: {why}')
         else:
-            expected = EXPECTED_ERRORS.get(test_id)
-            if expected is not None and re.search(expected[0], why):
-                counts['expected'] += 1
-                print(f'expected {result}: {test_id}: {expected[1]}')
-            else:
-                counts[result] += 1
-                problems.append(f'{test_id}: {result}: {why}')
+            counts[result] += 1
+            problems.append(f'{test_id}: {result}: {why}')
     for reason, n in sorted(skip_seen.items(), key=lambda kv: -kv[1]):
         print(f'skipped {n:3}: {reason}')
-    print('passed {ok}, skipped {skip}, failed {fail}, errors {error}, '
-          'expected errors {expected}'.format(**counts))
+    print('passed {ok}, skipped {skip}, failed {fail}, errors {error}'.format(**counts))
     return problems
 
 
