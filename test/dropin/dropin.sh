@@ -24,7 +24,9 @@
 # and dump their counters at exit (DPV_STATS_DUMP); a spec with loss= then also wants
 # recovery to show in them: retransmissions on one side or the other, and no WR that
 # ran out of retries on either. DPV_DROPIN_NETNS (default dpv) starts the names of the
-# network namespaces and veth ends of the veth links. The pingpongs run
+# network namespaces and veth ends of the veth links, DPV_DROPIN_TMPDIR (default /tmp)
+# is where the temporary directory (memif socket, outputs, counters) goes, so that runs
+# side by side keep their names apart. The pingpongs run
 # as a server (no host name) on side A and a client on side B; ibv_devices and
 # ibv_devinfo run on side B while an ibv_rc_pingpong server on side A holds the link,
 # released afterwards by a short exchange. Every process must exit 0 and print what the program prints when it really did
@@ -62,7 +64,7 @@ prog_path=$(command -v "$prog") || {
 	exit 77
 }
 
-link_init /tmp/dpv-dropin.XXXXXX
+link_init "${DPV_DROPIN_TMPDIR:-/tmp}/dpv-dropin.XXXXXX"
 prefix_a=dpvdropin-$id-a
 prefix_b=dpvdropin-$id-b
 
