@@ -589,6 +589,8 @@ struct dpv_xport_stats {
 	uint64_t tx_no_mbuf;
 	uint64_t rx_ud_dropped;   /**< UD messages with no receive WQE (UD has no RNR) */
 	uint64_t tx_dropped;      /**< frames to the device itself that found no room */
+	uint64_t linger_qps;      /**< destroyed RC QPs that lingered (dpv_xport_set_linger_ms) */
+	uint64_t linger_acks;     /**< duplicates a lingering QP acknowledged again */
 };
 
 /**
@@ -652,6 +654,43 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x);
 
 /** One QP's counters in place, as dpv_xport_stats_ref(). Any thread. */
 const struct dpv_qp_stats *dpv_qp_stats_ref(const struct dpv_qp *qp);
+
+/** The longest a destroyed RC QP lingers unless set otherwise (milliseconds). */
+#define DPV_LINGER_MS_DEFAULT 200u
+/** The longest dpv_xport_set_linger_ms() takes (one minute). */
+#define DPV_LINGER_MS_MAX 60000u
+
+/**
+ * Set how long at most a destroyed RC QP lingers (owner). A QP destroyed while
+ * connected (RTR, RTS, SQD) that received a request less than its period ago (twice
+ * its local ACK timeout, at most @p ms; @p ms when it has no timer) leaves a record
+ * for the rest of that period: a duplicate from its peer (a SEND or WRITE asking for
+ * an ACK, with a PSN behind the one expected) is acknowledged again, as the live QP
+ * would, so a peer whose last ACK was lost does not fail a delivered message with
+ * RETRY_EXC_ERR. Each duplicate answered keeps the record another period, at most two
+ * after that last request; the device keeps XP_LINGER_MAX (64) records at once.
+ * doc/guides/reliability.md.
+ * @param ms 0 (no records, and those kept end) to DPV_LINGER_MS_MAX; DPV_LINGER_MS_DEFAULT
+ *           until set
+ * @return 0; EINVAL @p ms too large.
+ */
+int dpv_xport_set_linger_ms(struct dpv_xport *x, uint32_t ms);
+
+/** What dpv_xport_set_linger_ms() set (owner). */
+uint32_t dpv_xport_linger_ms(const struct dpv_xport *x);
+
+/**
+ * Until when the device must run for its peers to hear what they may still be missing
+ * (owner): the latest end of the records of destroyed QPs (dpv_xport_set_linger_ms()),
+ * and of the period after the last request of each connected RC QP still there, whose
+ * peer may have lost that acknowledgement as well. Whoever closes the device, or ends
+ * the process, drives it until then.
+ * @param skip_ips  peers (IPv4, host order) left out: at exit, the process's own
+ *                  devices, whose QPs end with it; NULL when @p n_skip is 0
+ * @return a TSC value (rte_get_tsc_cycles()) in the future; 0 when nothing lingers.
+ */
+uint64_t dpv_xport_linger_until(const struct dpv_xport *x, const uint32_t *skip_ips,
+				unsigned int n_skip);
 
 /**
  * The port's active MTU (the largest payload of one packet), as an
