@@ -227,7 +227,7 @@ check_pingpong() { # outfile name peer-ip program args...
 
 # Loss on the link: both sides' dumps must show that the transport recovered from it.
 check_recovery() { # outfile-a outfile-b
-	local a=${1%.out}-dpv0.txt b=${2%.out}-dpv0.txt f retrans=0 dropped=0 v
+	local a=${1%.out}-dpv0.txt b=${2%.out}-dpv0.txt f retrans=0 dropped=0 v lingered=0
 	for f in "$a" "$b"; do
 		if [ ! -s "$f" ]; then
 			fail "no counters in $f (DPV_STATS_DUMP)"
@@ -240,9 +240,11 @@ check_recovery() { # outfile-a outfile-b
 		dropped=$((dropped + $(counter "$f" faults.tx.dropped) + $(counter "$f" faults.rx.dropped)))
 		v=$(counter "$f" qp.retry_exceeded)
 		[ "$v" = 0 ] || fail "$f: qp.retry_exceeded $v"
+		lingered=$((lingered + $(counter "$f" xport.linger_acks)))
 	done
 	echo "recovery: faults dropped $dropped frames, the QPs resent $retrans times" \
-		"($(grep -h '^qp.retrans_' "$a" "$b" | awk '{ s[$1] += $2 } END { for (k in s) printf "%s=%d ", k, s[k] }'))"
+		"($(grep -h '^qp.retrans_' "$a" "$b" | awk '{ s[$1] += $2 } END { for (k in s) printf "%s=%d ", k, s[k] }'))," \
+		"destroyed QPs acknowledged $lingered resends again (xport.linger_acks)"
 	[ "$dropped" -gt 0 ] || fail "DPV_FAULTS=$DPV_FAULTS, yet no frame was dropped"
 	[ "$retrans" -gt 0 ] || fail "frames were lost, yet no QP counted a retransmission"
 }
