@@ -24,8 +24,10 @@
  * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
  * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
  * atomic gets the result it had the first time, from the responder's replay cache of
- * the last max_dest_rd_atomic atomics, and is not executed again. UC (IBTA 9.7.7) has
- * PSNs but no acknowledgements: a gap ends the message it falls in, nothing is resent.
+ * the last max_dest_rd_atomic atomics, and is not executed again. A destroyed RC QP
+ * lingers for about twice its ACK timeout, acknowledging its peer's duplicates again
+ * (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no acknowledgements: a gap
+ * ends the message it falls in, nothing is resent.
  *
  * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
  * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an

@@ -249,10 +249,13 @@ check_recovery() { # outfile-a outfile-b
 	[ "$retrans" -gt 0 ] || fail "frames were lost, yet no QP counted a retransmission"
 }
 
-# The one way a pingpong fails under loss with every part of dpverbs right: the last
-# ACK one side sent was lost, and its peer, which had all it waited for, destroyed its
-# QPs and exited; the side that sent first and never heard the ACK sends again, to a
-# QP that is no more (IBTA drops such a packet, as dpverbs does, counting it in
+# The one way a pingpong may still fail under loss with every part of dpverbs right:
+# the last ACK one side sent was lost, and its peer, which had all it waited for,
+# destroyed its QPs and exited. The destroyed QPs linger (doc/guides/reliability.md,
+# "Lingering QPs"): they acknowledge the other side's resends again for about twice
+# their ACK timeout, and the process waits for them at exit. A resend that comes only
+# after that (its sender held off its core that long, on a loaded host) reaches a QP
+# that is no more (IBTA drops such a packet, as dpverbs does, counting it in
 # xport.rx_unknown_qp), and its WR ends with RETRY_EXC_ERR. The peer's counters show
 # it: resends that came for no QP. Sets race to what was seen.
 end_race() {
