@@ -334,6 +334,12 @@ ibv_rc_pingpong | ibv_srq_pingpong | ibv_ud_pingpong | ibv_uc_pingpong)
 			if [ "$failed" != 0 ] && [ "$attempt" -lt 3 ] && end_race; then
 				echo "run $attempt ended in the end-of-run race (the FAIL lines above):" \
 					"$race; running again"
+				# What the devices did, for a run that passes in the end too: how
+				# many QPs lingered and answered, and when the resends came.
+				for f in a b; do
+					echo "---- $f, run $attempt: its device's counters, those not 0"
+					nonzero_counters "$tmp/$f-dpv0.txt"
+				done
 				for f in a b; do
 					mv "$tmp/$f.out" "$tmp/$f.run$attempt.out"
 					mv "$tmp/$f-dpv0.txt" "$tmp/$f.run$attempt-dpv0.txt" 2>/dev/null
