@@ -31,6 +31,7 @@ extern const struct perf_cmd perf_cmd_srq_post;
 extern const struct perf_cmd perf_cmd_pingpong;
 extern const struct perf_cmd perf_cmd_idle;
 extern const struct perf_cmd perf_cmd_loss;
+extern const struct perf_cmd perf_cmd_rndv;
 #endif
 
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */

@@ -119,11 +119,17 @@ pv_close_pair(struct pv_dev dev[2])
 int
 pv_rc_init(struct ibv_qp *qp)
 {
+	return pv_rc_init_access(qp, IBV_ACCESS_LOCAL_WRITE);
+}
+
+int
+pv_rc_init_access(struct ibv_qp *qp, unsigned int access)
+{
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
 		.pkey_index = 0,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+		.qp_access_flags = access,
 	};
 	int ret;
 

@@ -72,6 +72,13 @@ int pv_rc_connect(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *pee
 /* Move an RC QP to INIT (receives may be posted from then on). @return 0 or -1. */
 int pv_rc_init(struct ibv_qp *qp);
 
+/*
+ * pv_rc_init() with the remote accesses @p access (IBV_ACCESS_* of qp_access_flags)
+ * that the peer's requests need, as IBV_ACCESS_REMOTE_READ for its RDMA READs.
+ * @return 0 or -1 after saying why.
+ */
+int pv_rc_init_access(struct ibv_qp *qp, unsigned int access);
+
 /* A deadline PV_STALL_SECONDS from now, in perf_now_ns() time. */
 uint64_t pv_deadline(void);
 

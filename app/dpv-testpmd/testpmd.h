@@ -69,6 +69,12 @@ struct tp_buf {
 	uint64_t tag;
 	bool is_tag;
 	bool busy;       /* posted, not yet completed */
+	/* A send buffer whose bytes a rendezvous offered: busy until its FIN is polled. */
+	bool rndv;
+	uint64_t rndv_tag;
+	uint32_t rndv_ctx;
+	uint32_t rndv_len;
+	uint32_t rndv_qp_num; /* the QP that offered it, which the FIN reaches */
 };
 
 struct tp_unexp {

@@ -191,6 +191,38 @@ static void flags_str(unsigned int f, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/*
+ * A FIN the device of a rendezvous' receiver sent (a 16-byte TMH of opcode FIN, in an
+ * ordinary receive): the peer has read the data, so the buffer this console offered
+ * with that tag and app_ctx on that QP is free again, the oldest such one (FINs come in
+ * the order of their headers).
+ */
+static void fin_account(const struct ibv_tmh *h, uint32_t qp_num, char *note, size_t len)
+{
+	uint64_t tag = be64toh(h->tag);
+	uint32_t ctx = be32toh(h->app_ctx);
+	struct tp_buf *found = NULL;
+
+	for (uint32_t i = 1; i <= TP_MAX_OBJS; i++) {
+		struct tp_obj *q = &tp.obj[TP_QP][i];
+
+		if (!q->used)
+			continue;
+		for (struct tp_buf *d = q->u.qp.bufs; d != NULL; d = d->next)
+			if (d->rndv && d->busy && d->rndv_qp_num == qp_num && d->rndv_tag == tag &&
+			    d->rndv_ctx == ctx && (found == NULL || d->id < found->id))
+				found = d;
+	}
+	if (found == NULL) {
+		snprintf(note, len, " (FIN: tag 0x%" PRIx64 ", app_ctx %u)", tag, ctx);
+		return;
+	}
+	found->busy = false;
+	found->rndv = false;
+	snprintf(note, len, " (FIN: tag 0x%" PRIx64 ", app_ctx %u: the peer read the %u bytes "
+		 "offered)", tag, ctx, found->rndv_len);
+}
+
 /* What the console learns from a completion it shows: its buffers are free again,
  * an unexpected message joins the SRQ's list, a SYNC request is counted. */
 static void wc_account(uint32_t cq_id, const struct tp_wc *wc, char *note, size_t len)
@@ -209,6 +241,14 @@ static void wc_account(uint32_t cq_id, const struct tp_wc *wc, char *note, size_
 		s->u.srq.sync_reqs++;
 	if (b == NULL)
 		return;
+	if (!b->is_tag && wc->status == IBV_WC_SUCCESS &&
+	    (wc->opcode == IBV_WC_RECV || wc->opcode == IBV_WC_TM_NO_TAG) &&
+	    wc->byte_len == sizeof(struct ibv_tmh) && ((const struct ibv_tmh *)b->addr)->opcode ==
+	    IBV_TMH_FIN) {
+		b->busy = false;
+		fin_account(b->addr, wc->qp_num, note, len);
+		return;
+	}
 	if (b->is_tag) {
 		/* The entry ends with its data (or an error); a MATCH alone is not the end. */
 		if (wc->opcode == IBV_WC_TM_RECV && (wc->status != IBV_WC_SUCCESS ||
@@ -615,6 +655,18 @@ static struct tp_obj *sender(const char *cmd, const char *w, uint32_t *id)
 	return q;
 }
 
+/* Whether @p q has a receive posted (its RQ or its SRQ) that a FIN can land in. */
+static bool has_receive(const struct tp_obj *q)
+{
+	const struct tp_buf *b = q->u.qp.srq_id != 0 ? tp.obj[TP_SRQ][q->u.qp.srq_id].u.srq.bufs :
+				 q->u.qp.bufs;
+
+	for (; b != NULL; b = b->next)
+		if (b->busy && !b->is_tag && b->tag != UINT64_MAX)
+			return true;
+	return false;
+}
+
 int tp_cmd_send(const struct tp_args *a)
 {
 	static const char *const wv[] = {"size", "count", "tag", "imm", NULL};
@@ -682,6 +734,13 @@ int tp_cmd_send(const struct tp_args *a)
 				return tp_err(cmd, ENOMEM, "no memory for %" PRIu64 " bytes", size);
 			for (uint64_t k = 0; k < size; k++)
 				((uint8_t *)data->addr)[k] = (uint8_t)(k + i);
+			/* The receiver's device reads it after the header's ACK: it stays
+			 * this offer's until the FIN (wc_account()). */
+			data->busy = data->rndv = true;
+			data->rndv_tag = tag;
+			data->rndv_ctx = (uint32_t)(i + 1);
+			data->rndv_len = (uint32_t)size;
+			data->rndv_qp_num = q->u.qp.qp->qp_num;
 			r->va = htobe64((uintptr_t)data->addr);
 			r->rkey = htobe32(data->mr->rkey);
 			r->len = htobe32((uint32_t)size);
@@ -694,14 +753,22 @@ int tp_cmd_send(const struct tp_args *a)
 		wr.num_sge = 1;
 		wr.opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
 		wr.imm_data = htobe32((uint32_t)imm);
-		if (post_and_wait(cmd, id, q, &wr) != 0)
+		if (post_and_wait(cmd, id, q, &wr) != 0) {
+			if (data != NULL)
+				data->busy = data->rndv = false;
 			return -1;
+		}
 	}
-	if (tagged)
+	if (rndv)
+		tp_out("qp %u: sent %" PRIu64 " rendezvous header%s (TMH + RVH), tag 0x%" PRIx64
+		       ", %" PRIu64 " bytes offered: the receiver's device reads them and answers "
+		       "with a FIN, a receive of qp %u%s", id, count, count == 1 ? "" : "s", tag,
+		       size, id, has_receive(q) ? "" : " (none is posted: post one, until then "
+		       "the FIN is RNR NAKed)");
+	else if (tagged)
 		tp_out("qp %u: sent %" PRIu64 " %s message%s, tag 0x%" PRIx64 ", %" PRIu64
-		       " bytes%s", id, count, rndv ? "rendezvous" : notag ? "no-tag" : "eager",
-		       count == 1 ? "" : "s", tag, size,
-		       rndv ? " offered (TMH + RVH sent; the receiver reads them)" : " after the TMH");
+		       " bytes after the TMH", id, count, notag ? "no-tag" : "eager",
+		       count == 1 ? "" : "s", tag, size);
 	else
 		tp_out("qp %u: sent %" PRIu64 " message%s of %" PRIu64 " bytes", id, count,
 		       count == 1 ? "" : "s", size);

@@ -10,10 +10,12 @@
  *  - tag-pingpong: the same with tagged messages into TM SRQs on both sides, each
  *                  side adding the tag of the next message before it is sent.
  *  - tag-flood:    tagged messages one way, as fast as the receiver re-adds tags.
- *  - rndv-stream:  rendezvous offers (TMH + RVH) one way into matching tags. The
- *                  device does not make the rendezvous read: each offer completes at
- *                  the receiver with IBV_WC_TM_RNDV_INCOMPLETE and the headers in the
- *                  buffer, and that is what the mode counts.
+ *  - rndv-stream:  rendezvous one way into matching tags: the sender SENDs a TMH
+ *                  (RNDV) and an RVH naming its data; the receiver's device matches
+ *                  it (TM_RECV, MATCH), RDMA-READs the data into the tag's buffer,
+ *                  SENDs the sender a FIN (an ordinary receive of the sender's TM SRQ,
+ *                  TM_NO_TAG) and completes TM_RECV DATA_VALID once the FIN is
+ *                  acknowledged. The mode counts each step and checks every byte read.
  */
 #include <endian.h>
 #include <errno.h>
@@ -60,7 +62,11 @@ static struct {
 	volatile bool stop;
 	struct side s[2];
 	/* results, the thread's until it is joined */
-	uint64_t msgs, errors, tm_rndv_incomplete;
+	uint64_t msgs, errors;
+	/* rndv-stream: the steps of each rendezvous, counted as they complete */
+	uint64_t rndv_match, rndv_valid, rndv_bytes, rndv_fins;
+	uint64_t expect_valid, expect_fin; /* the tags of the next DATA_VALID and FIN */
+	uint64_t t_post[FLOOD_DEPTH];      /* streams: when each message in flight was sent */
 	uint64_t t_start, t_end;
 	uint64_t expect[2]; /* the tag of the next message each side must receive */
 	uint64_t expect_step;
@@ -183,6 +189,12 @@ static uint32_t slot_len(void)
 	return m.size + TMH_LEN + RVH_LEN;
 }
 
+/* The byte every byte of rendezvous @p tag's data is: neighbours in a slot differ. */
+static uint8_t rndv_byte(uint64_t tag)
+{
+	return (uint8_t)(tag * 7 + 1);
+}
+
 static int add_tag(struct side *s, uint64_t tag, uint32_t i)
 {
 	struct ibv_sge sge = {(uintptr_t)slot(s, i), slot_len(), s->mr->lkey};
@@ -222,6 +234,9 @@ static int send_msg(struct side *s, uint64_t tag, uint32_t i, uint64_t wr_id)
 		if (m.mode == M_RNDV_STREAM) {
 			struct ibv_rvh *r = (struct ibv_rvh *)(p + TMH_LEN);
 
+			/* The data stays as it is until its FIN: a slot is reused FLOOD_DEPTH
+			 * messages later, after that message's DATA_VALID. */
+			memset(p + TMH_LEN + RVH_LEN, rndv_byte(tag), m.size);
 			r->va = htobe64((uintptr_t)(p + TMH_LEN + RVH_LEN));
 			r->rkey = htobe32(s->mr->rkey);
 			r->len = htobe32(m.size);
@@ -238,7 +253,7 @@ static int send_msg(struct side *s, uint64_t tag, uint32_t i, uint64_t wr_id)
 
 /* One completion of @p s, or 0 when none; sets m.failure on an error completion. */
 static int next_wc(struct side *s, enum ibv_wc_opcode *op, enum ibv_wc_status *st,
-		   uint64_t *wr_id, unsigned int *flags)
+		   uint64_t *wr_id, unsigned int *flags, uint32_t *len)
 {
 	struct ibv_poll_cq_attr attr = {0};
 
@@ -248,6 +263,7 @@ static int next_wc(struct side *s, enum ibv_wc_opcode *op, enum ibv_wc_status *s
 	*flags = ibv_wc_read_wc_flags(s->cq);
 	*st = s->cq->status;
 	*wr_id = s->cq->wr_id;
+	*len = ibv_wc_read_byte_len(s->cq);
 	ibv_end_poll(s->cq);
 	return 1;
 }
@@ -265,6 +281,82 @@ static void sample(uint64_t ns)
 	__atomic_store_n(&m.n_lat, m.n_lat + 1, __ATOMIC_RELEASE);
 }
 
+/* An ordinary receive of the sender's TM SRQ, for a FIN: WR @p i takes slot @p i. */
+static int post_fin_recv(struct side *s, uint32_t i)
+{
+	struct ibv_sge sge = {(uintptr_t)slot(s, i), slot_len(), s->mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = i, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_srq_recv(s->srq, &wr, &bad);
+}
+
+/*
+ * A completion of rndv-stream: at the receiver (@p k 1) each rendezvous completes MATCH,
+ * then DATA_VALID with every byte read; at the sender (0) its header SEND, then the FIN.
+ * Each step comes in the order the tags were sent. false after fail().
+ */
+static bool rndv_wc(int k, enum ibv_wc_opcode op, unsigned int flags, uint64_t wr_id,
+		    uint32_t len, uint32_t *recvs_b, uint32_t *sends)
+{
+	struct side *s = &m.s[k];
+	const struct ibv_tmh *h;
+	const uint8_t *d;
+
+	if (op == IBV_WC_SEND) {
+		(*sends)++;
+		return true;
+	}
+	if (k == 1 && op == IBV_WC_TM_RECV && flags == IBV_WC_TM_MATCH) {
+		if (wr_id != m.expect[1]) {
+			fail("%s", "a rendezvous matched the wrong tag");
+			return false;
+		}
+		m.expect[1]++;
+		m.rndv_match++;
+		return true;
+	}
+	if (k == 1 && op == IBV_WC_TM_RECV && flags == IBV_WC_TM_DATA_VALID) {
+		d = slot(s, (uint32_t)(wr_id % FLOOD_DEPTH));
+		if (wr_id != m.expect_valid || wr_id >= m.expect[1]) {
+			fail("%s", "DATA_VALID for a rendezvous out of order or not matched");
+			return false;
+		}
+		if (len != m.size) {
+			fail("%s", "DATA_VALID with a byte_len other than the rendezvous' length");
+			return false;
+		}
+		/* Every byte is rndv_byte(tag): the first is, and each equals the next. */
+		if (len > 0 && (d[0] != rndv_byte(wr_id) || memcmp(d, d + 1, len - 1) != 0)) {
+			fail("%s", "the data read into a tag's buffer is not the sender's");
+			return false;
+		}
+		sample(now_ns() - m.t_post[wr_id % FLOOD_DEPTH]);
+		m.expect_valid++;
+		m.rndv_valid++;
+		m.rndv_bytes += len;
+		(*recvs_b)++;
+		return true;
+	}
+	if (k == 0 && op == IBV_WC_TM_NO_TAG) {
+		h = (const struct ibv_tmh *)slot(s, (uint32_t)wr_id);
+		if (len != TMH_LEN || h->opcode != IBV_TMH_FIN || be64toh(h->tag) != m.expect_fin ||
+		    be32toh(h->app_ctx) != (uint32_t)m.expect_fin) {
+			fail("%s", "the sender received something other than the next FIN");
+			return false;
+		}
+		if (post_fin_recv(s, (uint32_t)wr_id) != 0) {
+			fail("%s", "a receive for the FIN could not be posted again");
+			return false;
+		}
+		m.expect_fin++;
+		m.rndv_fins++;
+		return true;
+	}
+	fail("%s", op == IBV_WC_TM_RECV && !(flags & (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID)) ?
+	     "a rendezvous was unexpected" : "a completion no rendezvous step gives");
+	return false;
+}
+
 /* Take the completions both sides have now, counting receives and sends: false when
  * the run should end (a stop, or a completion that is wrong, which fail() records). */
 static bool pump(uint32_t *recvs_a, uint32_t *recvs_b, uint32_t *sends)
@@ -273,15 +365,23 @@ static bool pump(uint32_t *recvs_a, uint32_t *recvs_b, uint32_t *sends)
 	enum ibv_wc_status st;
 	unsigned int flags;
 	uint64_t wr_id;
+	uint32_t len;
 
 	for (int k = 0; k < 2; k++) {
-		while (next_wc(&m.s[k], &op, &st, &wr_id, &flags)) {
+		while (next_wc(&m.s[k], &op, &st, &wr_id, &flags, &len)) {
 			if (st == IBV_WC_TM_RNDV_INCOMPLETE && m.mode == M_RNDV_STREAM) {
-				/* What the device gives today for an offer that matched. */
-				m.tm_rndv_incomplete++;
+				/* Every tag's buffer holds the data: the device must read it. */
+				fail("%s", "a rendezvous completed TM_RNDV_INCOMPLETE: the "
+				     "device did not read the data");
+				return false;
 			} else if (st != IBV_WC_SUCCESS) {
 				fail("a completion with status %s", ibv_wc_status_str(st));
 				return false;
+			}
+			if (m.mode == M_RNDV_STREAM) {
+				if (!rndv_wc(k, op, flags, wr_id, len, recvs_b, sends))
+					return false;
+				continue;
 			}
 			/* Each tagged message lands in its own tag's entry, in order: a tag mode
 			 * that matched wrongly or not at all fails. */
@@ -360,12 +460,21 @@ static void run_pingpong(void)
 static void run_stream(void)
 {
 	struct side *a = &m.s[0], *b = &m.s[1];
-	uint64_t sent = 0, added = 0, t_post[FLOOD_DEPTH];
+	uint64_t sent = 0, added = 0;
 	uint32_t ra = 0, rb = 0, sends = 0;
 	uint64_t last_progress = now_ns();
+	bool rndv = m.mode == M_RNDV_STREAM;
 
 	m.expect[1] = 0;
 	m.expect_step = 1;
+	m.expect_valid = m.expect_fin = 0;
+	/* The sender's TM SRQ takes each FIN into an ordinary receive. */
+	for (uint32_t i = 0; rndv && i < FLOOD_DEPTH; i++) {
+		if (post_fin_recv(a, i) != 0) {
+			fail("%s", "a receive for the FINs could not be posted");
+			return;
+		}
+	}
 	while (added < FLOOD_DEPTH && (m.count == 0 || added < m.count)) {
 		if (add_tag(b, added, (uint32_t)(added % FLOOD_DEPTH)) != 0) {
 			fail("%s", "a tag ADD failed");
@@ -378,7 +487,7 @@ static void run_stream(void)
 
 		/* Messages go only for tags already listed, so none is unexpected. */
 		while (sent < added && sent - sends < FLOOD_DEPTH / 2) {
-			t_post[sent % FLOOD_DEPTH] = now_ns();
+			m.t_post[sent % FLOOD_DEPTH] = now_ns();
 			if (send_msg(a, sent, (uint32_t)(sent % FLOOD_DEPTH), sent) != 0) {
 				fail("%s", "a send failed");
 				return;
@@ -390,8 +499,9 @@ static void run_stream(void)
 
 			if (!pump(&ra, &rb, &sends))
 				break;
-			for (uint32_t k = s_before; k < sends; k++)
-				sample(now_ns() - t_post[k % FLOOD_DEPTH]);
+			/* A rendezvous is sampled at its DATA_VALID (rndv_wc()). */
+			for (uint32_t k = s_before; !rndv && k < sends; k++)
+				sample(now_ns() - m.t_post[k % FLOOD_DEPTH]);
 		}
 		for (uint32_t k = before; k < rb; k++) {
 			__atomic_add_fetch(&m.msgs, 1, __ATOMIC_RELAXED);
@@ -410,9 +520,12 @@ static void run_stream(void)
 			return;
 		}
 	}
-	/* The last sends' acknowledgements, so that nothing is in flight at teardown. */
-	while (sends < sent && !m.stop && now_ns() - last_progress < (uint64_t)TP_WAIT_MS * 1000000u)
-		(void)pump(&ra, &rb, &sends);
+	/* The last sends' acknowledgements (and FINs), so that nothing is in flight at
+	 * teardown. */
+	while ((sends < sent || (rndv && m.rndv_fins < sent)) && !m.stop && m.failure[0] == '\0' &&
+	       now_ns() - last_progress < (uint64_t)TP_WAIT_MS * 1000000u)
+		if (!pump(&ra, &rb, &sends))
+			break;
 }
 
 static int cmp_u64(const void *x, const void *y)
@@ -439,7 +552,8 @@ static void percentiles(uint64_t from, uint64_t to, char *buf, size_t len)
 		v[i] = m.lat[(from + i) % SAMPLES];
 	qsort(v, n, sizeof(*v), cmp_u64);
 	snprintf(buf, len, "%s p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us",
-		 m.mode == M_TAG_FLOOD || m.mode == M_RNDV_STREAM ? "send-to-ack" : "round trip",
+		 m.mode == M_TAG_FLOOD ? "send-to-ack" : m.mode == M_RNDV_STREAM ?
+		 "send-to-data-valid" : "round trip",
 		 v[n / 2] / 1e3, v[n * 9 / 10] / 1e3, v[n * 99 / 100] / 1e3, v[n - 1] / 1e3);
 	free(v);
 }
@@ -543,7 +657,8 @@ int tp_cmd_start(const struct tp_args *a)
 	if (tp.n_devs < 2)
 		return tp_err(cmd, ENODEV, "a mode runs between two devices of this console; "
 			      "there is %u", tp.n_devs);
-	m.msgs = m.errors = m.tm_rndv_incomplete = m.n_lat = 0;
+	m.msgs = m.errors = m.n_lat = 0;
+	m.rndv_match = m.rndv_valid = m.rndv_bytes = m.rndv_fins = 0;
 	m.failure[0] = '\0';
 	m.stop = false;
 	m.lat = calloc(SAMPLES, sizeof(*m.lat));
@@ -594,8 +709,9 @@ static void join_and_report(void)
 	       mode_names[m.mode], m.msgs, m.errors, secs, secs > 0 ? (double)m.msgs / secs : 0.0);
 	tp_out("summary: %s", pct);
 	if (m.mode == M_RNDV_STREAM)
-		tp_out("summary: %" PRIu64 " offers matched, completed TM_RNDV_INCOMPLETE (the "
-		       "device does not read rendezvous data)", m.tm_rndv_incomplete);
+		tp_out("summary: rendezvous: %" PRIu64 " matched, %" PRIu64 " data valid, %" PRIu64
+		       " bytes read and checked, %" PRIu64 " FINs at the sender", m.rndv_match,
+		       m.rndv_valid, m.rndv_bytes, m.rndv_fins);
 	if (m.failure[0] != '\0')
 		tp_err("stop", EIO, "%s stopped early: %s", mode_names[m.mode], m.failure);
 	teardown();

@@ -506,6 +506,54 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
 	entry_link(tm, h);
 }
 
+bool dpv_tm_tmh_is_rndv(const struct dpv_tm_tmh *tmh)
+{
+	return tmh->opcode == IBV_TMH_RNDV;
+}
+
+static uint64_t be_read(const uint8_t *p, unsigned int n)
+{
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void be_write(uint8_t *p, uint64_t v, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = n; i-- > 0; v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+bool dpv_tm_parse_rvh(const void *payload, size_t len, struct dpv_tm_rvh *rvh)
+{
+	const uint8_t *p = (const uint8_t *)payload + sizeof(struct ibv_tmh);
+
+	_Static_assert(sizeof(struct ibv_rvh) == DPV_TM_RVH_SIZE, "RVH on the wire");
+	if (len < sizeof(struct ibv_tmh) + sizeof(struct ibv_rvh)) {
+		memset(rvh, 0, sizeof(*rvh));
+		return false;
+	}
+	rvh->va = be_read(p + offsetof(struct ibv_rvh, va), 8);
+	rvh->rkey = (uint32_t)be_read(p + offsetof(struct ibv_rvh, rkey), 4);
+	rvh->len = (uint32_t)be_read(p + offsetof(struct ibv_rvh, len), 4);
+	return true;
+}
+
+void dpv_tm_write_fin(void *buf, uint32_t app_ctx, uint64_t tag)
+{
+	uint8_t *p = buf;
+
+	memset(p, 0, sizeof(struct ibv_tmh));
+	p[offsetof(struct ibv_tmh, opcode)] = IBV_TMH_FIN;
+	be_write(p + offsetof(struct ibv_tmh, app_ctx), app_ctx, 4);
+	be_write(p + offsetof(struct ibv_tmh, tag), tag, 8);
+}
+
 void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
 {
 	const uint8_t *p = payload;

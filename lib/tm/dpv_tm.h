@@ -50,6 +50,8 @@ extern "C" {
 #define DPV_TM_DEFAULT_SYNC_THRESHOLD 16384u
 /** Size of the tag-matching header at the start of a tagged message. */
 #define DPV_TM_TMH_SIZE 16u
+/** Size of the rendezvous header (struct ibv_rvh) that follows the TMH of RNDV. */
+#define DPV_TM_RVH_SIZE 16u
 
 /** A mask with every bit set: an exact (non-wildcard) entry. */
 #define DPV_TM_MASK_EXACT UINT64_MAX
@@ -143,6 +145,13 @@ struct dpv_tm_tmh {
 	uint64_t tag;
 };
 
+/** The RVH fields of a rendezvous message (host byte order): the data at the sender. */
+struct dpv_tm_rvh {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
 /** The decision for an incoming message. */
 struct dpv_tm_match {
 	uint8_t kind;        /**< enum dpv_tm_kind */
@@ -216,6 +225,33 @@ void dpv_tm_exec(struct dpv_tm *tm, const struct dpv_tm_op *op, struct dpv_tm_cq
  * @param[out] tmh the fields
  */
 void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh);
+
+/**
+ * Whether a TMH read by dpv_tm_parse_tmh() is a rendezvous offer (IBV_TMH_RNDV).
+ *
+ * Any side (pure).
+ */
+bool dpv_tm_tmh_is_rndv(const struct dpv_tm_tmh *tmh);
+
+/**
+ * Read the RVH that follows the TMH of a rendezvous message (doc/guides/rendezvous.md).
+ *
+ * Any side (pure).
+ * @param payload  first bytes of the message (the TMH at offset 0)
+ * @param len      bytes available at @p payload
+ * @param[out] rvh the fields
+ * @return false (and @p rvh zero) when @p len holds no whole TMH and RVH.
+ */
+bool dpv_tm_parse_rvh(const void *payload, size_t len, struct dpv_tm_rvh *rvh);
+
+/**
+ * Write the TMH of a rendezvous FIN (IBV_TMH_FIN, @p app_ctx, @p tag, as the wire
+ * carries them) into the DPV_TM_TMH_SIZE bytes at @p buf: what the receiving device
+ * sends the sender when the data it read has landed.
+ *
+ * Any side (pure).
+ */
+void dpv_tm_write_fin(void *buf, uint32_t app_ctx, uint64_t tag);
 
 /**
  * Decide what an incoming message is and, when it matches, consume its entry.

@@ -800,6 +800,26 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 		xp_cq_overruns(x);
 }
 
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
+{
+	uint32_t room;
+
+	if (dst == x->port->ipv4)
+		return UINT32_MAX;
+	room = dpv_port_tx_room(x->port, dst);
+	if (room <= x->ntx) {
+		/* Frames batched here are not the port's yet: hand them over first, or
+		 * each QP to this neighbour would count on the same room. */
+		xp_tx_flush(x);
+		room = dpv_port_tx_room(x->port, dst);
+	} else {
+		room -= x->ntx;
+	}
+	if (room == 0)
+		xp_kick(q);
+	return room;
+}
+
 /* What one QP sends in one visit. */
 static uint32_t qp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {

@@ -336,7 +336,8 @@ struct dpv_swqe {
 	uint8_t opcode;        /**< enum dpv_wr_opcode */
 	uint8_t flags;         /**< enum dpv_wr_flags */
 	uint8_t num_sge;
-	uint8_t pad0;
+	uint8_t origin;        /**< transport-private: who made the WQE (0: the poster;
+	                            the device's own rendezvous WQEs, doc/guides/rendezvous.md) */
 	/* UD: the address handle and remote QP, copied at post. */
 	uint32_t ud_dst_ip;    /**< host order */
 	uint32_t ud_remote_qpn;
@@ -587,6 +588,9 @@ struct dpv_xport_stats {
 	uint64_t access_errors;   /**< bad rkey / lkey / range / access flags */
 	uint64_t mem_faults;      /**< copies that faulted: a region's memory unmapped */
 	uint64_t tm_expected, tm_unexpected, tm_no_tag;
+	/* Rendezvous (doc/guides/rendezvous.md): READs the device made for matched
+	 * headers, the bytes that ended DATA_VALID, and those that completed in error. */
+	uint64_t tm_rndv_reads, tm_rndv_bytes, tm_rndv_failed;
 	uint64_t cq_overflows;
 	uint64_t tx_no_mbuf;
 	uint64_t rx_ud_dropped;   /**< UD messages with no receive WQE (UD has no RNR) */

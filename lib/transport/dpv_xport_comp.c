@@ -50,8 +50,8 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
  * cache, not executed again). */
 static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 {
-	struct dpv_ring *sq = q->qp.sq;
-	const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
+	struct dpv_ring *sq = q->xq;
+	const struct dpv_swqe *w = xp_swqe(q, sq->cons_head);
 	const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 	uint32_t missing;
 
@@ -70,13 +70,13 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint8_t st;
 
 	if (sq == NULL)
 		return;
 	while (idx_diff(q->wqe_hi, sq->cons_head) > 0) {
-		const struct dpv_swqe *w = dpv_ring_slot(sq, sq->cons_head);
+		const struct dpv_swqe *w = xp_swqe(q, sq->cons_head);
 		const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
 
 		/* IBTA 9.7.5.2: a READ completes with its last response, an atomic with its
@@ -115,7 +115,7 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
  */
 static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status, bool event)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		xp_complete_swqe(x, q, status);
@@ -307,7 +307,7 @@ static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 			 const uint8_t *payload)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	const struct dpv_swqe *w = NULL;
 	struct xp_swqe_meta *m = NULL;
 	uint32_t i, plen;
@@ -315,7 +315,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	uint8_t st;
 
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
-		w = dpv_ring_slot(sq, i);
+		w = xp_swqe(q, i);
 		m = &q->meta[i & sq->mask];
 		if (xp_wr_answered(w->opcode) && !m->rd_done)
 			break;
@@ -363,7 +363,7 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return;
 	}
-	st = xp_sgl_scatter(x, w->sge, w->num_sge, q->qp.init.pd, (uint64_t)m->rd_pkts * q->mtu,
+	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)m->rd_pkts * q->mtu,
 			    payload, plen);
 	if (st != DPV_WC_SUCCESS) {
 		x->stats.access_errors++;
@@ -384,7 +384,7 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	uint8_t st = q->qp.attr.state;
 
 	/* IBTA 10.3.1: responses mean something only to a requester (RTS, SQD). */
-	if ((st != DPV_QPS_RTS && st != DPV_QPS_SQD) || q->qp.sq == NULL) {
+	if ((st != DPV_QPS_RTS && st != DPV_QPS_SQD) || q->xq == NULL) {
 		x->stats.rx_bad_state++;
 		return;
 	}

@@ -42,6 +42,10 @@
 /* Expiries of the local ACK timer a QP lets pass without a retry while the port holds
  * its packets back (the TX queue full), since its last progress. */
 #define XP_DEFER_MAX 32u
+/* Rendezvous one QP on a TM SRQ runs at once (doc/guides/rendezvous.md): each holds
+ * one slot of the QP's device ring, for its READ and then its FIN; the header of one
+ * more is RNR NAKed. */
+#define XP_RNDV_MAX 64u
 /* Count a protocol event on a QP and on its device. */
 #define XP_CNT(x, q, field)                  \
 	do {                                 \
@@ -77,6 +81,14 @@ static inline bool xp_wr_answered(uint8_t opcode)
 	return opcode == DPV_WR_RDMA_READ || xp_wr_atomic(opcode);
 }
 
+/* Who made a WQE of a QP's device ring (dpv_swqe.origin). */
+enum xp_wqe_origin {
+	XP_WQE_APP = 0,     /**< the application's: the slot holds only its qp.sq index,
+	                         in wr_id */
+	XP_WQE_RNDV_READ,   /**< the device: the RDMA READ of a rendezvous */
+	XP_WQE_RNDV_FIN,    /**< the device: the FIN that ends a rendezvous */
+};
+
 /* Requester bookkeeping of one send WQE, parallel to its SQ slot. */
 struct xp_swqe_meta {
 	uint32_t first_psn;
@@ -85,13 +97,15 @@ struct xp_swqe_meta {
 	uint32_t rd_pkts;   /**< READ, atomic: response packets placed */
 	bool rd_done;       /**< READ, atomic: last response placed */
 	bool req_sent;      /**< READ, atomic: request out and counted in reads_out */
+	uint32_t pd;        /**< the protection domain of its local buffers */
 };
 
 /* What kind of receive a message in progress is (the completion it will give). */
 enum xp_recv_kind {
 	XP_RECV_PLAIN = 0,
 	XP_RECV_TM_EAGER,
-	XP_RECV_TM_RNDV,
+	XP_RECV_TM_RNDV,        /**< the buffer cannot hold the data: headers placed */
+	XP_RECV_TM_RNDV_READ,   /**< the device reads the data (doc/guides/rendezvous.md) */
 	XP_RECV_TM_UNEXPECTED,
 	XP_RECV_TM_NO_TAG,
 };
@@ -111,6 +125,7 @@ struct xp_recv {
 	uint32_t tm_handle;
 	uint32_t tm_priv;
 	uint64_t tm_tag;
+	struct dpv_tm_rvh rvh; /**< TM_RNDV_READ: the data at the sender */
 	struct dpv_sge sge[DPV_MAX_SGE];
 };
 
@@ -165,7 +180,15 @@ struct xp_qp {
 	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
 	uint32_t mtu;             /**< bytes of payload per packet */
 	/* Requester (IBTA 9.7) and completer (9.9). */
-	struct xp_swqe_meta *meta; /**< one per SQ slot */
+	/** The WQEs the requester runs (xp_swqe()). qp.sq itself, but for a QP on a TM SRQ
+	 *  a ring of the device's: the application's WQEs in their order, each slot naming
+	 *  one of qp.sq (xp_xq_feed()), and between them the device's own rendezvous READs
+	 *  and FINs, which so take none of the application's send credits. It has a slot
+	 *  for every slot of qp.sq and XP_RNDV_MAX more: it never fills. */
+	struct dpv_ring *xq;
+	uint32_t sq_fed;          /**< xq != qp.sq: the qp.sq index of the next WQE to copy */
+	uint32_t rv_active;       /**< rendezvous matched and not ended (XP_RNDV_MAX) */
+	struct xp_swqe_meta *meta; /**< one per xq slot */
 	uint32_t next_wqe;        /**< ring index of the WQE being sent or next to send */
 	uint32_t next_off;        /**< bytes of next_wqe already sent */
 	uint32_t wqe_hi;          /**< one past the last WQE ever started */
@@ -287,6 +310,12 @@ bool xp_srq_ready(struct dpv_srq *srq);
 bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
 struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
 uint32_t xp_active_mtu(const struct dpv_port *port);
+/* Packets that may leave for @p dst now: the port says how many it takes without
+ * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
+ * device itself always). What cannot leave waits where it is (a WQE in its ring, a
+ * response in the responder queue): with no room the QP stays on the doorbell and is
+ * visited again. */
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
 uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */
@@ -305,6 +334,9 @@ void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q);
 void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
 
 /* dpv_xport_req.c */
+/* Give the application's new WQEs their places in the device ring (a QP on a TM
+ * SRQ). */
+void xp_xq_feed(struct xp_qp *q);
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 
@@ -320,6 +352,40 @@ void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
+
+/* Whether WQE @p idx of @p q's requester ring is the device's own (a rendezvous'). */
+static inline bool xp_xq_dev(const struct xp_qp *q, uint32_t idx)
+{
+	return q->xq != q->qp.sq &&
+	       ((const struct dpv_swqe *)dpv_ring_slot(q->xq, idx))->origin != XP_WQE_APP;
+}
+
+/* WQE @p idx of @p q's requester ring: the device's own, or the application's in
+ * qp.sq. */
+static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx)
+{
+	const struct dpv_swqe *w = dpv_ring_slot(q->xq, idx);
+
+	if (q->xq != q->qp.sq && w->origin == XP_WQE_APP)
+		return dpv_ring_slot(q->qp.sq, (uint32_t)w->wr_id);
+	return w;
+}
+
+/* dpv_xport_rndv.c (doc/guides/rendezvous.md) */
+/* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
+ * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
+uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
+/* The header of an expected rendezvous has arrived whole in @p q->rcv: report the
+ * match and queue the READ. */
+void xp_rndv_start(struct dpv_xport *x, struct xp_qp *q);
+/* The device's WQE @p w (a copy: its slot is free again) ended with @p status: the
+ * READ's data landed (the FIN is queued and the receive completes DATA_VALID), or the
+ * READ failed (the receive completes in error), or the FIN ended. */
+void xp_rndv_wqe_done(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+		      uint8_t status);
+/* Drop the device's WQEs without completions (RESET, destroy); their tag entries are
+ * given back. */
+void xp_rndv_drop(struct dpv_xport *x, struct xp_qp *q);
 
 /* dpv_xport_comp.c */
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,

@@ -83,6 +83,8 @@ static int qpn_alloc(struct dpv_xport *x, uint32_t *qpn)
 
 static void qp_free(struct xp_qp *q)
 {
+	if (q->xq != q->qp.sq)
+		rte_free(q->xq);
 	rte_free(q->qp.sq);
 	rte_free(q->qp.rq);
 	rte_free(q->meta);
@@ -117,10 +119,22 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	q->mtu = xp_active_mtu(x->port);
 	if (init->max_send_wr > 0) {
 		q->qp.sq = qp_ring(socket, init->max_send_wr, sizeof(struct dpv_swqe));
-		q->meta = rte_zmalloc_socket("dpv_sq_meta",
-					     sizeof(*q->meta) * xp_pow2_at_least(init->max_send_wr),
-					     DPV_CACHE_LINE, socket);
-		if (q->qp.sq == NULL || q->meta == NULL)
+		if (q->qp.sq == NULL)
+			goto nomem;
+	}
+	q->xq = q->qp.sq;
+	/* doc/guides/rendezvous.md: on a TM SRQ the device sends READs and FINs of its
+	 * own, also when the application sends nothing. */
+	if (init->srq != NULL && init->srq->tm != NULL) {
+		q->xq = qp_ring(socket, (q->qp.sq != NULL ? dpv_ring_count(q->qp.sq) : 0) +
+					XP_RNDV_MAX, sizeof(struct dpv_swqe));
+		if (q->xq == NULL)
+			goto nomem;
+	}
+	if (q->xq != NULL) {
+		q->meta = rte_zmalloc_socket("dpv_sq_meta", sizeof(*q->meta) *
+					     dpv_ring_count(q->xq), DPV_CACHE_LINE, socket);
+		if (q->meta == NULL)
 			goto nomem;
 	}
 	/* A QP without an SRQ always has an RQ ring, so lib/verbs never meets a NULL one;
@@ -160,7 +174,7 @@ static void ring_drop_all(struct dpv_ring *r)
 /* Requester state back to "nothing sent", from the SQ's current head. */
 static void req_restart(struct xp_qp *q)
 {
-	uint32_t head = q->qp.sq != NULL ? q->qp.sq->cons_head : 0;
+	uint32_t head = q->xq != NULL ? q->xq->cons_head : 0;
 
 	q->next_wqe = head;
 	q->wqe_hi = head;
@@ -177,8 +191,11 @@ static void qp_reset(struct dpv_xport *x, struct xp_qp *q)
 {
 	xp_resp_abort(x, q, false);
 	timers_end(x, q);
+	xp_rndv_drop(x, q);
 	ring_drop_all(q->qp.sq);
 	ring_drop_all(q->qp.rq);
+	if (q->qp.sq != NULL)
+		q->sq_fed = q->qp.sq->cons_head;
 	req_restart(q);
 	q->psn = q->psn_hi = q->una = 0;
 	q->epsn = q->msn = 0;
@@ -198,14 +215,22 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 		[DPV_WR_ATOMIC_CMP_SWP] = DPV_WC_COMP_SWAP,
 		[DPV_WR_ATOMIC_FETCH_ADD] = DPV_WC_FETCH_ADD,
 	};
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint32_t head = sq->cons_head;
-	const struct dpv_swqe *w = dpv_ring_slot(sq, head);
+	const struct dpv_swqe *w = xp_swqe(q, head);
 	/* IBTA 10.8: unsignaled WQEs complete silently unless they fail. */
 	const bool signal = status != DPV_WC_SUCCESS || q->qp.init.sq_sig_all ||
 			    (w->flags & DPV_WR_F_SIGNALED);
+	struct dpv_swqe dev;
 	struct dpv_cqe cqe;
 
+	if (xp_xq_dev(q, head)) {
+		/* Copied out first: the FIN that follows a READ may take the slot. */
+		memcpy(&dev, w, offsetof(struct dpv_swqe, pad2));
+		dpv_ring_release(sq, 1);
+		xp_rndv_wqe_done(x, q, &dev, status);
+		return;
+	}
 	if (signal) {
 		memset(&cqe, 0, sizeof(cqe));
 		cqe.wr_id = w->wr_id;
@@ -220,6 +245,8 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 	/* The slot is free before the completion is visible: a poster on another thread
 	 * that has seen the completion may post again at once (ibv_post_send(3) promises
 	 * the room). */
+	if (sq != q->qp.sq)
+		dpv_ring_release(q->qp.sq, 1);
 	dpv_ring_release(sq, 1);
 	if (signal)
 		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
@@ -252,9 +279,11 @@ static void flush_sq(struct dpv_xport *x, struct xp_qp *q)
 {
 	uint32_t first;
 
-	if (q->qp.sq == NULL)
+	if (q->xq == NULL)
 		return;
-	while (dpv_ring_peek(q->qp.sq, 1, &first) != 0)
+	/* The application's WQEs not yet in the device ring are flushed through it, in
+	 * their order. */
+	for (xp_xq_feed(q); dpv_ring_peek(q->xq, 1, &first) != 0; xp_xq_feed(q))
 		xp_complete_swqe(x, q, DPV_WC_WR_FLUSH_ERR);
 	req_restart(q);
 }
@@ -531,6 +560,7 @@ void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
 	xp_linger_qp(x, q);
 	xp_resp_abort(x, q, false);
 	timers_end(x, q);
+	xp_rndv_drop(x, q);
 	x->qps[qp->qpn] = NULL;
 	last = x->live[--x->nlive];
 	x->live[q->live_idx] = last;

@@ -20,7 +20,7 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
  * and the 8 bytes that get an atomic's original value, are written by the device, so
  * they need LOCAL_WRITE (IBTA 10.6). */
 static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
-			  uint32_t *len)
+			  uint32_t pd, uint32_t *len)
 {
 	const uint8_t type = q->qp.init.type;
 	uint64_t total = 0;
@@ -57,7 +57,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 		for (i = 0; i < w->num_sge; i++) {
 			total += w->sge[i].length;
 			if (w->sge[i].length != 0 &&
-			    dpv_mr_check(x->mrs, w->sge[i].lkey, q->qp.init.pd, w->sge[i].addr,
+			    dpv_mr_check(x->mrs, w->sge[i].lkey, pd, w->sge[i].addr,
 					 w->sge[i].length, access) == NULL)
 				return DPV_WC_LOC_PROT_ERR;
 		}
@@ -71,37 +71,14 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	return DPV_WC_SUCCESS;
 }
 
-static uint8_t gather(struct dpv_xport *x, const struct xp_qp *q, const struct dpv_swqe *w,
-		      uint32_t off, uint8_t *dst, uint32_t n)
+static uint8_t gather(struct dpv_xport *x, const struct dpv_swqe *w, uint32_t pd, uint32_t off,
+		      uint8_t *dst, uint32_t n)
 {
 	if (w->flags & DPV_WR_F_INLINE) {
 		memcpy(dst, w->inline_data + off, n);
 		return DPV_WC_SUCCESS;
 	}
-	return xp_sgl_gather(x, w->sge, w->num_sge, q->qp.init.pd, off, dst, n);
-}
-
-/* Packets that may leave for @p dst now: the port says how many it takes without
- * dropping (its TX queue, and the frames it holds while ARP runs). The rest waits in
- * the SQ: the QP stays on the doorbell and is visited again. */
-static uint32_t dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
-{
-	uint32_t room;
-
-	if (dst == x->port->ipv4)
-		return UINT32_MAX;
-	room = dpv_port_tx_room(x->port, dst);
-	if (room <= x->ntx) {
-		/* Frames batched here are not the port's yet: hand them over first, or
-		 * each QP to this neighbour would count on the same room. */
-		xp_tx_flush(x);
-		room = dpv_port_tx_room(x->port, dst);
-	} else {
-		room -= x->ntx;
-	}
-	if (room == 0)
-		xp_kick(q);
-	return room;
+	return xp_sgl_gather(x, w->sge, w->num_sge, pd, off, dst, n);
 }
 
 /* @p n PSNs went out from q->psn. The local ACK timer runs while any PSN is
@@ -181,7 +158,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	mb = xp_frame_alloc(x, &p, plen, &payload);
 	if (mb == NULL)
 		return false;
-	st = gather(x, q, w, q->next_off, payload, plen);
+	st = gather(x, w, m->pd, q->next_off, payload, plen);
 	if (st != DPV_WC_SUCCESS) {
 		/* The region went away under a started message: the WQE fails where it is. */
 		rte_pktmbuf_free(mb);
@@ -279,7 +256,9 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	/* IBTA 10.8: a fenced WQE waits for the READs before it. */
 	if ((w->flags & DPV_WR_F_FENCE) && q->reads_out > 0)
 		return false;
-	st = swqe_check(x, q, w, &len);
+	/* A rendezvous READ lands in a tag entry's buffers: the SRQ's. */
+	m->pd = xp_xq_dev(q, q->next_wqe) ? q->qp.init.srq->pd : q->qp.init.pd;
+	st = swqe_check(x, q, w, m->pd, &len);
 	if (st != DPV_WC_SUCCESS) {
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
@@ -298,19 +277,43 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	return true;
 }
 
-static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+void xp_xq_feed(struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->qp.sq;
+	uint32_t head, n, first, i;
+
+	if (q->xq == sq || sq == NULL)
+		return;
+	/* WQEs keep their SQ slots until they complete: sq_fed is within the ready ones,
+	 * and the device ring has room for every one of them. */
+	n = dpv_ring_peek(sq, dpv_ring_count(sq), &head) - (q->sq_fed - head);
+	if (n == 0)
+		return;
+	n = dpv_ring_reserve(q->xq, n, &first);
+	for (i = 0; i < n; i++) {
+		struct dpv_swqe *d = dpv_ring_slot(q->xq, first + i);
+
+		d->origin = XP_WQE_APP;
+		d->wr_id = q->sq_fed + i;
+	}
+	dpv_ring_commit(q->xq, n);
+	q->sq_fed += n;
+}
+
+static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, ready, room, sent = 0;
 
+	xp_xq_feed(q);
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
-	room = dst_room(x, q, q->qp.attr.dst_ip);
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
-		const struct dpv_swqe *w = dpv_ring_slot(sq, q->next_wqe);
+		const struct dpv_swqe *w = xp_swqe(q, q->next_wqe);
 		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
 
 		if (q->next_off == 0 && idx_diff(q->wqe_hi, q->next_wqe) > 0) {
@@ -352,7 +355,7 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  * is flushed until the QP is moved back to RTS. */
 static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, len, sent = 0;
 	struct dpv_wire_pkt p;
 	struct rte_mbuf *mb;
@@ -362,9 +365,9 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	       dpv_ring_peek(sq, 1, &head) != 0) {
 		const struct dpv_swqe *w = dpv_ring_slot(sq, head);
 
-		st = swqe_check(x, q, w, &len);
+		st = swqe_check(x, q, w, q->qp.init.pd, &len);
 		if (st == DPV_WC_SUCCESS) {
-			if (dst_room(x, q, w->ud_dst_ip) == 0)
+			if (xp_dst_room(x, q, w->ud_dst_ip) == 0)
 				break;
 			xp_pkt_init(x, &p, w->opcode == DPV_WR_SEND_WITH_IMM ?
 					       DPV_OP_UD_SEND_ONLY_IMM : DPV_OP_UD_SEND_ONLY,
@@ -379,7 +382,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 			mb = xp_frame_alloc(x, &p, len, &payload);
 			if (mb == NULL)
 				break;
-			st = gather(x, q, w, 0, payload, len);
+			st = gather(x, w, q->qp.init.pd, 0, payload, len);
 			if (st == DPV_WC_SUCCESS) {
 				xp_frame_send(x, mb, w->ud_dst_ip);
 				XP_CNT(x, q, tx_packets);
@@ -407,7 +410,7 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  */
 static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	uint32_t head, ready, room, sent = 0;
 	uint8_t st;
 
@@ -416,7 +419,7 @@ static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
 	if (idx_diff(head + ready, q->next_wqe) <= 0)
 		return 0;
-	room = dst_room(x, q, q->qp.attr.dst_ip);
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
@@ -446,7 +449,7 @@ static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	if (q->qp.sq == NULL || q->rnr_wait || quota == 0)
+	if (q->xq == NULL || q->rnr_wait || quota == 0)
 		return 0;
 	if (q->qp.init.type == DPV_QPT_UD)
 		return ud_tx(x, q, quota);
@@ -463,7 +466,7 @@ uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  */
 void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 {
-	struct dpv_ring *sq = q->qp.sq;
+	struct dpv_ring *sq = q->xq;
 	struct xp_swqe_meta *m;
 	uint32_t i;
 	int32_t d;
@@ -480,7 +483,7 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 		return;
 	m = &q->meta[i & sq->mask];
 	/* What a READ already placed is not asked for again. */
-	if (xp_wr_answered(((const struct dpv_swqe *)dpv_ring_slot(sq, i))->opcode) &&
+	if (xp_wr_answered(xp_swqe(q, i)->opcode) &&
 	    (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) < m->rd_pkts)
 		psn = psn_add(m->first_psn, m->rd_pkts);
 	q->next_wqe = i;

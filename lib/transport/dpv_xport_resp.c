@@ -211,6 +211,7 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 	switch (r->kind) {
 	case XP_RECV_TM_EAGER:
 	case XP_RECV_TM_RNDV:
+	case XP_RECV_TM_RNDV_READ:
 		cqe.opcode = DPV_WC_TM_RECV;
 		cqe.tm_tag = r->tm_tag;
 		cqe.tm_priv = r->tm_priv;
@@ -220,8 +221,8 @@ static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		cqe.flags |= DPV_WC_F_TM_RELEASE;
 		if (status == DPV_WC_SUCCESS)
 			cqe.flags |= r->flags | DPV_WC_F_TM_DATA_VALID;
-		/* The device does not read rendezvous data (doc/guides/getting-started.md):
-		 * the headers are placed and software finishes the transfer itself. */
+		/* A buffer too small for the rendezvous data gets the headers, and software
+		 * finishes the transfer itself (doc/guides/rendezvous.md). */
 		if (r->kind == XP_RECV_TM_RNDV && status == DPV_WC_SUCCESS)
 			cqe.status = DPV_WC_TM_RNDV_INCOMPLETE;
 		break;
@@ -256,7 +257,8 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush)
 	if (r->active) {
 		if (flush) {
 			recv_done(x, q, DPV_WC_WR_FLUSH_ERR, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
-		} else if (r->kind == XP_RECV_TM_EAGER || r->kind == XP_RECV_TM_RNDV) {
+		} else if (r->kind == XP_RECV_TM_EAGER || r->kind == XP_RECV_TM_RNDV ||
+			   r->kind == XP_RECV_TM_RNDV_READ) {
 			/* No completion after a reset, but the matched entry must come back. */
 			memset(&cqe, 0, sizeof(cqe));
 			cqe.opcode = DPV_WC_TM_RECV;
@@ -319,6 +321,11 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	uint32_t i;
 
 	dpv_tm_parse_tmh(payload, p->payload_len, &tmh);
+	/* A rendezvous the QP has no room to run waits at the sender: it may match. */
+	if (dpv_tm_tmh_is_rndv(&tmh) && q->rv_active >= XP_RNDV_MAX) {
+		rnr_nak(x, q, p->psn);
+		return false;
+	}
 	dpv_tm_match(srq->tm, &tmh, xp_srq_ready(srq), &m);
 	switch (m.kind) {
 	case DPV_TM_RNR:
@@ -354,10 +361,18 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	r->tm_priv = tmh.app_ctx;
 	x->stats.tm_expected++;
 	if (m.kind == DPV_TM_EXPECTED_RNDV) {
-		/* The whole message (TMH, RVH, application header) goes to the buffer; see
-		 * recv_done() for the rendezvous read the device does not make. */
-		r->kind = XP_RECV_TM_RNDV;
 		r->flags = DPV_WC_F_TM_MATCH;
+		/* doc/guides/rendezvous.md: the device reads data that fits the buffer (and
+		 * one READ, IBTA 9.4: at most 2^31 bytes), and places none of the header
+		 * message. Data that does not fit leaves the whole header message (TMH,
+		 * RVH, application header) to software. */
+		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap &&
+		    r->rvh.len <= 1u << 31) {
+			r->kind = XP_RECV_TM_RNDV_READ;
+			r->skip = UINT32_MAX;
+		} else {
+			r->kind = XP_RECV_TM_RNDV;
+		}
 		return true;
 	}
 	r->kind = XP_RECV_TM_EAGER;
@@ -429,6 +444,10 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 		q->op = XP_OP_SEND;
 	}
 	st = place(x, &q->rcv, payload, p->payload_len);
+	/* The buffers a rendezvous reads into are checked as an eager message's would
+	 * be, so the sender hears of a bad one alike. */
+	if (st == DPV_WC_SUCCESS && is_last(p->opcode) && q->rcv.kind == XP_RECV_TM_RNDV_READ)
+		st = xp_rndv_check(x, q);
 	if (st != DPV_WC_SUCCESS) {
 		recv_fail(x, q, p, st);
 		return;
@@ -437,7 +456,10 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	if (is_last(p->opcode)) {
 		q->msn++;
 		q->op = XP_OP_NONE;
-		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+		if (q->rcv.kind == XP_RECV_TM_RNDV_READ)
+			xp_rndv_start(x, q);
+		else
+			recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
 	}
 	if (p->ack_req)
 		respond(x, q, p->psn, ACK_SYNDROME);
@@ -846,7 +868,15 @@ static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct 
 
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
-	uint32_t sent = 0;
+	uint32_t sent = 0, room;
+
+	if (respq_empty(q))
+		return 0;
+	/* The port's back-pressure holds READ responses as it holds requests: a long
+	 * READ would otherwise fill the TX queue and lose what it drops. */
+	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
+	if (quota > room)
+		quota = room;
 
 	while (sent < quota && !respq_empty(q)) {
 		struct xp_resp *e = &q->respq[q->resp_head & (XP_RESPQ - 1)];

@@ -3309,6 +3309,30 @@ static void tm_send(struct tm_env *t, uint8_t tmh_op, uint64_t tag, uint32_t ctx
 	post_send(t->a.qp, &w);
 }
 
+/* A rendezvous offer: TMH, RVH naming @p len bytes at @p va (rkey @p rkey), then
+ * @p app_len bytes of application header, from 64-byte slot @p slot of sbuf (the
+ * device reads a WQE's buffer when it sends it). */
+static void tm_send_rndv(struct tm_env *t, uint32_t slot, uint64_t tag, uint32_t ctx,
+			 const void *va, uint32_t len, uint32_t rkey, uint32_t app_len)
+{
+	struct dpv_swqe w = swqe(DPV_WR_SEND, tag);
+	uint8_t *buf = t->sbuf + 64 * slot;
+	struct ibv_tmh *h = (struct ibv_tmh *)buf;
+	struct ibv_rvh *rvh = (struct ibv_rvh *)(buf + sizeof(*h));
+
+	h->opcode = IBV_TMH_RNDV;
+	memset(h->reserved, 0, sizeof(h->reserved));
+	h->app_ctx = rte_cpu_to_be_32(ctx);
+	h->tag = rte_cpu_to_be_64(tag);
+	rvh->va = rte_cpu_to_be_64((uintptr_t)va);
+	rvh->rkey = rte_cpu_to_be_32(rkey);
+	rvh->len = rte_cpu_to_be_32(len);
+	fill(buf + sizeof(*h) + sizeof(*rvh), app_len, (uint32_t)tag);
+	swqe_sge(&w, buf, sizeof(*h) + sizeof(*rvh) + app_len, t->ks);
+	w.flags = 0;
+	post_send(t->a.qp, &w);
+}
+
 static void tm_expected_eager_single_and_multi_packet(void **state)
 {
 	struct tm_env t;
@@ -3443,9 +3467,10 @@ static void tm_rendezvous_and_too_long_eager(void **state)
 
 	(void)state;
 	tm_open(&t);
-	/* rendezvous is left to software: headers placed, RNDV_INCOMPLETE */
+	/* rendezvous data longer than the entry's buffer is left to software: headers
+	 * placed, RNDV_INCOMPLETE */
 	h = tm_post(&t, DPV_TM_OP_ADD, 0, 11, 0, 0, 4096, 1);
-	tm_send(&t, IBV_TMH_RNDV, 11, 0x99, 16 + 16 + 8);
+	tm_send_rndv(&t, 0, 11, 0x99, NULL, 4097, 0, 8);
 	assert_int_equal(tm_poll(&t, c, 1), 1);
 	assert_int_equal(c[0].status, DPV_WC_TM_RNDV_INCOMPLETE);
 	assert_int_equal(c[0].flags, DPV_WC_F_TM_MATCH | DPV_WC_F_TM_DATA_VALID |
@@ -3465,6 +3490,75 @@ static void tm_rendezvous_and_too_long_eager(void **state)
 	assert_int_equal(poll_n(t.a.scq, c, 1), 1);
 	assert_int_equal(c[0].status, DPV_WC_REM_INV_REQ_ERR);
 	tm_close(&t);
+}
+
+/*
+ * doc/guides/rendezvous.md: an expected rendezvous whose data fits the entry's buffer
+ * is read by the device over the QP the offer came on: MATCH, the READ, a FIN to the
+ * sender (a 16-byte SEND with IBV_TMH_FIN, the tag and app_ctx) and DATA_VALID with
+ * byte_len the data's length. Several at once complete in the order of their offers.
+ */
+static void tm_rendezvous_reads_then_fin(void **state)
+{
+	enum { N = 3, LEN = 5000 };
+	struct tm_env t;
+	struct dpv_cqe all[2 * N], c[2 * N], f[N];
+	uint8_t *src = malloc(N * LEN), fin[N][32];
+	struct ibv_tmh *ft;
+	struct dpv_rwqe r;
+	uint32_t ksrc, kfin, h[N];
+	int i, nm, nd;
+
+	(void)state;
+	tm_open(&t);
+	ksrc = mr_reg(ta, src, N * LEN, DPV_ACCESS_REMOTE_READ);
+	kfin = mr_reg(ta, fin, sizeof(fin), DPV_ACCESS_LOCAL_WRITE);
+	fill(src, N * LEN, 77);
+	for (i = 0; i < N; i++) {
+		r = rwqe(500 + i, fin[i], sizeof(fin[i]), kfin);
+		post_recv(t.a.qp, &r);
+		h[i] = tm_post(&t, DPV_TM_OP_ADD, 0, 20 + i, 0, (uint32_t)i * LEN, LEN, 10 * i);
+	}
+	for (i = 0; i < N; i++)
+		tm_send_rndv(&t, (uint32_t)i, 20 + i, 0x700 + i, src + i * LEN, LEN - i, ksrc, i * 8);
+	assert_int_equal(tm_poll(&t, all, 2 * N), 2 * N);
+	/* Each kind in the order of the offers (a READ may end before a later offer's
+	 * MATCH). */
+	for (i = 0, nm = 0, nd = 0; i < 2 * N; i++)
+		c[all[i].flags & DPV_WC_F_TM_MATCH ? nm++ : N + nd++] = all[i];
+	assert_int_equal(nm, N);
+	/* The sender's FINs, one a rendezvous, in its receive queue. */
+	assert_int_equal(poll_n(t.a.rcq, f, N), N);
+	for (i = 0; i < N; i++) {
+		assert_int_equal(c[i].status, DPV_WC_SUCCESS);
+		assert_int_equal(c[i].opcode, DPV_WC_TM_RECV);
+		assert_int_equal(c[i].flags, DPV_WC_F_TM_MATCH);
+		assert_int_equal(c[i].wr_id, 10 * i + 1000);
+		assert_int_equal(c[i].tm_tag, 20 + i);
+		assert_int_equal(c[i].tm_priv, 0x700 + i);
+		assert_int_equal(c[N + i].status, DPV_WC_SUCCESS);
+		assert_int_equal(c[N + i].opcode, DPV_WC_TM_RECV);
+		assert_int_equal(c[N + i].flags, DPV_WC_F_TM_DATA_VALID | DPV_WC_F_TM_RELEASE);
+		assert_int_equal(c[N + i].tm_handle, h[i]);
+		assert_int_equal(c[N + i].wr_id, 10 * i + 1000);
+		assert_int_equal(c[N + i].byte_len, LEN - i);
+		assert_int_equal(c[N + i].tm_tag, 0);
+		assert_memory_equal(t.rbuf + i * LEN, src + i * LEN, LEN - i);
+		ft = (struct ibv_tmh *)fin[i];
+		assert_int_equal(f[i].status, DPV_WC_SUCCESS);
+		assert_int_equal(f[i].wr_id, 500 + i);
+		assert_int_equal(f[i].opcode, DPV_WC_RECV);
+		assert_int_equal(f[i].byte_len, sizeof(*ft));
+		assert_int_equal(ft->opcode, IBV_TMH_FIN);
+		assert_int_equal(rte_be_to_cpu_32(ft->app_ctx), 0x700 + i);
+		assert_int_equal(rte_be_to_cpu_64(ft->tag), 20 + i);
+	}
+	assert_int_equal(stats(xb).tm_rndv_reads, N);
+	assert_int_equal(stats(xb).tm_rndv_bytes, N * LEN - (N * (N - 1)) / 2);
+	tm_close(&t);
+	mr_dereg(ta, ksrc);
+	mr_dereg(ta, kfin);
+	free(src);
 }
 
 /* dpv_mr_gen(): every use of a slot a distinct generation, and the next one not the
@@ -3539,6 +3633,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(tm_expected_eager_single_and_multi_packet),
 		cmocka_unit_test(tm_unexpected_no_tag_and_op_completions),
 		cmocka_unit_test(tm_rendezvous_and_too_long_eager),
+		cmocka_unit_test(tm_rendezvous_reads_then_fin),
 	};
 
 	eal_argc = argc;
