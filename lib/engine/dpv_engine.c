@@ -158,13 +158,50 @@ static void dev_stop_progress(struct dpv_dev *dev)
 	dev->mode = DPV_PROGRESS_INLINE;
 }
 
+uint64_t dpv_dev_linger_until(struct dpv_dev *dev, const uint32_t *skip_ips,
+			      unsigned int n_skip)
+{
+	uint64_t until;
+
+	if (!__atomic_load_n(&dev->link_up, __ATOMIC_RELAXED))
+		return 0;
+	dpv_dev_own(dev);
+	until = dpv_xport_linger_until(dev->xport, skip_ips, n_skip);
+	dpv_dev_disown(dev);
+	return until;
+}
+
+void dpv_dev_linger(struct dpv_dev *dev, const uint32_t *skip_ips, unsigned int n_skip,
+		    uint32_t max_ms)
+{
+	const uint64_t start = rte_get_tsc_cycles(),
+		       at_most = rte_get_tsc_hz() / 1000 * max_ms;
+	uint64_t until = dpv_dev_linger_until(dev, skip_ips, n_skip), now = start;
+
+	while (until != 0 && (int64_t)(until - now) > 0 && now - start < at_most) {
+		struct timespec ts = {0, 100000};
+
+		if (dev->mode == DPV_PROGRESS_INLINE && dpv_dev_try_own(dev)) {
+			dpv_dev_poll(dev);
+			dpv_dev_release(dev);
+		}
+		nanosleep(&ts, NULL);
+		now = rte_get_tsc_cycles();
+		until = dpv_dev_linger_until(dev, skip_ips, n_skip);
+	}
+}
+
 void dpv_dev_close(struct dpv_dev *dev)
 {
+	uint32_t pass, linger_ms;
 	unsigned int i;
-	uint32_t pass;
 
 	if (dev == NULL)
 		return;
+	dpv_dev_own(dev);
+	linger_ms = dpv_xport_linger_ms(dev->xport);
+	dpv_dev_disown(dev);
+	dpv_dev_linger(dev, NULL, 0, 2 * linger_ms);
 	dev_stop_progress(dev);
 	pthread_mutex_lock(&devs_lock);
 	for (i = 0; i < n_devs && devs[i] != dev; i++)

@@ -107,8 +107,35 @@ int dpv_dev_open(const char *name, uint16_t ethdev_port, uint32_t ipv4, struct d
 int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 			const char *faults, struct dpv_dev **out);
 
-/** Close a device: stops its lcore or service, closes transport and port. */
+/**
+ * Close a device (control thread): runs it on while it lingers (dpv_dev_linger() for
+ * every peer, at most twice dpv_xport_linger_ms()), then stops its lcore or service,
+ * closes transport and port.
+ */
 void dpv_dev_close(struct dpv_dev *dev);
+
+/**
+ * Until when the device must run for its peers (control thread, not the owner: it
+ * takes the device for the look, dpv_dev_own()): dpv_xport_linger_until(), a peer may
+ * still resend a request whose acknowledgement it lost; 0 when nothing lingers, or when
+ * the link is down (nothing a peer resends can come, and a memif link goes down when
+ * the peer's process ends).
+ * @param skip_ips, n_skip as dpv_xport_linger_until()
+ * @return a TSC value, or 0
+ */
+uint64_t dpv_dev_linger_until(struct dpv_dev *dev, const uint32_t *skip_ips,
+			      unsigned int n_skip);
+
+/**
+ * Run the device while it lingers (control thread): until dpv_dev_linger_until() is
+ * past, at most @p max_ms. An inline device is driven here (the owner flag taken for
+ * each poll, so the program's other threads and the helper go on too); an lcore or
+ * service device runs on its own meanwhile. Returns at once when nothing lingers: a
+ * device with no RC QP destroyed after a recent request costs nothing here.
+ * @param skip_ips, n_skip as dpv_xport_linger_until()
+ */
+void dpv_dev_linger(struct dpv_dev *dev, const uint32_t *skip_ips, unsigned int n_skip,
+		    uint32_t max_ms);
 
 /** Try to become the owner; never waits. */
 static inline bool dpv_dev_try_own(struct dpv_dev *dev)

@@ -656,6 +656,7 @@ int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv
 	x->next_qpn = 2;
 	x->tsc_hz = rte_get_tsc_hz();
 	x->now = rte_get_tsc_cycles();
+	xp_linger_init(x);
 	*out = x;
 	return 0;
 }
@@ -724,7 +725,8 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 	}
 	q = p.dest_qp < DPV_MAX_QP ? x->qps[p.dest_qp] : NULL;
 	if (q == NULL) {
-		x->stats.rx_unknown_qp++;
+		if (!xp_linger_rx(x, &p))
+			x->stats.rx_unknown_qp++;
 		return;
 	}
 	if (q->qp.init.type == DPV_QPT_UD) {
@@ -749,12 +751,14 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 			xp_uc_rx(x, q, &p, frame);
 		return;
 	}
-	if (p.opcode > DPV_OP_RC_FETCH_ADD)
+	if (p.opcode > DPV_OP_RC_FETCH_ADD) {
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-	else if (rc_request(p.opcode))
+	} else if (rc_request(p.opcode)) {
+		q->req_tsc = x->now; /* how long it lingers when destroyed */
 		xp_resp_rx(x, q, &p, frame);
-	else
+	} else {
 		xp_comp_rx(x, q, &p, frame);
+	}
 }
 
 static void rx_burst(struct dpv_xport *x, struct rte_mbuf **pkts, uint32_t n)

@@ -24,8 +24,10 @@
  * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
  * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
  * atomic gets the result it had the first time, from the responder's replay cache of
- * the last max_dest_rd_atomic atomics, and is not executed again. UC (IBTA 9.7.7) has
- * PSNs but no acknowledgements: a gap ends the message it falls in, nothing is resent.
+ * the last max_dest_rd_atomic atomics, and is not executed again. A destroyed RC QP
+ * lingers for about twice its ACK timeout, acknowledging its peer's duplicates again
+ * (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no acknowledgements: a gap
+ * ends the message it falls in, nothing is resent.
  *
  * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
  * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an
@@ -593,6 +595,8 @@ struct dpv_xport_stats {
 	uint64_t tx_no_mbuf;
 	uint64_t rx_ud_dropped;   /**< UD messages with no receive WQE (UD has no RNR) */
 	uint64_t tx_dropped;      /**< frames to the device itself that found no room */
+	uint64_t linger_qps;      /**< destroyed RC QPs that lingered (dpv_xport_set_linger_ms) */
+	uint64_t linger_acks;     /**< duplicates a lingering QP acknowledged again */
 };
 
 /**
@@ -656,6 +660,43 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x);
 
 /** One QP's counters in place, as dpv_xport_stats_ref(). Any thread. */
 const struct dpv_qp_stats *dpv_qp_stats_ref(const struct dpv_qp *qp);
+
+/** The longest a destroyed RC QP lingers unless set otherwise (milliseconds). */
+#define DPV_LINGER_MS_DEFAULT 200u
+/** The longest dpv_xport_set_linger_ms() takes (one minute). */
+#define DPV_LINGER_MS_MAX 60000u
+
+/**
+ * Set how long at most a destroyed RC QP lingers (owner). A QP destroyed while
+ * connected (RTR, RTS, SQD) that received a request less than its period ago (twice
+ * its local ACK timeout, at most @p ms; @p ms when it has no timer) leaves a record
+ * for the rest of that period: a duplicate from its peer (a SEND or WRITE asking for
+ * an ACK, with a PSN behind the one expected) is acknowledged again, as the live QP
+ * would, so a peer whose last ACK was lost does not fail a delivered message with
+ * RETRY_EXC_ERR. Each duplicate answered keeps the record another period, at most two
+ * after that last request; the device keeps XP_LINGER_MAX (64) records at once.
+ * doc/guides/reliability.md.
+ * @param ms 0 (no records, and those kept end) to DPV_LINGER_MS_MAX; DPV_LINGER_MS_DEFAULT
+ *           until set
+ * @return 0; EINVAL @p ms too large.
+ */
+int dpv_xport_set_linger_ms(struct dpv_xport *x, uint32_t ms);
+
+/** What dpv_xport_set_linger_ms() set (owner). */
+uint32_t dpv_xport_linger_ms(const struct dpv_xport *x);
+
+/**
+ * Until when the device must run for its peers to hear what they may still be missing
+ * (owner): the latest end of the records of destroyed QPs (dpv_xport_set_linger_ms()),
+ * and of the period after the last request of each connected RC QP still there, whose
+ * peer may have lost that acknowledgement as well. Whoever closes the device, or ends
+ * the process, drives it until then.
+ * @param skip_ips  peers (IPv4, host order) left out: at exit, the process's own
+ *                  devices, whose QPs end with it; NULL when @p n_skip is 0
+ * @return a TSC value (rte_get_tsc_cycles()) in the future; 0 when nothing lingers.
+ */
+uint64_t dpv_xport_linger_until(const struct dpv_xport *x, const uint32_t *skip_ips,
+				unsigned int n_skip);
 
 /**
  * The port's active MTU (the largest payload of one packet), as an

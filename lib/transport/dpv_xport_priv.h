@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "dpv_xport.h"
+#include "dpv_xport_linger.h"
 
 /* Frames handed to the port in one dpv_port_tx() call. */
 #define XP_TXB 32u
@@ -176,6 +177,7 @@ enum xp_resp_op {
 struct xp_qp {
 	struct dpv_qp qp;
 	uint32_t live_idx;        /**< position in x->live */
+	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
 	uint32_t mtu;             /**< bytes of payload per packet */
 	/* Requester (IBTA 9.7) and completer (9.9). */
 	/** The WQEs the requester runs (xp_swqe()). qp.sq itself, but for a QP on a TM SRQ
@@ -244,6 +246,7 @@ struct dpv_xport {
 	struct dpv_port *port;
 	struct dpv_mr_table *mrs;
 	struct dpv_xport_stats stats;
+	struct xp_linger linger;         /**< destroyed QPs that still answer */
 	struct xp_qp *qps[DPV_MAX_QP];   /**< by QP number */
 	struct xp_qp *live[DPV_MAX_QP];  /**< dense, for the round robin of dpv_xport_tx() */
 	uint32_t nlive;

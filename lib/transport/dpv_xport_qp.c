@@ -557,6 +557,7 @@ void dpv_qp_destroy(struct dpv_xport *x, struct dpv_qp *qp)
 {
 	struct xp_qp *q = to_xqp(qp), *last;
 
+	xp_linger_qp(x, q);
 	xp_resp_abort(x, q, false);
 	timers_end(x, q);
 	xp_rndv_drop(x, q);

@@ -48,9 +48,11 @@ static struct {
 	uint32_t inline_idle_us;
 	uint32_t arp_lifetime_ms;
 	uint32_t link_wait_ms;
+	uint32_t linger_ms;
 } conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT,
 	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT,
-	  .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT};
+	  .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT,
+	  .linger_ms = DPV_LINGER_MS_DEFAULT};
 
 /* Say what is wrong once, in words a person can act on. */
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -140,8 +142,9 @@ static int load_config(void)
 {
 	const char *path = getenv("DPV_CONFIG"), *v;
 	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "";
-	bool idle_from_env, arp_from_env, wait_from_env;
+	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "",
+	     linger_ms[16] = "";
+	bool idle_from_env, arp_from_env, wait_from_env, linger_from_env;
 
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
@@ -151,9 +154,11 @@ static int load_config(void)
 	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
 	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
 	copy_setting(wait_ms, sizeof(wait_ms), getenv("DPV_LINK_WAIT_MS"));
+	copy_setting(linger_ms, sizeof(linger_ms), getenv("DPV_LINGER_MS"));
 	idle_from_env = idle_us[0] != '\0';
 	arp_from_env = arp_ms[0] != '\0';
 	wait_from_env = wait_ms[0] != '\0';
+	linger_from_env = linger_ms[0] != '\0';
 	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
 		return EINVAL;
 	if (path != NULL && path[0] != '\0') {
@@ -176,6 +181,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "arp_lifetime_ms"));
 		copy_setting(wait_ms, sizeof(wait_ms),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "link_wait_ms"));
+		copy_setting(linger_ms, sizeof(linger_ms),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "linger_ms"));
 		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
 		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
 				"dpverbs", path) != 0) {
@@ -218,7 +225,10 @@ static int load_config(void)
 			DPV_ARP_LIFETIME_MS_MAX, &conf.arp_lifetime_ms) != 0 ||
 	    take_number(wait_ms, wait_from_env, "DPV_LINK_WAIT_MS", "link_wait_ms", path,
 			"the milliseconds opening a device waits for its port's link (0: no "
-			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &conf.link_wait_ms) != 0)
+			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &conf.link_wait_ms) != 0 ||
+	    take_number(linger_ms, linger_from_env, "DPV_LINGER_MS", "linger_ms", path,
+			"the milliseconds a destroyed RC QP acknowledges its peer's resends at "
+			"most (0: not at all)", 0, DPV_LINGER_MS_MAX, &conf.linger_ms) != 0)
 		return EINVAL;
 	return 0;
 }
@@ -618,6 +628,34 @@ static int64_t frames_moved(void)
 	return sent ? n : -1;
 }
 
+/* The addresses of the process's devices (devices_lock held): peers whose QPs end with
+ * the process, and whose devices it drives as long as it lives. */
+static unsigned int own_ips(uint32_t *ips)
+{
+	for (unsigned int i = 0; i < n_devices; i++)
+		ips[i] = devices[i]->ipv4;
+	return n_devices;
+}
+
+/* Whether a device still answers for QPs whose peers are not in this process
+ * (dpv_dev_linger_until()). */
+static bool any_lingers(uint64_t now)
+{
+	uint32_t own[DPV_MAX_DEVS];
+	unsigned int n = own_ips(own), i;
+
+	for (i = 0; i < n_devices; i++) {
+		uint64_t until;
+
+		if (devices[i]->dev == NULL)
+			continue;
+		until = dpv_dev_linger_until(devices[i]->dev, own, n);
+		if (until != 0 && (int64_t)(until - now) > 0)
+			return true;
+	}
+	return false;
+}
+
 /*
  * At exit, let what the devices sent reach their peers: a NIC has put a program's
  * last ACKs on the wire before the program sees the completions they answer, but a
@@ -627,23 +665,29 @@ static int64_t frames_moved(void)
  * receives with it. Its peer's requester then resends, but to QPs that are gone, and its
  * WQEs end in RETRY_EXC_ERR: retransmission cannot mend what the process took away.
  * So the devices run on (their lcore or service, or here) until nothing has come or
- * gone for LINGER_QUIET_MS, which also answers a peer's last resends.
+ * gone for LINGER_QUIET_MS, which also answers a peer's last resends, and while a QP
+ * lingers (reliability.md, "Lingering QPs": an ACK lost on the wire is answered again
+ * when its peer resends, within about twice its ACK timeout), at most LINGER_MAX_MS or
+ * twice DPV_LINGER_MS.
  */
 static void linger(void)
 {
-	const uint64_t ms = rte_get_timer_hz() / 1000;
-	const uint64_t quiet_for = LINGER_QUIET_MS * ms, at_most = LINGER_MAX_MS * ms;
-	uint64_t start = rte_get_timer_cycles(), quiet = start, now = start;
+	const uint64_t ms = rte_get_tsc_hz() / 1000;
+	const uint64_t quiet_for = LINGER_QUIET_MS * ms,
+		       at_most = (conf.linger_ms * 2 > LINGER_MAX_MS ? conf.linger_ms * 2
+								     : LINGER_MAX_MS) * ms;
+	uint64_t start = rte_get_tsc_cycles(), quiet = start, now = start;
 	int64_t moved, last;
 
 	pthread_mutex_lock(&devices_lock);
 	last = frames_moved();
-	while (last >= 0 && now - quiet < quiet_for && now - start < at_most) {
+	while (last >= 0 && (now - quiet < quiet_for || any_lingers(now)) &&
+	       now - start < at_most) {
 		struct timespec ts = {0, 100000};
 
 		dpv_engine_progress();
 		nanosleep(&ts, NULL);
-		now = rte_get_timer_cycles();
+		now = rte_get_tsc_cycles();
 		moved = frames_moved();
 		if (moved != last) {
 			last = moved;
@@ -742,6 +786,11 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 			d->dev->link_event = port_event;
 			d->dev->link_arg = d;
 			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+		}
+		if (ret == 0) {
+			dpv_dev_own(d->dev);
+			ret = dpv_xport_set_linger_ms(d->dev->xport, conf.linger_ms);
+			dpv_dev_disown(d->dev);
 		}
 		if (ret == 0)
 			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
@@ -867,13 +916,29 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 int ibv_close_device(struct ibv_context *context)
 {
 	struct dpv_context *c = to_ctx(context);
+	uint32_t own[DPV_MAX_DEVS];
 	struct dpv_context **pp;
+	unsigned int n_own;
+	bool last;
 
 	pthread_mutex_lock(&c->device->contexts_lock);
 	for (pp = &c->device->contexts; *pp != c; pp = &(*pp)->next_on_device)
 		;
 	*pp = c->next_on_device;
+	last = c->device->contexts == NULL;
 	pthread_mutex_unlock(&c->device->contexts_lock);
+	/* As a NIC's firmware goes on answering after the program let go of it: the peers
+	 * of the QPs it destroyed last may still resend what they lost the ACK of
+	 * (reliability.md, "Lingering QPs"). Nothing to do, no wait, when none was
+	 * destroyed after a recent request, or when their peers are the process's own
+	 * devices (their QPs resend only while it drives them, and it drives this one as
+	 * long). Not under contexts_lock: the owner takes it for a port event. */
+	if (last) {
+		pthread_mutex_lock(&devices_lock);
+		n_own = own_ips(own);
+		pthread_mutex_unlock(&devices_lock);
+		dpv_dev_linger(c->dev, own, n_own, 2 * conf.linger_ms);
+	}
 	close(context->cmd_fd);
 	close(context->async_fd);
 	pthread_mutex_destroy(&c->async_lock);

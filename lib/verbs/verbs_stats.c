@@ -45,7 +45,7 @@ static const struct stat_field xport_fields[] = {
 	XP_STAT(access_errors), XP_STAT(mem_faults), XP_STAT(tm_expected), XP_STAT(tm_unexpected),
 	XP_STAT(tm_no_tag), XP_STAT(tm_rndv_reads), XP_STAT(tm_rndv_bytes),
 	XP_STAT(tm_rndv_failed), XP_STAT(cq_overflows), XP_STAT(tx_no_mbuf),
-	XP_STAT(rx_ud_dropped), XP_STAT(tx_dropped),
+	XP_STAT(rx_ud_dropped), XP_STAT(tx_dropped), XP_STAT(linger_qps), XP_STAT(linger_acks),
 };
 /* The scalar counters, the rx_bad array and the QP sums make up the struct. */
 _Static_assert(sizeof(xport_fields) / sizeof(xport_fields[0]) +

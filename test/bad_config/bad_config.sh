@@ -74,6 +74,12 @@ printf '[dpverbs]\neal_args = %s --vdev=net_null0\nlink_wait_ms = 10s\n[port0]\n
 	"$base" >"$tmp/wait.ini"
 check "link wait that is not a number in the file" EINVAL "link_wait_ms = 10s in [dpverbs] of $tmp/wait.ini" \
 	DPV_CONFIG="$tmp/wait.ini"
+check "linger beyond a minute" EINVAL "DPV_LINGER_MS=60001: want the milliseconds a destroyed RC QP" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_LINGER_MS=60001
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\nlinger_ms = 1s\n[port0]\nipv4 = 127.0.0.1\n' \
+	"$base" >"$tmp/linger.ini"
+check "linger that is not a number in the file" EINVAL "linger_ms = 1s in [dpverbs] of $tmp/linger.ini" \
+	DPV_CONFIG="$tmp/linger.ini"
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
 printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \

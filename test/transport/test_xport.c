@@ -1981,6 +1981,151 @@ static void vanished_peer_gives_retry_exc_err_within_the_bound(void **state)
 	mr_dereg(ta, ks);
 }
 
+/* Device A drops every ACK (and NAK) it receives while set. */
+static bool drop_acks(struct rte_mbuf *m)
+{
+	struct dpv_wire_pkt p;
+
+	return dpv_wire_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m),
+			      &p) != DPV_WIRE_OK ||
+	       p.opcode != DPV_OP_RC_ACK;
+}
+
+/* b receives a's SEND, every ACK of it is lost, and b's QP is destroyed at once, as a
+ * program destroys its QPs after its last completion; then a's resends get through,
+ * those that come within @p hold_ms after the destroy excepted. Returns a's
+ * completion. */
+static struct dpv_cqe send_then_destroy_the_receiver(struct end *a, struct end *b, uint8_t *src,
+						     uint8_t *dst, uint32_t len, uint64_t wr_id,
+						     uint32_t hold_ms)
+{
+	uint32_t ks = mr_reg(ta, src, len, 0), kd = mr_reg(tb, dst, len, ACCESS_ALL);
+	struct dpv_rwqe r = rwqe(wr_id, dst, len, kd);
+	struct dpv_swqe w = swqe(DPV_WR_SEND, wr_id);
+	struct dpv_cqe c;
+
+	memset(dst, 0, len);
+	post_recv(b->qp, &r);
+	swqe_sge(&w, src, len, ks);
+	a_rx_hook = drop_acks;
+	post_send(a->qp, &w);
+	assert_int_equal(poll_n(b->rcq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_memory_equal(dst, src, len);
+	end_close(b);
+	pump_port(&pa, xa); /* the ACK on its way is lost too */
+	if (hold_ms != 0)
+		drop_next(false, DPV_OP_RC_SEND_ONLY, 0)->until =
+			rte_get_tsc_cycles() + rte_get_tsc_hz() / 1000 * hold_ms;
+	a_rx_hook = NULL;
+	assert_int_equal(poll_n(a->scq, &c, 1), 1);
+	b_rx_hook = NULL;
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+	return c;
+}
+
+/* TIME_WAIT for RC (dpv_xport_linger.c). A QP destroyed right after its last receive
+ * may take the only ACK of it into a loss: its peer, whose SEND was delivered, resends
+ * it to a QP number that has no QP. The destroyed QP's record acknowledges the
+ * duplicate again, and the peer's SEND completes with success; without the record
+ * (DPV_LINGER_MS 0) it ends in RETRY_EXC_ERR. A new request for the number is no
+ * duplicate: dropped, counted in rx_unknown_qp, and its WQE ends in RETRY_EXC_ERR;
+ * so does a duplicate that comes after the record has ended. A QP destroyed with no
+ * request for a period leaves no record, and nothing to wait for. */
+static void destroyed_qp_acknowledges_duplicates_while_it_lingers(void **state)
+{
+	uint8_t src[64], dst[64];
+	struct dpv_xport_stats sa, sb;
+	uint32_t ks = mr_reg(ta, src, sizeof(src), 0);
+	struct dpv_swqe w;
+	struct dpv_cqe c;
+	struct end a, b;
+	uint64_t t;
+
+	(void)state;
+	fill(src, sizeof(src), 5);
+	/* Records of earlier cases end. */
+	assert_int_equal(dpv_xport_set_linger_ms(xb, 0), 0);
+	assert_int_equal(dpv_xport_set_linger_ms(xb, 1000), 0);
+	assert_int_equal(dpv_xport_linger_ms(xb), 1000);
+	assert_int_equal(dpv_xport_set_linger_ms(xb, DPV_LINGER_MS_MAX + 1), EINVAL);
+
+	/* connected and idle: no record, nothing to wait for */
+	sb = stats(xb);
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	end_close(&b);
+	end_close(&a);
+	assert_int_equal(stats(xb).linger_qps - sb.linger_qps, 0);
+	assert_int_equal(dpv_xport_linger_until(xb, NULL, 0), 0);
+
+	/* the ACK lost, the receiver destroyed: the record answers the resend. Timeout
+	 * 16 (268 ms): a record of 537 ms, so a test process held off its core for a
+	 * while still finds it live; one retry, so what follows ends in 0.54 s. */
+	rc_timeout = 16;
+	rc_retry_cnt = 1;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	sa = stats(xa);
+	sb = stats(xb);
+	c = send_then_destroy_the_receiver(&a, &b, src, dst, sizeof(dst), 1, 0);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.wr_id, 1);
+	assert_int_equal(stats(xb).linger_qps - sb.linger_qps, 1);
+	assert_true(stats(xb).linger_acks - sb.linger_acks >= 1);
+	assert_int_equal(DELTA(xa, retry_exceeded, sa), 0);
+	assert_true(DELTA(xa, retrans_packets, sa) >= 1);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	/* the device has to run on for it, unless its peer is the process's own */
+	t = dpv_xport_linger_until(xb, NULL, 0);
+	assert_true(t != 0 && (int64_t)(t - rte_get_tsc_cycles()) > 0);
+	assert_int_equal(dpv_xport_linger_until(xb, &pa.ipv4, 1), 0);
+
+	/* a new SEND to the number is no duplicate: dropped and counted, never acked */
+	sa = stats(xa);
+	sb = stats(xb);
+	w = swqe(DPV_WR_SEND, 2);
+	swqe_sge(&w, src, sizeof(src), ks);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_RETRY_EXC_ERR);
+	assert_int_equal(c.wr_id, 2);
+	assert_int_equal(stats(xb).linger_acks - sb.linger_acks, 0);
+	assert_true(stats(xb).rx_unknown_qp - sb.rx_unknown_qp >= 1);
+	assert_int_equal(DELTA(xa, retry_exceeded, sa), 1);
+	end_close(&a);
+
+	/* without the record (linger 0) the delivered SEND fails: the test's control */
+	rc_timeout = 12; /* 16.8 ms, three retries: 67 ms to fail */
+	rc_retry_cnt = 3;
+	assert_int_equal(dpv_xport_set_linger_ms(xb, 0), 0);
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	sb = stats(xb);
+	c = send_then_destroy_the_receiver(&a, &b, src, dst, sizeof(dst), 3, 0);
+	assert_int_equal(c.status, DPV_WC_RETRY_EXC_ERR);
+	assert_int_equal(stats(xb).linger_qps - sb.linger_qps, 0);
+	assert_true(stats(xb).rx_unknown_qp - sb.rx_unknown_qp >= 1);
+	end_close(&a);
+
+	/* a record of 10 ms ends at most 20 ms after the last request: resends held back
+	 * for 30 ms after the destroy find it ended (the timer's at 33.6 and 50.4 ms get
+	 * through), and the SEND fails as without one */
+	assert_int_equal(dpv_xport_set_linger_ms(xb, 10), 0);
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	sb = stats(xb);
+	c = send_then_destroy_the_receiver(&a, &b, src, dst, sizeof(dst), 4, 30);
+	assert_int_equal(c.status, DPV_WC_RETRY_EXC_ERR);
+	assert_int_equal(stats(xb).linger_qps - sb.linger_qps, 1);
+	assert_int_equal(stats(xb).linger_acks - sb.linger_acks, 0);
+	assert_true(stats(xb).rx_unknown_qp - sb.rx_unknown_qp >= 1);
+	end_close(&a);
+
+	rc_timeout = 14;
+	rc_retry_cnt = 7;
+	assert_int_equal(dpv_xport_set_linger_ms(xb, 0), 0);
+	assert_int_equal(dpv_xport_set_linger_ms(xb, DPV_LINGER_MS_DEFAULT), 0);
+	mr_dereg(ta, ks);
+}
+
 /* Messages far longer than the window: AckReq four times a window keeps it
  * moving (before, 256 unacknowledged packets stopped the requester for good). */
 static void messages_of_4_mib_on_send_write_and_read(void **state)
@@ -3471,6 +3616,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(one_mib_messages_over_a_lossy_link),
 		cmocka_unit_test(lost_last_packet_ack_nak_and_read_responses_are_recovered),
 		cmocka_unit_test(vanished_peer_gives_retry_exc_err_within_the_bound),
+		cmocka_unit_test(destroyed_qp_acknowledges_duplicates_while_it_lingers),
 		cmocka_unit_test(messages_of_4_mib_on_send_write_and_read),
 		cmocka_unit_test(read_then_rnr_naks_then_read_keep_the_responder_bounded),
 		cmocka_unit_test(max_rd_atomic_is_kept_and_max_dest_rd_atomic_enforced),

@@ -300,6 +300,9 @@ static void rc_counters_by_name_per_device_and_qp(void **state)
 	assert_true(xstat(dev1, n, "qp.tx_packets") - xstat(dev0, n, "qp.tx_packets") >= 3);
 	assert_true(xstat(dev1, n, "port.tx_frames") - xstat(dev0, n, "port.tx_frames") >= 3);
 	assert_true(xstat(dev1, n, "xport.rx_bad_icrc") != UINT64_MAX);
+	/* the lingering of destroyed QPs (reliability.md) is counted with the rest */
+	assert_true(xstat(dev1, n, "xport.linger_qps") != UINT64_MAX);
+	assert_true(xstat(dev1, n, "xport.linger_acks") != UINT64_MAX);
 	assert_true(xstat(dev1, n, "engine.polls") > xstat(dev0, n, "engine.polls"));
 	/* a short array gets what fits and the whole count */
 	assert_int_equal(dpv_verbs_query_xstats(A.ctx, dev1, 2), n);
