@@ -43,6 +43,15 @@ if ! mount -t 9p -o trans=virtio,version=9p2000.L,cache=none,msize=262144 job $r
 	say "cannot mount the job directory (9p share job)"
 	poweroff -f
 fi
+# The tree under test and its build, at their own paths (vm.sh: "tag path" lines).
+while read -r tag path; do
+	mkdir -p "$r$path" 2>/dev/null
+	if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=262144 "$tag" "$r$path"
+	then
+		say "cannot mount $path (9p share $tag)"
+		poweroff -f
+	fi
+done <$r/tmp/dpv-vm/mounts
 if [ ! -r $r/tmp/dpv-vm/job.env ]; then
 	say "no job.env in the job directory"
 	poweroff -f
@@ -53,6 +62,7 @@ chroot $r /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root TERM=dum
 	/bin/bash -c '. /tmp/dpv-vm/job.env && exec /bin/bash "$DPV_VM_GUEST" /tmp/dpv-vm'
 say "job exited with status $?"
 sync
+while read -r tag path; do umount "$r$path"; done <$r/tmp/dpv-vm/mounts
 umount $r/tmp/dpv-vm
 say "power off"
 poweroff -f

@@ -7,7 +7,8 @@
 # virtio-net-pci at 0000:00:04.0 and an e1000e (Intel 82574L, net_e1000's em family) at
 # 0000:00:05.0, joined to each other by a QEMU hub. The guest's root is this host's
 # file system, read-only over virtio-9p, so the build under test runs as it is; a
-# second share, the job directory, takes the results. Usage:
+# second share, the job directory, takes the results; the source tree and the build
+# are shares of their own at their own paths. Usage:
 #
 #   vm.sh SOURCE_ROOT BUILD_ROOT
 #
@@ -142,6 +143,19 @@ export DPV_VM_GUEST DPV_VM_SRC DPV_VM_BUILD DPV_DROPIN_LIBDIR DPV_VM_TEST_VERBS
 export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_MAC_A DPV_VM_MAC_B DPV_VM_CASES DPV_VM_DEVBIND
 EOF
 
+# The tree under test and its build, each a share of its own mounted at its own path:
+# the guest covers /tmp and /run with tmpfs, which would hide a tree there (a clone in
+# /tmp, as CI makes), and a share reaches a tree on any host file system.
+trees=("$src")
+case "$build/" in "$src"/*) ;; *) trees+=("$build") ;; esac
+: >"$job/mounts"
+tree_args=()
+for i in "${!trees[@]}"; do
+	echo "tree$i ${trees[$i]}" >>"$job/mounts"
+	tree_args+=(-fsdev "local,id=tree$i,path=${trees[$i]},security_model=none,readonly=on,multidevs=remap"
+		-device "virtio-9p-pci,fsdev=tree$i,mount_tag=tree$i,addr=0$((6 + i)).0")
+done
+
 # ---- the machine ----
 qemu_args() { # accel
 	local m=q35,accel=$1
@@ -160,6 +174,7 @@ qemu_args() { # accel
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot,addr=02.0
 		-fsdev "local,id=job,path=$job,security_model=none,multidevs=remap"
 		-device virtio-9p-pci,fsdev=job,mount_tag=job,addr=03.0
+		"${tree_args[@]}"
 		# The two NICs on one hub: what one sends, the other receives.
 		-netdev hubport,id=nic_a,hubid=0 -netdev hubport,id=nic_b,hubid=0
 		# A modern virtio-net whose DMA goes through the IOMMU, as EAL programs it.
