@@ -293,10 +293,11 @@ static void rc_counters_by_name_per_device_and_qp(void **state)
 	for (int i = 0; i < n; i++)
 		assert_string_equal(dev0[i].name, dev1[i].name);
 	assert_int_equal(dpv_verbs_query_qp_xstats(p.a, qa, 64), nq);
-	/* three request packets out; one ACK (coalesced) or more back */
-	assert_int_equal(xstat(qa, nq, "qp.tx_packets"), 3);
+	/* three request packets out, and each packet sent again counted as sent and as
+	 * resent (a slow host, an emulated NIC, can let a tail loss probe fire: reliability.md);
+	 * one ACK (coalesced) or more back */
+	assert_int_equal(xstat(qa, nq, "qp.tx_packets"), 3 + xstat(qa, nq, "qp.retrans_packets"));
 	assert_true(xstat(qa, nq, "qp.rx_packets") >= 1);
-	assert_int_equal(xstat(qa, nq, "qp.retrans_packets"), 0);
 	assert_true(xstat(dev1, n, "qp.tx_packets") - xstat(dev0, n, "qp.tx_packets") >= 3);
 	assert_true(xstat(dev1, n, "port.tx_frames") - xstat(dev0, n, "port.tx_frames") >= 3);
 	assert_true(xstat(dev1, n, "xport.rx_bad_icrc") != UINT64_MAX);
