@@ -98,8 +98,8 @@ struct dpv_tm {
 	struct mask_class classes[DPV_TM_MASK_CLASSES];
 	uint32_t overflow_head; /* a circular list, as the chains */
 	/* Chain heads. A chain is circular and doubly linked (its head's prev is its
-	 * tail), so a head is 4 bytes: half the memory of a head/tail pair, 0.93x the
-	 * time per message at depth 65,536. */
+	 * tail), so a head is 4 bytes: half the memory of a head/tail pair, so fewer of
+	 * a large list's chain heads miss the caches. */
 	uint32_t *buckets;
 	uint64_t n_dels, n_del_errors, n_syncs;
 	uint64_t n_expected, n_unexpected, n_no_tag, n_rnr;
@@ -161,9 +161,8 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 	/* Eight times as many chains as entries (at least 16; a 4-byte head each, half
 	 * an entry's size): an entry shares its chain with another one time in eight, so
 	 * a lookup rarely visits an entry it does not want and an unlink or an ADD rarely
-	 * touches another entry. Against four per entry: 0.88x the time per message at
-	 * depth 64, 0.91x at 1,024 and 1,048,575, 0.94x at 65,536; sixteen or 32 gain
-	 * nothing more at 65,536 (doc/guides/tm-perf.md). */
+	 * touches another entry. Four per entry cost time per message at every depth;
+	 * sixteen or 32 gain nothing more (doc/guides/tm.md). */
 	bits = log2_ceil(n < 2 ? 16 : 8 * n);
 	tm->bucket_shift = 64 - bits;
 	tm->free_mask = (1u << log2_ceil(n)) - 1;
@@ -661,8 +660,8 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 	uint32_t h, pos = NIL, x;
 
 	/* An expected match is written field by field: a whole-struct store zeroes the
-	 * struct first and then overwrites it, measurably slower at depth 1 (0.97x the
-	 * reference against 1.02-1.08x). */
+	 * struct first and then overwrites it, which shows at depth 1, where the whole
+	 * cycle is short. */
 	if (tagged) {
 		if (small_only || tm->small) {
 			pos = find_small(tm, tmh->tag);
