@@ -4,8 +4,8 @@
 # The guest's job (vm.sh boots it; init.sh runs it as root in the host's file system,
 # read-only, with /tmp, /run and /dev/shm empty). Usage: guest.sh JOB_DIR
 #
-# It sets the guest up as doc/guides/configuration.md's "Case 2: a real NIC bound to
-# vfio-pci" says, with the same commands: 2 MiB hugepages reserved and mounted, vfio-pci
+# It sets the guest up as doc/guides/vfio.md's "Step by step" says, with the same
+# commands: 2 MiB hugepages reserved and mounted, vfio-pci
 # loaded, the IOMMU groups checked, NIC A (virtio-net, DPV_VM_PCI_A) and NIC B (e1000e,
 # DPV_VM_PCI_B) bound through sysfs. Then its cases, each a
 # line "<ok|FAIL|skip> <case> <seconds>" in JOB_DIR/results and its output in
@@ -14,9 +14,9 @@
 #   devinfo ibv_devinfo -v, one process with both NICs: each port ACTIVE, its MTU, its
 #           node GUID from the NIC's MAC, its GID from DPV_PORT_IPV4; and ibv_devices
 #           with the two -a the other way round: dpv0 is still the lower address
-#   doc_config  configuration.md's case 2 INI file, NIC A's address in it, through
+#   doc_config  vfio.md's INI file (step 5), NIC A's address in it, through
 #           DPV_CONFIG: one device, ACTIVE; its hugepage files left and then removed;
-#           and its error table's line for an -a that names no NIC bound to vfio-pci
+#           and configuration.md's error line for an -a that names no NIC bound to vfio-pci
 #   rc, srq, ud (and, only when DPV_VM_CASES names them, rc_s65536 and rc_nohuge)
 #           test/dropin/dropin.sh's pci link: the unmodified ibverbs-utils program, its
 #           server on NIC A in one process (-a DPV_VM_PCI_A), its client on NIC B in
@@ -65,7 +65,7 @@ say "hugepages: $free free of 2 MiB"
 [ "$free" -ge 256 ] || setup_failed hugepages "only $free hugepages: want 256"
 result ok hugepages 0
 
-# ---- vfio-pci and the IOMMU (configuration.md, Case 2, steps 2 and 3) ----
+# ---- vfio-pci and the IOMMU (vfio.md, steps 2 and 3) ----
 modprobe vfio-pci || setup_failed vfio "modprobe vfio-pci failed"
 groups=$(ls /sys/kernel/iommu_groups)
 [ -n "$groups" ] || setup_failed vfio "no IOMMU groups: the kernel found no IOMMU"
@@ -82,7 +82,7 @@ bound() { # pci
 		[ -c "/dev/vfio/$(basename "$(readlink "/sys/bus/pci/devices/$1/iommu_group")")" ]
 }
 
-# Through sysfs, as configuration.md's step 3 does: NIC A's virtio-pci (the virtio
+# Through sysfs, as vfio.md's step 3 does: NIC A's virtio-pci (the virtio
 # transport, with no virtio_net on top) lets go of it; NIC B has no driver (the guest
 # loads no e1000e).
 bind_sysfs() { # pci
@@ -134,7 +134,7 @@ run_case() { # case seconds command...
 }
 
 # ibv_devinfo -v in one process holding both NICs: what the PMDs gave dpverbs, each port
-# as configuration.md says it is, with the MAC QEMU gave the NIC (vm.sh's mac=) as its
+# as vfio.md says it is, with the MAC QEMU gave the NIC (vm.sh's mac=) as its
 # node GUID (EUI-64: the U/L bit flipped, ff:fe in the middle), and 1X SDR for the
 # e1000e's 1 Gb/s and for the virtio NIC, whose PMD cannot tell its speed.
 devinfo() {
@@ -174,18 +174,18 @@ devinfo() {
 }
 run_case devinfo 150 devinfo
 
-# configuration.md's case 2 as it stands: its INI file (the block after "As a file:"),
+# vfio.md's step 5 as it stands: its INI file (the block after "As a file:"),
 # with NIC A's address for 0000:03:00.0 and the guest's core 0 for 2, given to
-# ibv_devinfo by DPV_CONFIG; then its hugepage files removed, as its Memory section
-# says, and the pages free again.
+# ibv_devinfo by DPV_CONFIG; then its hugepage files removed, as configuration.md's Memory
+# section says, and the pages free again.
 doc_config() {
 	local ini=$job/nic.ini out=$job/doc_config.out free0 free1 failed=0
 	free0=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
 	awk '/^As a file:/ { f = 1 } f && /^```ini/ { on = 1; next } on && /^```/ { exit } on' \
-		"$src/doc/guides/configuration.md" | sed "s/0000:03:00\.0/$pci_a/; s/-l 2 /-l 0 /" >"$ini"
+		"$src/doc/guides/vfio.md" | sed "s/0000:03:00\.0/$pci_a/; s/-l 2 /-l 0 /" >"$ini"
 	echo "---- $ini"
 	cat "$ini"
-	grep -q -- "-a $pci_a" "$ini" || { echo "FAIL: no case 2 INI file with -a 0000:03:00.0 in configuration.md"; return 1; }
+	grep -q -- "-a $pci_a" "$ini" || { echo "FAIL: no INI file with -a 0000:03:00.0 after \"As a file:\" in vfio.md"; return 1; }
 	timeout --kill-after=5 120 env DPV_CONFIG="$ini" LD_LIBRARY_PATH="$DPV_DROPIN_LIBDIR" \
 		ibv_devinfo >"$out" 2>&1 || { echo "ibv_devinfo exited $?"; failed=1; }
 	echo "---- ibv_devinfo"
