@@ -7,6 +7,7 @@
 #ifndef DPV_XPORT_PRIV_H
 #define DPV_XPORT_PRIV_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -293,6 +294,10 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
  * QP is halfway through an update: the ends of dpv_xport_rx(), _tx(), _tick() and
  * dpv_qp_modify(). */
 void xp_cq_overruns(struct dpv_xport *x);
+/* dpv_xport_guard.c */
+/* The SIGSEGV / SIGBUS handler, installed once per process (pthread_once). */
+extern pthread_once_t xp_fault_once;
+void xp_fault_install(void);
 /* memcpy() through registered memory that may have been unmapped under its region:
  * false (counted in mem_faults) when the copy faulted, with part of it done. */
 bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
