@@ -348,10 +348,18 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 /* dpv_xport_resp.c */
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame);
-void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame);
-void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame);
+/* Place @p len bytes of a message into the receive @p r holds, after what it has (less
+ * its skip): DPV_WC_SUCCESS, DPV_WC_LOC_LEN_ERR or DPV_WC_LOC_PROT_ERR. */
+uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
+		      uint32_t len);
+/* The completion of the receive in progress (@p p NULL: no immediate, not solicited);
+ * it ends it. */
+void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
+		  const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
+		  uint8_t flags);
+/* IBTA 9.4 / 10.6: the QP may be written remotely and @p rkey covers the range. */
+bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
+		      uint64_t va, uint32_t len);
 /* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
  * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
  * an end (with DPV_WC_F_TM_RELEASE). */
@@ -361,6 +369,53 @@ void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
+
+/* The RC opcodes of a request (UC's are the same in their low five bits, IBTA Table
+ * 38): the first (or only) packet of a message, its last (or only) one. */
+static inline bool xp_op_first(uint8_t op)
+{
+	switch (op) {
+	case DPV_OP_RC_SEND_FIRST:
+	case DPV_OP_RC_SEND_ONLY:
+	case DPV_OP_RC_SEND_ONLY_IMM:
+	case DPV_OP_RC_WRITE_FIRST:
+	case DPV_OP_RC_WRITE_ONLY:
+	case DPV_OP_RC_WRITE_ONLY_IMM:
+	case DPV_OP_RC_READ_REQUEST:
+	case DPV_OP_RC_CMP_SWAP:
+	case DPV_OP_RC_FETCH_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static inline bool xp_op_last(uint8_t op)
+{
+	return op != DPV_OP_RC_SEND_FIRST && op != DPV_OP_RC_SEND_MIDDLE &&
+	       op != DPV_OP_RC_WRITE_FIRST && op != DPV_OP_RC_WRITE_MIDDLE;
+}
+
+/* IBTA 9.7.5.1 / 9.9: the opcode must continue the message in progress, or start one. */
+static inline bool xp_op_in_sequence(uint8_t cur, uint8_t op)
+{
+	switch (cur) {
+	case XP_OP_SEND:
+		return op == DPV_OP_RC_SEND_MIDDLE || op == DPV_OP_RC_SEND_LAST ||
+		       op == DPV_OP_RC_SEND_LAST_IMM;
+	case XP_OP_WRITE:
+		return op == DPV_OP_RC_WRITE_MIDDLE || op == DPV_OP_RC_WRITE_LAST ||
+		       op == DPV_OP_RC_WRITE_LAST_IMM;
+	default:
+		return xp_op_first(op);
+	}
+}
+
+/* dpv_xport_ud_uc.c */
+void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
+void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
 
 /* Whether WQE @p idx of @p q's requester ring is the device's own (a rendezvous'). */
 static inline bool xp_xq_dev(const struct xp_qp *q, uint32_t idx)
