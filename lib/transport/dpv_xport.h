@@ -509,7 +509,7 @@ struct dpv_qp {
 	struct dpv_ring *sq;       /**< slots: struct dpv_swqe; NULL if max_send_wr == 0 */
 	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
 	struct dpv_qp_attr attr;   /**< current attributes (state included) */
-	void *xport_state;         /**< requester/responder/completer state (dpv_xport.c) */
+	void *xport_state;         /**< requester/responder/completer state (dpv_xport_qp.c) */
 	/** Called by the device when the QP enters ERR on its own with an event to
 	 *  raise (async event); event says which. */
 	void (*fatal_event)(struct dpv_qp *qp, void *arg);
