@@ -600,7 +600,27 @@ struct dpv_xport_stats {
 };
 
 /**
- * Create the transport of a device over an open port.
+ * Install the fault guard: a SIGSEGV and a SIGBUS handler for the whole process, under
+ * which a fault inside a device's copy through registered memory (memory the program
+ * unmapped, or took rights from, before it deregistered the region) ends that access
+ * with an error, counted in mem_faults, as a bad key would, instead of ending the
+ * process (doc/guides/memory.md). A fault anywhere else goes on to the handler
+ * installed before this one (the default action if there was none). A handler the
+ * program installs after this call replaces it and takes the protection away.
+ *
+ * Without this call no handler is installed, and a fault in a copy is the process's,
+ * as any bad access is: SIGSEGV or SIGBUS, by default the end of it. lib/verbs calls
+ * it unless DPV_FAULT_GUARD is 0 (or dpv_verbs_set_fault_guard() said no).
+ *
+ * Any thread; once per process: later calls do nothing, and the handler stays until
+ * the process ends (dpv_xport_destroy() leaves it). Call it before the first
+ * dpv_xport_create(): the copies of a device are guarded only from the call on.
+ */
+void dpv_xport_fault_guard(void);
+
+/**
+ * Create the transport of a device over an open port. It installs no signal handler
+ * (dpv_xport_fault_guard()).
  * @param mrs  the device's key table (lib/verbs registers into it)
  * @return 0; ENOMEM.
  */

@@ -7,7 +7,6 @@
  * runs (IBTA 9.7.6).
  */
 #include <errno.h>
-#include <pthread.h>
 #include <string.h>
 
 #include <rte_cycles.h>
@@ -131,7 +130,6 @@ int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv
 {
 	struct dpv_xport *x;
 
-	pthread_once(&xp_fault_once, xp_fault_install);
 	x = rte_zmalloc_socket("dpv_xport", sizeof(*x), DPV_CACHE_LINE, port->socket);
 	if (x == NULL)
 		return ENOMEM;

@@ -17,16 +17,18 @@
  * NIC would still not crash: a fault inside xp_copy() jumps back out of it, and the
  * caller ends the access with an error as for a bad key. Each copy arms a jump buffer
  * (sigsetjmp without the signal mask: no system call); the SIGSEGV / SIGBUS handler,
- * installed once per process, jumps to it when the fault is inside a copy of this
- * thread and otherwise passes the signal to the handler installed before it (the
- * default one: the process ends as it would have). A program that installs its own
- * handler for these signals afterwards takes that protection away.
+ * installed once per process when the host program wants it (dpv_xport_fault_guard()),
+ * jumps to it when the fault is inside a copy of this thread and otherwise passes the
+ * signal to the handler installed before it (the default one: the process ends as it
+ * would have). A program that installs its own handler for these signals afterwards
+ * takes that protection away. Without the handler the jump buffer is armed all the
+ * same, and a fault in a copy is the process's, as any other.
  */
 /* volatile: the compiler knows memcpy() does not read it, and would otherwise drop
  * the store that arms it as dead. */
 static __thread sigjmp_buf *volatile xp_copy_env;
 static struct sigaction xp_prev_segv, xp_prev_bus;
-pthread_once_t xp_fault_once = PTHREAD_ONCE_INIT;
+static pthread_once_t xp_fault_once = PTHREAD_ONCE_INIT;
 
 static void xp_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -50,7 +52,7 @@ static void xp_fault(int sig, siginfo_t *si, void *uc)
 	sigaction(sig, prev, NULL);
 }
 
-void xp_fault_install(void)
+static void xp_fault_install(void)
 {
 	struct sigaction sa;
 
@@ -61,6 +63,11 @@ void xp_fault_install(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGSEGV, &sa, &xp_prev_segv);
 	sigaction(SIGBUS, &sa, &xp_prev_bus);
+}
+
+void dpv_xport_fault_guard(void)
+{
+	pthread_once(&xp_fault_once, xp_fault_install);
 }
 
 bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len)

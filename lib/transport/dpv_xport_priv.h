@@ -17,7 +17,6 @@
 #ifndef DPV_XPORT_PRIV_H
 #define DPV_XPORT_PRIV_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -322,9 +321,6 @@ bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
 struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
 
 /* dpv_xport_guard.c: every access of the device to registered memory. */
-/* The SIGSEGV / SIGBUS handler, installed once per process (pthread_once). */
-extern pthread_once_t xp_fault_once;
-void xp_fault_install(void);
 /* memcpy() through registered memory that may have been unmapped under its region:
  * false (counted in mem_faults) when the copy faulted, with part of it done. */
 bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
