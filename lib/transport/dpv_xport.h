@@ -509,7 +509,7 @@ struct dpv_qp {
 	struct dpv_ring *sq;       /**< slots: struct dpv_swqe; NULL if max_send_wr == 0 */
 	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
 	struct dpv_qp_attr attr;   /**< current attributes (state included) */
-	void *xport_state;         /**< requester/responder/completer state (dpv_xport.c) */
+	void *xport_state;         /**< requester/responder/completer state (dpv_xport_qp.c) */
 	/** Called by the device when the QP enters ERR on its own with an event to
 	 *  raise (async event); event says which. */
 	void (*fatal_event)(struct dpv_qp *qp, void *arg);
@@ -600,7 +600,27 @@ struct dpv_xport_stats {
 };
 
 /**
- * Create the transport of a device over an open port.
+ * Install the fault guard: a SIGSEGV and a SIGBUS handler for the whole process, under
+ * which a fault inside a device's copy through registered memory (memory the program
+ * unmapped, or took rights from, before it deregistered the region) ends that access
+ * with an error, counted in mem_faults, as a bad key would, instead of ending the
+ * process (doc/guides/memory.md). A fault anywhere else goes on to the handler
+ * installed before this one (the default action if there was none). A handler the
+ * program installs after this call replaces it and takes the protection away.
+ *
+ * Without this call no handler is installed, and a fault in a copy is the process's,
+ * as any bad access is: SIGSEGV or SIGBUS, by default the end of it. lib/verbs calls
+ * it unless DPV_FAULT_GUARD is 0 (or dpv_verbs_set_fault_guard() said no).
+ *
+ * Any thread; once per process: later calls do nothing, and the handler stays until
+ * the process ends (dpv_xport_destroy() leaves it). Call it before the first
+ * dpv_xport_create(): the copies of a device are guarded only from the call on.
+ */
+void dpv_xport_fault_guard(void);
+
+/**
+ * Create the transport of a device over an open port. It installs no signal handler
+ * (dpv_xport_fault_guard()).
  * @param mrs  the device's key table (lib/verbs registers into it)
  * @return 0; ENOMEM.
  */

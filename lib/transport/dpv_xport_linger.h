@@ -2,7 +2,7 @@
 /*
  * Destroyed RC QPs that still answer their peers for a while (dpv_xport_linger.c), as a
  * TCP endpoint in TIME_WAIT does: what the transport keeps of each, and the calls
- * dpv_xport.c and dpv_xport_qp.c make. Not installed.
+ * dpv_xport_dev.c and dpv_xport_qp.c make. Not installed.
  */
 #ifndef DPV_XPORT_LINGER_H
 #define DPV_XPORT_LINGER_H

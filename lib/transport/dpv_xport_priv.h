@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The transport's own state, shared by dpv_xport.c (device, CQs, SRQs, frames),
- * dpv_xport_qp.c (QPs and their state machine), dpv_xport_req.c (requester),
- * dpv_xport_resp.c (responder) and dpv_xport_comp.c (completer). Not installed.
+ * The transport's own state, shared by its files. Not installed.
+ *   dpv_xport_dev.c     the device: create and destroy, the receive demux, the transmit
+ *                       rounds, building and sending frames, timers and the tick
+ *   dpv_xport.c         the memory-region check, CQs, SRQs and the TM ops of TM SRQs
+ *   dpv_xport_guard.c   copies and atomics through registered memory, and the
+ *                       SIGSEGV / SIGBUS handler that survives a fault in one
+ *   dpv_xport_qp.c      QPs and their state machine (IBTA 10.3.1)
+ *   dpv_xport_req.c     the requester (IBTA 9.7, 9.8)
+ *   dpv_xport_resp.c    the RC responder (IBTA 9.7.5.1), with tag matching on TM SRQs
+ *   dpv_xport_ud_uc.c   UD receive (IBTA 9.8) and UC receive (IBTA 9.7.7)
+ *   dpv_xport_comp.c    the completer (IBTA 9.7.5.2, 9.9)
+ *   dpv_xport_rndv.c    the tag-matching rendezvous (doc/guides/rendezvous.md)
+ *   dpv_xport_linger.c  destroyed RC QPs that still answer (dpv_xport_linger.h)
  */
 #ifndef DPV_XPORT_PRIV_H
 #define DPV_XPORT_PRIV_H
@@ -279,7 +289,7 @@ static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
 	return qp->xport_state;
 }
 
-/* dpv_xport.c: frames, completions, scatter lists, receive WQEs. */
+/* dpv_xport_dev.c: frames, transmit room, timers. */
 struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
 				uint32_t payload_len, uint8_t **payload);
 void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip);
@@ -287,12 +297,30 @@ void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip);
 void xp_tx_flush(struct dpv_xport *x);
 void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
 		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl);
+uint32_t xp_active_mtu(const struct dpv_port *port);
+/* Packets that may leave for @p dst now: the port says how many it takes without
+ * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
+ * device itself always). What cannot leave waits where it is (a WQE in its ring, a
+ * response in the responder queue): with no room the QP stays on the doorbell and is
+ * visited again. */
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
+uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
+/* Timers: run @p q's from now on (it has something outstanding, or an RNR wait). */
+void xp_timer_start(struct dpv_xport *x, struct xp_qp *q);
+void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q);
+
+/* dpv_xport.c: completions, receive WQEs. */
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
 	       bool solicited);
 /* Move the QPs of overrun CQs to ERR (xp_cq_put() found a ring full). Called where no
  * QP is halfway through an update: the ends of dpv_xport_rx(), _tx(), _tick() and
  * dpv_qp_modify(). */
 void xp_cq_overruns(struct dpv_xport *x);
+bool xp_srq_ready(struct dpv_srq *srq);
+bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
+struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
+
+/* dpv_xport_guard.c: every access of the device to registered memory. */
 /* memcpy() through registered memory that may have been unmapped under its region:
  * false (counted in mem_faults) when the copy faulted, with part of it done. */
 bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
@@ -306,25 +334,11 @@ uint8_t xp_sgl_scatter(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t 
 		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
 uint8_t xp_sgl_gather(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		      uint32_t pd, uint64_t off, void *dst, uint32_t len);
-bool xp_srq_ready(struct dpv_srq *srq);
-bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
-struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
-uint32_t xp_active_mtu(const struct dpv_port *port);
-/* Packets that may leave for @p dst now: the port says how many it takes without
- * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
- * device itself always). What cannot leave waits where it is (a WQE in its ring, a
- * response in the responder queue): with no room the QP stays on the doorbell and is
- * visited again. */
-uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
-uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 
 /* dpv_xport_qp.c */
 /* Move @p q to ERR (IBTA 10.3.1), flushing what it holds; @p event (enum dpv_qp_event)
  * is raised through fatal_event unless DPV_QP_EV_NONE. */
 void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event);
-/* Timers: run @p q's from now on (it has something outstanding, or an RNR wait). */
-void xp_timer_start(struct dpv_xport *x, struct xp_qp *q);
-void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q);
 /* The QP may have something to send: visit it in the next dpv_xport_tx(). */
 static inline void xp_kick(struct xp_qp *q)
 {
@@ -343,10 +357,18 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 /* dpv_xport_resp.c */
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame);
-void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame);
-void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame);
+/* Place @p len bytes of a message into the receive @p r holds, after what it has (less
+ * its skip): DPV_WC_SUCCESS, DPV_WC_LOC_LEN_ERR or DPV_WC_LOC_PROT_ERR. */
+uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
+		      uint32_t len);
+/* The completion of the receive in progress (@p p NULL: no immediate, not solicited);
+ * it ends it. */
+void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
+		  const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
+		  uint8_t flags);
+/* IBTA 9.4 / 10.6: the QP may be written remotely and @p rkey covers the range. */
+bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
+		      uint64_t va, uint32_t len);
 /* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
  * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
  * an end (with DPV_WC_F_TM_RELEASE). */
@@ -356,6 +378,53 @@ void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
+
+/* The RC opcodes of a request (UC's are the same in their low five bits, IBTA Table
+ * 38): the first (or only) packet of a message, its last (or only) one. */
+static inline bool xp_op_first(uint8_t op)
+{
+	switch (op) {
+	case DPV_OP_RC_SEND_FIRST:
+	case DPV_OP_RC_SEND_ONLY:
+	case DPV_OP_RC_SEND_ONLY_IMM:
+	case DPV_OP_RC_WRITE_FIRST:
+	case DPV_OP_RC_WRITE_ONLY:
+	case DPV_OP_RC_WRITE_ONLY_IMM:
+	case DPV_OP_RC_READ_REQUEST:
+	case DPV_OP_RC_CMP_SWAP:
+	case DPV_OP_RC_FETCH_ADD:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static inline bool xp_op_last(uint8_t op)
+{
+	return op != DPV_OP_RC_SEND_FIRST && op != DPV_OP_RC_SEND_MIDDLE &&
+	       op != DPV_OP_RC_WRITE_FIRST && op != DPV_OP_RC_WRITE_MIDDLE;
+}
+
+/* IBTA 9.7.5.1 / 9.9: the opcode must continue the message in progress, or start one. */
+static inline bool xp_op_in_sequence(uint8_t cur, uint8_t op)
+{
+	switch (cur) {
+	case XP_OP_SEND:
+		return op == DPV_OP_RC_SEND_MIDDLE || op == DPV_OP_RC_SEND_LAST ||
+		       op == DPV_OP_RC_SEND_LAST_IMM;
+	case XP_OP_WRITE:
+		return op == DPV_OP_RC_WRITE_MIDDLE || op == DPV_OP_RC_WRITE_LAST ||
+		       op == DPV_OP_RC_WRITE_LAST_IMM;
+	default:
+		return xp_op_first(op);
+	}
+}
+
+/* dpv_xport_ud_uc.c */
+void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
+void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	      const uint8_t *frame);
 
 /* Whether WQE @p idx of @p q's requester ring is the device's own (a rendezvous'). */
 static inline bool xp_xq_dev(const struct xp_qp *q, uint32_t idx)

@@ -4,7 +4,8 @@
  * places SENDs into receive WQEs (the QP's RQ, its SRQ, or a tag-matching SRQ's tag
  * list, doc/guides/srq.md §4), executes RDMA WRITEs, READs and atomics against the key
  * table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
- * PSN order. UC (IBTA 9.7.7) and UD (IBTA 9.8) receives are here too.
+ * PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through xp_recv_place() and
+ * xp_recv_done() here.
  */
 #include <string.h>
 
@@ -173,8 +174,8 @@ static void access_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, bool 
 
 /* ---- placing a message into a receive WQE ---- */
 
-static uint8_t place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
-		     uint32_t len)
+uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
+		      uint32_t len)
 {
 	uint32_t off = r->msg_len, s = 0;
 	uint64_t dst;
@@ -193,9 +194,9 @@ static uint8_t place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data
 }
 
 /* The completion of the receive in progress; it ends it. */
-static void recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
-		      const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
-		      uint8_t flags)
+void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
+		  const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
+		  uint8_t flags)
 {
 	struct xp_recv *r = &q->rcv;
 	struct dpv_cqe cqe;
@@ -256,7 +257,8 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush)
 
 	if (r->active) {
 		if (flush) {
-			recv_done(x, q, DPV_WC_WR_FLUSH_ERR, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+			xp_recv_done(x, q, DPV_WC_WR_FLUSH_ERR, NULL, DPV_WC_RECV,
+				     q->qp.attr.dest_qpn, 0);
 		} else if (r->kind == XP_RECV_TM_EAGER || r->kind == XP_RECV_TM_RNDV ||
 			   r->kind == XP_RECV_TM_RNDV_READ) {
 			/* No completion after a reset, but the matched entry must come back. */
@@ -284,7 +286,7 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 {
 	if (status == DPV_WC_LOC_PROT_ERR)
 		x->stats.access_errors++;
-	recv_done(x, q, status, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+	xp_recv_done(x, q, status, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
 	nak_fatal(x, q, p->psn,
 		  status == DPV_WC_LOC_LEN_ERR ? DPV_AETH_NAK_INV_REQ : DPV_AETH_NAK_REM_OP, false);
 }
@@ -389,52 +391,13 @@ static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 
 /* ---- RC requests ---- */
 
-static bool is_first(uint8_t op)
-{
-	switch (op) {
-	case DPV_OP_RC_SEND_FIRST:
-	case DPV_OP_RC_SEND_ONLY:
-	case DPV_OP_RC_SEND_ONLY_IMM:
-	case DPV_OP_RC_WRITE_FIRST:
-	case DPV_OP_RC_WRITE_ONLY:
-	case DPV_OP_RC_WRITE_ONLY_IMM:
-	case DPV_OP_RC_READ_REQUEST:
-	case DPV_OP_RC_CMP_SWAP:
-	case DPV_OP_RC_FETCH_ADD:
-		return true;
-	default:
-		return false;
-	}
-}
-
-static bool is_last(uint8_t op)
-{
-	return op != DPV_OP_RC_SEND_FIRST && op != DPV_OP_RC_SEND_MIDDLE &&
-	       op != DPV_OP_RC_WRITE_FIRST && op != DPV_OP_RC_WRITE_MIDDLE;
-}
-
-/* IBTA 9.7.5.1 / 9.9: the opcode must continue the message in progress, or start one. */
-static bool in_sequence(uint8_t cur, uint8_t op)
-{
-	switch (cur) {
-	case XP_OP_SEND:
-		return op == DPV_OP_RC_SEND_MIDDLE || op == DPV_OP_RC_SEND_LAST ||
-		       op == DPV_OP_RC_SEND_LAST_IMM;
-	case XP_OP_WRITE:
-		return op == DPV_OP_RC_WRITE_MIDDLE || op == DPV_OP_RC_WRITE_LAST ||
-		       op == DPV_OP_RC_WRITE_LAST_IMM;
-	default:
-		return is_first(op);
-	}
-}
-
 static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		    const uint8_t *payload)
 {
 	const struct dpv_srq *srq = q->qp.init.srq;
 	uint8_t st;
 
-	if (is_first(p->opcode)) {
+	if (xp_op_first(p->opcode)) {
 		if (srq != NULL && srq->tm != NULL) {
 			if (!tm_start(x, q, p, payload))
 				return;
@@ -444,23 +407,23 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 		}
 		q->op = XP_OP_SEND;
 	}
-	st = place(x, &q->rcv, payload, p->payload_len);
+	st = xp_recv_place(x, &q->rcv, payload, p->payload_len);
 	/* The buffers a rendezvous reads into are checked as an eager message's would
 	 * be, so the sender hears of a bad one alike. */
-	if (st == DPV_WC_SUCCESS && is_last(p->opcode) && q->rcv.kind == XP_RECV_TM_RNDV_READ)
+	if (st == DPV_WC_SUCCESS && xp_op_last(p->opcode) && q->rcv.kind == XP_RECV_TM_RNDV_READ)
 		st = xp_rndv_check(x, q);
 	if (st != DPV_WC_SUCCESS) {
 		recv_fail(x, q, p, st);
 		return;
 	}
 	q->epsn = psn_add(q->epsn, 1);
-	if (is_last(p->opcode)) {
+	if (xp_op_last(p->opcode)) {
 		q->msn++;
 		q->op = XP_OP_NONE;
 		if (q->rcv.kind == XP_RECV_TM_RNDV_READ)
 			xp_rndv_start(x, q);
 		else
-			recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
+			xp_recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
 	}
 	if (p->ack_req)
 		respond(x, q, p->psn, ACK_SYNDROME);
@@ -468,8 +431,8 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 
 /* IBTA 9.4 / 10.6: an RDMA WRITE needs the QP's remote-write permission and an
  * R_Key covering the range with remote write; a zero-length one checks no key. */
-static bool write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
-			  uint64_t va, uint32_t len)
+bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
+		      uint64_t va, uint32_t len)
 {
 	return (q->qp.attr.access & DPV_ACCESS_REMOTE_WRITE) &&
 	       (len == 0 || dpv_mr_check(x->mrs, rkey, q->qp.init.pd, va, len,
@@ -483,7 +446,8 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 			 p->opcode == DPV_OP_RC_WRITE_LAST_IMM;
 	struct xp_write *w = &q->wr;
 
-	if (is_first(p->opcode) && !write_allowed(x, q, p->reth_rkey, p->reth_va, p->reth_len)) {
+	if (xp_op_first(p->opcode) &&
+	    !xp_write_allowed(x, q, p->reth_rkey, p->reth_va, p->reth_len)) {
 		access_nak(x, q, p->psn, true);
 		return;
 	}
@@ -493,7 +457,7 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 		rnr_nak(x, q, p->psn);
 		return;
 	}
-	if (is_first(p->opcode)) {
+	if (xp_op_first(p->opcode)) {
 		w->va = p->reth_va;
 		w->rkey = p->reth_rkey;
 		w->len = p->reth_len;
@@ -502,12 +466,12 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	}
 	/* IBTA 9.7.5.1: the packets must add up to the RETH's length, not more. */
 	if (p->payload_len > w->len - w->done ||
-	    (is_last(p->opcode) && w->done + p->payload_len != w->len)) {
+	    (xp_op_last(p->opcode) && w->done + p->payload_len != w->len)) {
 		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, !q->rcv.active);
 		return;
 	}
 	if (p->payload_len != 0) {
-		if (!write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len) ||
+		if (!xp_write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len) ||
 		    !xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
 			access_nak(x, q, p->psn, !q->rcv.active);
 			return;
@@ -515,13 +479,13 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 		w->done += p->payload_len;
 	}
 	q->epsn = psn_add(q->epsn, 1);
-	if (is_last(p->opcode)) {
+	if (xp_op_last(p->opcode)) {
 		q->msn++;
 		q->op = XP_OP_NONE;
 		if (imm) {
 			q->rcv.msg_len = w->len;
-			recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM,
-				  q->qp.attr.dest_qpn, 0);
+			xp_recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM,
+				     q->qp.attr.dest_qpn, 0);
 		}
 	}
 	if (p->ack_req)
@@ -775,7 +739,7 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		return;
 	}
 	q->nak_sent = false;
-	if (!in_sequence(q->op, p->opcode) || p->payload_len > q->mtu) {
+	if (!xp_op_in_sequence(q->op, p->opcode) || p->payload_len > q->mtu) {
 		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, !q->rcv.active);
 		return;
 	}
@@ -900,204 +864,4 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 		sent++;
 	}
 	return sent;
-}
-
-/* ---- UD receive (IBTA 9.8; doc/guides/srq.md §1 for the GRH) ---- */
-
-void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame)
-{
-	uint8_t st = q->qp.attr.state, grh[DPV_UD_GRH_LEN];
-	struct xp_recv *r = &q->rcv;
-
-	if (st != DPV_QPS_RTR && st != DPV_QPS_RTS && st != DPV_QPS_SQD && st != DPV_QPS_SQE) {
-		x->stats.rx_bad_state++;
-		return;
-	}
-	XP_CNT(x, q, rx_packets);
-	/* IBTA 9.6 (Q_Key check): a datagram whose Q_Key is not the QP's is dropped. */
-	if (p->deth_qkey != q->qp.attr.qkey) {
-		x->stats.rx_bad_qkey++;
-		return;
-	}
-	/* UD has no RNR: a datagram with no receive WQE is dropped. */
-	if (!xp_take_recv(x, q, r)) {
-		x->stats.rx_ud_dropped++;
-		return;
-	}
-	/* RoCEv2 over IPv4: the 40-byte GRH slot holds 20 zero bytes, then the IPv4 header,
-	 * as other RoCE devices write it; the payload always starts at offset 40. */
-	memset(grh, 0, DPV_UD_GRH_LEN - DPV_WIRE_IPV4_LEN);
-	memcpy(grh + DPV_UD_GRH_LEN - DPV_WIRE_IPV4_LEN, frame + DPV_WIRE_ETH_LEN,
-	       DPV_WIRE_IPV4_LEN);
-	st = place(x, r, grh, DPV_UD_GRH_LEN);
-	if (st == DPV_WC_SUCCESS)
-		st = place(x, r, frame + p->hdr_len, p->payload_len);
-	if (st != DPV_WC_SUCCESS) {
-		/* IBTA 10.3.1: a receive completed in error moves the QP to Error. */
-		if (st == DPV_WC_LOC_PROT_ERR)
-			x->stats.access_errors++;
-		recv_done(x, q, st, NULL, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);
-		xp_qp_error(x, q, DPV_QP_EV_NONE);
-		return;
-	}
-	recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);
-}
-
-/* ---- UC receive (IBTA 9.7.7) ---- */
-
-/*
- * The message in progress is lost (a PSN gap, or an opcode that cannot continue it):
- * nothing of it completes, and the packets up to the next first packet are dropped. A
- * receive WQE the message had taken stays with the QP, emptied, for the next SEND, so
- * receive WQEs are still used in the order they were posted.
- */
-static void uc_drop_msg(struct dpv_xport *x, struct xp_qp *q)
-{
-	if (!q->uc_drop)
-		XP_CNT(x, q, uc_msgs_dropped);
-	q->uc_drop = true;
-	q->op = XP_OP_NONE;
-	q->rcv.msg_len = 0;
-}
-
-/* The receive WQE of a SEND, or of a WRITE with immediate: the one a lost message left,
- * else the next posted. */
-static bool uc_take_recv(struct dpv_xport *x, struct xp_qp *q)
-{
-	return q->rcv.active || xp_take_recv(x, q, &q->rcv);
-}
-
-static void uc_send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-		       uint8_t op, const uint8_t *payload)
-{
-	uint8_t st;
-
-	/* No RNR on UC: a message that finds no receive WQE is dropped. */
-	if (is_first(op)) {
-		if (!uc_take_recv(x, q)) {
-			uc_drop_msg(x, q);
-			return;
-		}
-		q->op = XP_OP_SEND;
-	}
-	st = place(x, &q->rcv, payload, p->payload_len);
-	if (st != DPV_WC_SUCCESS) {
-		/* IBTA 10.3.1: a receive completed in error moves the QP to Error. */
-		if (st == DPV_WC_LOC_PROT_ERR)
-			x->stats.access_errors++;
-		recv_done(x, q, st, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
-		xp_qp_error(x, q, DPV_QP_EV_NONE);
-		return;
-	}
-	if (is_last(op)) {
-		q->op = XP_OP_NONE;
-		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
-	}
-}
-
-/* A WRITE the responder may not place (key, range, rights, length, memory gone) is
- * dropped whole: UC has no NAK to say so (IBTA 9.7.7). */
-static void uc_write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-			uint8_t op, const uint8_t *payload)
-{
-	const bool imm = op == DPV_OP_RC_WRITE_ONLY_IMM || op == DPV_OP_RC_WRITE_LAST_IMM;
-	struct xp_write *w = &q->wr;
-
-	if (is_first(op)) {
-		if (!write_allowed(x, q, p->reth_rkey, p->reth_va, p->reth_len)) {
-			x->stats.access_errors++;
-			uc_drop_msg(x, q);
-			return;
-		}
-		w->va = p->reth_va;
-		w->rkey = p->reth_rkey;
-		w->len = p->reth_len;
-		w->done = 0;
-		q->op = XP_OP_WRITE;
-	}
-	if (p->payload_len > w->len - w->done ||
-	    (is_last(op) && w->done + p->payload_len != w->len)) {
-		uc_drop_msg(x, q);
-		return;
-	}
-	if (p->payload_len != 0) {
-		if (!write_allowed(x, q, w->rkey, w->va + w->done, p->payload_len) ||
-		    !xp_copy(x, (void *)(uintptr_t)(w->va + w->done), payload, p->payload_len)) {
-			x->stats.access_errors++;
-			uc_drop_msg(x, q);
-			return;
-		}
-		w->done += p->payload_len;
-	}
-	if (!is_last(op))
-		return;
-	q->op = XP_OP_NONE;
-	if (imm) {
-		if (!uc_take_recv(x, q)) {
-			/* The data is placed; only the completion has nowhere to go. */
-			XP_CNT(x, q, uc_msgs_dropped);
-			return;
-		}
-		q->rcv.msg_len = w->len;
-		recv_done(x, q, DPV_WC_SUCCESS, p, DPV_WC_RECV_RDMA_WITH_IMM, q->qp.attr.dest_qpn,
-			  0);
-	}
-}
-
-/*
- * IBTA 9.7.7: UC has PSNs and no acknowledgements. A packet at the expected PSN goes on
- * with its message; one ahead of it means packets were lost: the message in progress is
- * dropped, and a first (or only) packet starts the next one from its PSN, while any
- * other is dropped with the rest of its message. A UC sender never sends a PSN twice,
- * so a packet behind the expected PSN is a copy the link made, or one it delayed past
- * the packets after it: dropped (dup_requests), and the message in progress goes on.
- * Nothing is NAKed or resent; the drops are counted (out_of_seq for the packets ahead,
- * uc_msgs_dropped for the messages).
- */
-void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-	      const uint8_t *frame)
-{
-	const uint8_t op = p->opcode & 0x1f; /* the RC opcode of the same packet kind */
-	const uint8_t *payload = frame + p->hdr_len;
-	uint8_t st = q->qp.attr.state;
-	bool first = is_first(op);
-	int32_t d;
-
-	if (st != DPV_QPS_RTR && st != DPV_QPS_RTS && st != DPV_QPS_SQD && st != DPV_QPS_SQE) {
-		x->stats.rx_bad_state++;
-		return;
-	}
-	XP_CNT(x, q, rx_packets);
-	d = dpv_wire_psn_diff(p->psn, q->epsn);
-	if (d < 0) {
-		XP_CNT(x, q, dup_requests);
-		return;
-	}
-	if (d > 0) {
-		XP_CNT(x, q, out_of_seq);
-		if (q->op != XP_OP_NONE || !first)
-			uc_drop_msg(x, q);
-	}
-	q->epsn = psn_add(p->psn, 1);
-	if (first) {
-		/* A first packet while a message is in progress: that message's last
-		 * packet was lost along with nothing else in between. */
-		if (q->op != XP_OP_NONE)
-			uc_drop_msg(x, q);
-		q->uc_drop = false;
-	} else if (q->uc_drop) {
-		return;
-	} else if (!in_sequence(q->op, op)) {
-		uc_drop_msg(x, q);
-		return;
-	}
-	if (p->payload_len > q->mtu) {
-		uc_drop_msg(x, q);
-		return;
-	}
-	if (op <= DPV_OP_RC_SEND_ONLY_IMM)
-		uc_send_rx(x, q, p, op, payload);
-	else
-		uc_write_rx(x, q, p, op, payload);
 }

@@ -35,7 +35,8 @@ struct dpv_dev;
  * A port opened before keeps its first address. Once a program opens ports this way,
  * ibv_get_device_list() lists those and starts nothing. Of dpverbs' settings only
  * DPV_FAULTS is read here: when set, the device's port is the faults driver over the
- * ethdev port (doc/guides/configuration.md).
+ * ethdev port (doc/guides/configuration.md). The first device opened installs
+ * dpverbs' SIGSEGV / SIGBUS handler unless dpv_verbs_set_fault_guard() said no.
  * @return the context, or NULL with errno: ENODEV no such port, EINVAL ipv4 0 or a
  *         DPV_FAULTS spec that is not valid, ENOSPC too many devices, ENOMEM, or the
  *         port's errno.
@@ -66,6 +67,30 @@ int dpv_verbs_set_progress(struct ibv_context *context, const char *mode);
  * @return 0; EINVAL @p us too large; or an errno from starting the thread.
  */
 int dpv_verbs_set_inline_idle_us(uint32_t us);
+
+/**
+ * Choose whether dpverbs installs its SIGSEGV / SIGBUS handler (the fault guard; on
+ * unless this says no): what DPV_FAULT_GUARD (or fault_guard in the DPV_CONFIG file)
+ * does for programs that ibv_get_device_list() starts, where those settings, when
+ * given, win over this call.
+ *
+ * With the guard (@p on 1), the handler is installed for the whole process when the
+ * first device opens. A fault inside the device's copy through registered memory (the
+ * program unmapped it, or took rights from it, before ibv_dereg_mr()) then ends that
+ * access with an error completion (IBV_WC_LOC_PROT_ERR, or a NAK the peer sees as
+ * IBV_WC_REM_ACCESS_ERR), counted in "xport.mem_faults"; any other fault goes on to the
+ * handler that was installed before dpverbs' (the default action if none). A handler
+ * the program installs afterwards replaces dpverbs' and takes that protection away.
+ * Without it (@p on 0), dpverbs installs no handler: the same fault is the process's,
+ * as any bad access is (SIGSEGV or SIGBUS: by default the process ends).
+ * doc/guides/memory.md has the details.
+ *
+ * Control thread, before the first dpv_verbs_open_port(): the choice holds for the
+ * life of the process once a device has opened.
+ * @param on 1: install the handler (the default); 0: install none
+ * @return 0; EINVAL @p on neither 0 nor 1; EBUSY a device has opened already.
+ */
+int dpv_verbs_set_fault_guard(int on);
 
 /** Counters of a device's engine (dpv_verbs_query_engine()). */
 struct dpv_verbs_engine_stats {

@@ -49,10 +49,13 @@ static struct {
 	uint32_t arp_lifetime_ms;
 	uint32_t link_wait_ms;
 	uint32_t linger_ms;
+	uint32_t fault_guard;   /* 1: dpv_xport_fault_guard() before the first device */
+	bool fault_guard_taken; /* a device opened: the choice is made */
 } conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT,
 	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT,
 	  .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT,
-	  .linger_ms = DPV_LINGER_MS_DEFAULT};
+	  .linger_ms = DPV_LINGER_MS_DEFAULT,
+	  .fault_guard = 1};
 
 /* Say what is wrong once, in words a person can act on. */
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -143,8 +146,8 @@ static int load_config(void)
 	const char *path = getenv("DPV_CONFIG"), *v;
 	struct rte_cfgfile *cf;
 	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "",
-	     linger_ms[16] = "";
-	bool idle_from_env, arp_from_env, wait_from_env, linger_from_env;
+	     linger_ms[16] = "", guard[16] = "";
+	bool idle_from_env, arp_from_env, wait_from_env, linger_from_env, guard_from_env;
 
 	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
 	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
@@ -155,10 +158,12 @@ static int load_config(void)
 	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
 	copy_setting(wait_ms, sizeof(wait_ms), getenv("DPV_LINK_WAIT_MS"));
 	copy_setting(linger_ms, sizeof(linger_ms), getenv("DPV_LINGER_MS"));
+	copy_setting(guard, sizeof(guard), getenv("DPV_FAULT_GUARD"));
 	idle_from_env = idle_us[0] != '\0';
 	arp_from_env = arp_ms[0] != '\0';
 	wait_from_env = wait_ms[0] != '\0';
 	linger_from_env = linger_ms[0] != '\0';
+	guard_from_env = guard[0] != '\0';
 	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
 		return EINVAL;
 	if (path != NULL && path[0] != '\0') {
@@ -183,6 +188,8 @@ static int load_config(void)
 			     rte_cfgfile_get_entry(cf, "dpverbs", "link_wait_ms"));
 		copy_setting(linger_ms, sizeof(linger_ms),
 			     rte_cfgfile_get_entry(cf, "dpverbs", "linger_ms"));
+		copy_setting(guard, sizeof(guard),
+			     rte_cfgfile_get_entry(cf, "dpverbs", "fault_guard"));
 		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
 		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
 				"dpverbs", path) != 0) {
@@ -228,7 +235,10 @@ static int load_config(void)
 			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &conf.link_wait_ms) != 0 ||
 	    take_number(linger_ms, linger_from_env, "DPV_LINGER_MS", "linger_ms", path,
 			"the milliseconds a destroyed RC QP acknowledges its peer's resends at "
-			"most (0: not at all)", 0, DPV_LINGER_MS_MAX, &conf.linger_ms) != 0)
+			"most (0: not at all)", 0, DPV_LINGER_MS_MAX, &conf.linger_ms) != 0 ||
+	    take_number(guard, guard_from_env, "DPV_FAULT_GUARD", "fault_guard", path,
+			"whether dpverbs' SIGSEGV / SIGBUS handler guards its copies (0: no "
+			"handler)", 0, 1, &conf.fault_guard) != 0)
 		return EINVAL;
 	return 0;
 }
@@ -762,6 +772,10 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 
 	pthread_mutex_lock(&devices_lock);
 	if (d->dev == NULL) {
+		/* The process's signal handlers are the program's to give (memory.md). */
+		if (conf.fault_guard)
+			dpv_xport_fault_guard();
+		conf.fault_guard_taken = true;
 		dpv_port_set_link_wait(link_wait_ms);
 		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
 					  &d->dev);
@@ -1254,6 +1268,21 @@ int dpv_verbs_set_inline_idle_us(uint32_t us)
 	ret = dpv_engine_set_inline_idle_us(us);
 	if (ret == 0)
 		conf.inline_idle_us = us; /* devices opened later keep it */
+	pthread_mutex_unlock(&devices_lock);
+	return ret;
+}
+
+int dpv_verbs_set_fault_guard(int on)
+{
+	int ret = 0;
+
+	if (on != 0 && on != 1)
+		return EINVAL;
+	pthread_mutex_lock(&devices_lock);
+	if (conf.fault_guard_taken)
+		ret = EBUSY;
+	else
+		conf.fault_guard = (uint32_t)on;
 	pthread_mutex_unlock(&devices_lock);
 	return ret;
 }

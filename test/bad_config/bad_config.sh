@@ -80,6 +80,12 @@ printf '[dpverbs]\neal_args = %s --vdev=net_null0\nlinger_ms = 1s\n[port0]\nipv4
 	"$base" >"$tmp/linger.ini"
 check "linger that is not a number in the file" EINVAL "linger_ms = 1s in [dpverbs] of $tmp/linger.ini" \
 	DPV_CONFIG="$tmp/linger.ini"
+check "fault guard neither 0 nor 1" EINVAL "DPV_FAULT_GUARD=2: want whether dpverbs' SIGSEGV / SIGBUS handler" \
+	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULT_GUARD=2
+printf '[dpverbs]\neal_args = %s --vdev=net_null0\nfault_guard = off\n[port0]\nipv4 = 127.0.0.1\n' \
+	"$base" >"$tmp/guard.ini"
+check "fault guard that is not a number in the file" EINVAL "fault_guard = off in [dpverbs] of $tmp/guard.ini" \
+	DPV_CONFIG="$tmp/guard.ini"
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	DPV_EAL_ARGS="$base --vdev=net_null0" DPV_PORT_IPV4=127.0.0.1 DPV_FAULTS=lose=0.01
 printf '[dpverbs]\neal_args = %s --vdev=net_null0\n[port0]\nipv4 = 127.0.0.1\nfaults = loss=2\n' \

@@ -165,6 +165,8 @@ static void setup(void)
 	if (rte_eal_init(10, argv) < 0 ||
 	    dpv_port_ring_pair("fz0", (int)rte_socket_id(), &ida, &idb) != 0)
 		abort();
+	/* A copy into a guard page is then counted (mem_faults, checked below). */
+	dpv_xport_fault_guard();
 	for (int k = 0; k < 2; k++) {
 		struct dev *d = &dv[k];
 		struct dpv_srq_init si = {.pd = PD, .max_wr = 256, .max_sge = 2, .lanes = 1};
