@@ -129,8 +129,9 @@ struct dpv_cm_params {
 	uint64_t timewait_ns;     /**< how long TIMEWAIT holds the connection's IDs */
 };
 
-/** One connection's CM state. The fields are the library's; read them through the
- *  calls below (the table reads the IDs). */
+/** One connection's CM state. The calls below set every field; a caller may read
+ *  them (the IDs, QPNs and GUIDs the handshake learned, the retries spent) but never
+ *  writes one. */
 struct dpv_cm_conn {
 	enum dpv_cm_state state;
 	uint32_t local_id;       /**< local communication ID (dpv_cm_table_add()) */
