@@ -735,6 +735,163 @@ static void unexpected_mads_are_eproto_and_change_nothing(void **state)
 	assert_int_equal(dpv_cm_state(&b.conn), DPV_CM_ESTABLISHED);
 }
 
+/* The connections driven to each state a REJ may meet, one call at a time. */
+enum step { STEP_REQ, STEP_REQ_RCVD, STEP_MRA, STEP_MRA_RCVD, STEP_REP, STEP_REP_RCVD,
+	    STEP_MRA_REP, STEP_RTU, STEP_RTU_RCVD };
+
+static struct dpv_cm_out last;
+
+/* An MRA of the REP, as a kernel active side sends one (dpv_cm_mra() is passive only). */
+static struct dpv_cm_out mra_of_rep(uint8_t service_timeout)
+{
+	struct dpv_cm_out o;
+
+	memset(&o, 0, sizeof(o));
+	o.send = true;
+	o.mad.hdr.attr_id = DPV_CM_ATTR_MRA;
+	o.mad.hdr.tid = a.conn.tid;
+	o.mad.mra.local_comm_id = a.conn.local_id;
+	o.mad.mra.remote_comm_id = b.conn.local_id;
+	o.mad.mra.message_mraed = DPV_CM_REF_REP;
+	o.mad.mra.service_timeout = service_timeout;
+	return o;
+}
+
+static void run_to(enum step upto)
+{
+	struct dpv_cm_req req = req_template();
+	struct dpv_cm_rep rep = rep_template();
+	struct dpv_cm_out ev;
+	enum step s;
+
+	for (s = STEP_REQ; s <= upto; s++) {
+		switch (s) {
+		case STEP_REQ:
+			assert_int_equal(dpv_cm_connect(&a.conn, &req, T0, &last), 0);
+			break;
+		case STEP_REQ_RCVD:
+			assert_int_equal(deliver(&last, &b, T0, &ev), 0);
+			break;
+		case STEP_MRA:
+			assert_int_equal(dpv_cm_mra(&b.conn, 20, NULL, 0, &last), 0);
+			break;
+		case STEP_MRA_RCVD:
+			assert_int_equal(deliver(&last, &a, T0, &ev), 0);
+			break;
+		case STEP_REP:
+			assert_int_equal(dpv_cm_accept(&b.conn, &rep, T0, &last), 0);
+			break;
+		case STEP_REP_RCVD:
+			assert_int_equal(deliver(&last, &a, T0, &ev), 0);
+			break;
+		case STEP_MRA_REP:
+			ev = mra_of_rep(20);
+			assert_int_equal(deliver(&ev, &b, T0, &ev), 0);
+			break;
+		case STEP_RTU:
+			assert_int_equal(dpv_cm_rtu(&a.conn, NULL, 0, &last), 0);
+			break;
+		case STEP_RTU_RCVD:
+			assert_int_equal(deliver(&last, &b, T0, &ev), 0);
+			break;
+		}
+	}
+}
+
+static void rej_in_each_state(void **state)
+{
+	static const struct {
+		enum step upto;
+		bool to_a;
+		enum dpv_cm_state before, after;
+	} rows[] = {
+		{STEP_REQ, true, DPV_CM_REQ_SENT, DPV_CM_IDLE},
+		{STEP_MRA_RCVD, true, DPV_CM_MRA_REQ_RCVD, DPV_CM_IDLE},
+		{STEP_REQ_RCVD, false, DPV_CM_REQ_RCVD, DPV_CM_IDLE},
+		{STEP_MRA, false, DPV_CM_MRA_REQ_SENT, DPV_CM_IDLE},
+		{STEP_REP_RCVD, true, DPV_CM_REP_RCVD, DPV_CM_TIMEWAIT},
+		{STEP_REP, false, DPV_CM_REP_SENT, DPV_CM_TIMEWAIT},
+		{STEP_MRA_REP, false, DPV_CM_MRA_REP_RCVD, DPV_CM_TIMEWAIT},
+		{STEP_RTU, true, DPV_CM_ESTABLISHED, DPV_CM_TIMEWAIT},
+		{STEP_RTU_RCVD, false, DPV_CM_ESTABLISHED, DPV_CM_TIMEWAIT},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct host *to = rows[i].to_a ? &a : &b, *peer = rows[i].to_a ? &b : &a;
+		struct dpv_cm_out rej, ev;
+
+		setup(state);
+		run_to(rows[i].upto);
+		assert_int_equal(dpv_cm_state(&to->conn), rows[i].before);
+		memset(&rej, 0, sizeof(rej));
+		rej.send = true;
+		rej.mad.hdr.attr_id = DPV_CM_ATTR_REJ;
+		rej.mad.rej.local_comm_id = peer->conn.local_id;
+		rej.mad.rej.remote_comm_id = to->conn.local_id;
+		rej.mad.rej.reason = DPV_CM_REJ_CONSUMER_DEFINED;
+		memcpy(rej.mad.rej.private_data, "why", 3);
+		assert_int_equal(deliver(&rej, to, T0 + 7, &ev), 0);
+		assert_false(ev.send);
+		assert_int_equal(ev.event, DPV_CM_EV_REJECTED);
+		assert_int_equal(ev.rej_reason, DPV_CM_REJ_CONSUMER_DEFINED);
+		assert_memory_equal(ev.msg->rej.private_data, "why", 3);
+		assert_int_equal(dpv_cm_state(&to->conn), rows[i].after);
+		assert_int_equal(dpv_cm_deadline(&to->conn), rows[i].after == DPV_CM_TIMEWAIT ?
+				 T0 + 7 + TIMEWAIT_NS : DPV_CM_NO_DEADLINE);
+		/* The same REJ again finds nothing to reject. */
+		assert_int_equal(deliver(&rej, to, T0 + 8, &ev), EPROTO);
+		teardown(state);
+	}
+	setup(state); /* for the runner's teardown */
+}
+
+static void mra_of_the_rep_replaces_its_wait(void **state)
+{
+	struct dpv_cm_out mra = mra_of_rep(22), o, ev;
+	struct dpv_cm_out rep_out;
+
+	(void)state;
+	run_to(STEP_REP);
+	rep_out = last;
+	assert_int_equal(deliver(&mra, &b, T0 + 3, &ev), 0);
+	assert_false(ev.send);
+	assert_int_equal(ev.event, DPV_CM_EV_NONE);
+	assert_int_equal(dpv_cm_state(&b.conn), DPV_CM_MRA_REP_RCVD);
+	assert_int_equal(dpv_cm_deadline(&b.conn), T0 + 3 + dpv_cm_timeout_ns(22) + RTT);
+	assert_int_equal(dpv_cm_timer(&b.conn, T0 + REP_WAIT, &o), 0);
+	assert_false(o.send);
+	/* A second MRA of the REP: B waits already. */
+	assert_int_equal(deliver(&mra, &b, T0 + 4, &ev), EPROTO);
+	/* The MRA's wait ends: the REP again, counted as a retry. */
+	assert_int_equal(dpv_cm_timer(&b.conn, T0 + 3 + dpv_cm_timeout_ns(22) + RTT, &o), 0);
+	assert_memory_equal(&o.mad, &rep_out.mad, sizeof(o.mad));
+	assert_int_equal(b.conn.retries, 1);
+	assert_int_equal(dpv_cm_state(&b.conn), DPV_CM_REP_SENT);
+}
+
+static void dreq_before_the_rtu_releases_the_passive_side(void **state)
+{
+	struct dpv_cm_out o, ev;
+
+	(void)state;
+	run_to(STEP_RTU); /* the RTU is lost */
+	assert_int_equal(dpv_cm_disconnect(&a.conn, NULL, 0, T0, &o), 0);
+	assert_int_equal(deliver(&o, &b, T0, &ev), 0);
+	assert_int_equal(ev.event, DPV_CM_EV_DISCONNECTED);
+	assert_int_equal(dpv_cm_state(&b.conn), DPV_CM_DREQ_RCVD);
+	/* The REP is not sent again: its clock has stopped. */
+	assert_int_equal(dpv_cm_deadline(&b.conn), DPV_CM_NO_DEADLINE);
+	assert_int_equal(deliver(&o, &b, T0, &ev), 0); /* the DREQ again: nothing */
+	assert_false(ev.send);
+	assert_int_equal(dpv_cm_disconnect(&b.conn, NULL, 0, T0, &o), 0);
+	assert_int_equal(o.mad.hdr.attr_id, DPV_CM_ATTR_DREP);
+	assert_int_equal(deliver(&o, &a, T0, &ev), 0);
+	assert_int_equal(ev.event, DPV_CM_EV_DISCONNECTED);
+	assert_int_equal(dpv_cm_state(&a.conn), DPV_CM_TIMEWAIT);
+	assert_int_equal(dpv_cm_state(&b.conn), DPV_CM_TIMEWAIT);
+}
+
 static void state_names(void **state)
 {
 	(void)state;
@@ -775,6 +932,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(dreq_retried_then_disconnected, setup, teardown),
 		cmocka_unit_test_setup_teardown(calls_in_the_wrong_state_are_einval, setup, teardown),
 		cmocka_unit_test_setup_teardown(unexpected_mads_are_eproto_and_change_nothing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(rej_in_each_state, setup, teardown),
+		cmocka_unit_test_setup_teardown(mra_of_the_rep_replaces_its_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(dreq_before_the_rtu_releases_the_passive_side, setup,
 						teardown),
 		cmocka_unit_test(state_names),
 	};
