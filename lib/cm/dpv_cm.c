@@ -563,11 +563,11 @@ static bool retry(struct dpv_cm_conn *c, enum dpv_cm_state s, uint64_t now,
 	return true;
 }
 
-int dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out)
+void dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out)
 {
 	clear(out);
 	if (now < c->deadline)
-		return 0;
+		return;
 	switch (c->state) {
 	case DPV_CM_REQ_SENT:
 	case DPV_CM_MRA_REQ_RCVD:
@@ -599,7 +599,6 @@ int dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out)
 		c->deadline = DPV_CM_NO_DEADLINE;
 		break;
 	}
-	return 0;
 }
 
 int dpv_cm_answer_unmatched(const struct dpv_cm_msg *m, struct dpv_cm_out *out)

@@ -256,10 +256,9 @@ int dpv_cm_input(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, uint64_t now
 
 /**
  * Run the connection's clock: a MAD sent again, the retries spent, TIMEWAIT over.
- * Does nothing before dpv_cm_deadline().
- * @return 0.
+ * Does nothing (an empty @p out) before dpv_cm_deadline().
  */
-int dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out);
+void dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out);
 
 /**
  * The answer to a MAD no connection owns: REJ (Invalid Service ID) to a REQ no
