@@ -182,7 +182,6 @@ int dpv_cm_connect(struct dpv_cm_conn *c, const struct dpv_cm_req *req, uint64_t
 	c->service_id = req->service_id;
 	c->local_qpn = req->local_qpn;
 	c->peer_timeout = req->remote_cm_response_timeout;
-	c->self_timeout = req->local_cm_response_timeout;
 	c->max_retries = req->max_cm_retries;
 	c->retries = 0;
 	c->has_answer = false;
@@ -206,10 +205,8 @@ int dpv_cm_req_received(struct dpv_cm_conn *c, const struct dpv_cm_conn *listene
 	c->remote_guid = r->local_ca_guid;
 	c->remote_qpn = r->local_qpn;
 	c->service_id = r->service_id;
-	/* The REQ's timeouts are the active side's view: its own response time is our
-	 * peer's, and the response time it expects of us is ours. */
+	/* The REQ's Local CM Response Timeout is the active side's: our peer's. */
 	c->peer_timeout = r->local_cm_response_timeout;
-	c->self_timeout = r->remote_cm_response_timeout;
 	c->max_retries = r->max_cm_retries;
 	c->retries = 0;
 	c->has_answer = false;

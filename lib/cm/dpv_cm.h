@@ -143,7 +143,6 @@ struct dpv_cm_conn {
 	uint32_t remote_qpn;
 	uint8_t packet_life_time;
 	uint8_t peer_timeout;    /**< the peer's CM response time exponent */
-	uint8_t self_timeout;    /**< ours, as the REQ told the peer */
 	uint8_t max_retries;
 	uint8_t retries;         /**< sends of @c pending beyond the first */
 	uint64_t tid;            /**< of the REQ (then of the peer's DREQ): answers carry it */
