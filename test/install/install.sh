@@ -3,11 +3,13 @@
 # install.sh BUILDDIR PREFIX LIBDIR BINDIR INCLUDEDIR MANDIR DATADIR PROGRAM.c
 #
 # What a user gets from `meson install`: the build is installed into a temporary
-# DESTDIR, the files a user needs are checked there (the drop-in libibverbs.so.1 and its
-# links, dpv-perf, dpv-devnodes (as root: the nodes it makes and removes), the man
-# pages, the headers, dpverbs.pc), then PROGRAM.c, an ordinary verbs program, is built
-# with `pkg-config --cflags --libs dpverbs` alone and run on the installed drop-in with
-# a ring pair: it must list dpv0 and dpv1 and query them.
+# DESTDIR, whose files must be exactly the public ones: the commands, their man pages,
+# the drop-in libibverbs.so.1 and its links, dpverbs.pc, dpv_verbs.h and the profile,
+# no internal header and no static library. The drop-in, dpv-perf and dpv-devnodes (as
+# root: the nodes it makes and removes) are checked there, then PROGRAM.c, an ordinary
+# verbs program that includes dpv_verbs.h, is built with `pkg-config --cflags --libs
+# dpverbs` alone and run on the installed drop-in with a ring pair: it must list dpv0
+# and dpv1 and query them.
 # LIBDIR and the other directories are meson's options: relative to PREFIX, or absolute.
 # Environment: MESON, PKG_CONFIG and CC name the tools (default: from PATH).
 set -u
@@ -44,6 +46,23 @@ if ! "$meson" install -C "$build" --no-rebuild --quiet --destdir "$root" >"$tmp/
 fi
 ok "meson install --destdir"
 
+# Every file installed, nothing more and nothing less.
+expected=$(printf '%s\n' "$bindir/dpv-devnodes" "$bindir/dpv-perf" "$bindir/dpv-testpmd" \
+	"$includedir/dpverbs/dpv_verbs.h" \
+	"$libdir/dpverbs/libibverbs.so" "$libdir/dpverbs/libibverbs.so.1" \
+	"$libdir/dpverbs/libibverbs.so.1.14.44" "$libdir/pkgconfig/dpverbs.pc" \
+	"$datadir/dpverbs/ring-pair.ini" \
+	"$mandir/man1/dpv-devnodes.1" "$mandir/man1/dpv-perf.1" "$mandir/man1/dpv-testpmd.1" \
+	"$mandir/man7/dpverbs.7" | sort)
+installed=$(cd "$root" && find . ! -type d | sed 's/^\.//' | sort)
+if [ "$installed" = "$expected" ]; then
+	ok "the installed files are exactly the $(echo "$expected" | wc -l) public ones"
+else
+	not_ok "the installed files are exactly the $(echo "$expected" | wc -l) public ones"
+	comm -23 <(echo "$expected") <(echo "$installed") | sed 's/^/  missing: /'
+	comm -13 <(echo "$expected") <(echo "$installed") | sed 's/^/  not expected: /'
+fi
+
 # The drop-in, in a directory of its own, with the links a linker and a loader follow.
 dropin=$root$libdir/dpverbs
 real=
@@ -71,12 +90,6 @@ if [ "$(id -u)" = 0 ]; then
 	check "dpv-devnodes --remove removes them and the directory" \
 		sh -c '"$1" --dir "$2" --remove 2 && test ! -e "$2"' sh "$root$bindir/dpv-devnodes" "$tmp/ib"
 fi
-for page in man1/dpv-perf.1 man1/dpv-devnodes.1 man7/dpverbs.7; do
-	check "man page $mandir/$page" test -f "$root$mandir/$page" -o -f "$root$mandir/$page.gz"
-done
-check "header $includedir/dpverbs/dpv_verbs.h" test -f "$root$includedir/dpverbs/dpv_verbs.h"
-check "pkg-config file $libdir/pkgconfig/dpverbs.pc" test -f "$root$libdir/pkgconfig/dpverbs.pc"
-check "profile $datadir/dpverbs/ring-pair.ini" test -f "$root$datadir/dpverbs/ring-pair.ini"
 
 # A program built as the user would, from the installed tree only.
 flags=$(PKG_CONFIG_SYSROOT_DIR=$root PKG_CONFIG_PATH=$root$libdir/pkgconfig \
@@ -108,6 +121,9 @@ env -u DPV_CONFIG -u DPV_PROGRESS -u DPV_CAPTURE DPV_RING_PAIRS=1 \
 rc=$?
 check "the program exits 0 (exit $rc)" test $rc -eq 0
 check "it lists two devices" grep -qx 'devices: 2' "$tmp/run.out"
+check "fw_ver is dpverbs and DPV_VERSION of the installed dpv_verbs.h" \
+	grep -qx "fw_ver: dpverbs $(sed -n 's/^#define DPV_VERSION "\(.*\)"$/\1/p' \
+		"$root$includedir/dpverbs/dpv_verbs.h")" "$tmp/run.out"
 check "named dpv0 and dpv1" \
 	test "$(grep '^device [0-9]*:' "$tmp/run.out" | tr '\n' ' ')" = "device 0: dpv0 device 1: dpv1 "
 check "port 1 of dpv0 is active" grep -q '^port 1: PORT_ACTIVE,' "$tmp/run.out"

@@ -2,8 +2,9 @@
 /*
  * A verbs program as a user writes one: built by install.sh against an installed
  * dpverbs with `pkg-config --cflags --libs dpverbs` alone. It lists the devices, opens
- * the first, and prints its port and GID 0, so the test sees the installed drop-in
- * start EAL, find the ports and answer queries.
+ * the first, and prints its firmware version, port and GID 0, so the test sees the
+ * installed drop-in start EAL, find the ports and answer queries. It includes the one
+ * header dpverbs installs, dpv_verbs.h, whose DPV_VERSION the device reports.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,10 +13,13 @@
 
 #include <infiniband/verbs.h>
 
+#include <dpv_verbs.h>
+
 int main(void)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
+	struct ibv_device_attr dev;
 	struct ibv_port_attr port;
 	union ibv_gid gid;
 	char text[INET6_ADDRSTRLEN];
@@ -36,6 +40,15 @@ int main(void)
 		fprintf(stderr, "list_devices: ibv_open_device(%s): %s\n",
 			ibv_get_device_name(list[0]), strerror(errno));
 		goto out;
+	}
+	if (ibv_query_device(ctx, &dev) != 0) {
+		fprintf(stderr, "list_devices: ibv_query_device: %s\n", strerror(errno));
+		goto close;
+	}
+	printf("fw_ver: %s\n", dev.fw_ver);
+	if (strcmp(dev.fw_ver, "dpverbs " DPV_VERSION) != 0) {
+		fprintf(stderr, "list_devices: fw_ver is not dpverbs " DPV_VERSION "\n");
+		goto close;
 	}
 	if (ibv_query_port(ctx, 1, &port) != 0) {
 		fprintf(stderr, "list_devices: ibv_query_port: %s\n", strerror(errno));
