@@ -61,14 +61,23 @@ uint64_t perf_now_ns(void);
 /* Median of @p n values (n >= 1); @p v is sorted in place. */
 double perf_median(double *v, unsigned int n);
 
+/*
+ * Nearest-rank quantiles of @p n samples (n >= 1): out[i] is the smallest sample with
+ * at least q[i] * n of them at or below it, for @p k fractions @p q in increasing
+ * order. @p v is reordered (a selection around each rank, not a sort).
+ */
+void perf_ranks_u64(uint64_t *v, uint32_t n, const double *q, unsigned int k, uint64_t *out);
+
 /* A text table: columns of fixed width, right-aligned except the first. */
 struct perf_table_col {
 	const char *head;
 	int width;
 };
+/* The room of one cell of a row, its terminating NUL included. */
+#define PERF_CELL_LEN 32
 void perf_table_header(FILE *f, const struct perf_table_col *cols, unsigned int n);
 void perf_table_row(FILE *f, const struct perf_table_col *cols, unsigned int n,
-		    const char *const *cells);
+		    const char (*cells)[PERF_CELL_LEN]);
 
 /*
  * A streaming JSON writer: objects and arrays nest, commas and indentation are

@@ -389,21 +389,17 @@ table_intro(const struct srq_opts *o, const struct srq_bench *b, bool defaulted)
 	       "  Mwr/s = million WRs per second of one round; median over >= %d rounds and\n"
 	       "    >= %.3f s of timed posting per list length, after %d warm-up round.\n"
 	       "  One thread posts (this core); the devices run inline in the same thread,\n"
-	       "    only while draining (posting a receive never runs the engine).\n"
-	       "  setup: %s DPV_EAL_ARGS=\"%s\" DPV_PORT_IPV4=%s\n"
-	       "  progress: %s\n\n",
+	       "    only while draining (posting a receive never runs the engine).\n",
 	       b->max_wr, b->dev[1].name, b->dev[0].name, SRQ_MIN_ROUNDS, o->seconds,
-	       SRQ_WARMUP_ROUNDS, defaulted ? "dpv-perf's default:" : "from the environment:",
-	       pv_env_eal_args(), pv_env_port_ipv4(), pv_env_progress());
+	       SRQ_WARMUP_ROUNDS);
+	pv_print_setup(defaulted);
 	perf_table_header(stdout, srq_cols, SRQ_NB_COLS);
 }
 
 static void
 table_row(const struct srq_result *r, uint32_t max_wr)
 {
-	char cells[SRQ_NB_COLS][32];
-	const char *p[SRQ_NB_COLS];
-	unsigned int i;
+	char cells[SRQ_NB_COLS][PERF_CELL_LEN];
 
 	snprintf(cells[0], sizeof(cells[0]), "%" PRIu32, r->list);
 	snprintf(cells[1], sizeof(cells[1]), "%" PRIu32, r->rounds);
@@ -412,9 +408,7 @@ table_row(const struct srq_result *r, uint32_t max_wr)
 	snprintf(cells[4], sizeof(cells[4]), "%.2f", 1e3 / r->median_mwrs);
 	snprintf(cells[5], sizeof(cells[5]), "%.2f", r->min_mwrs);
 	snprintf(cells[6], sizeof(cells[6]), "%.2f", r->max_mwrs);
-	for (i = 0; i < SRQ_NB_COLS; i++)
-		p[i] = cells[i];
-	perf_table_row(stdout, srq_cols, SRQ_NB_COLS, p);
+	perf_table_row(stdout, srq_cols, SRQ_NB_COLS, cells);
 }
 
 static void
@@ -462,10 +456,7 @@ json_report(const struct srq_opts *o, const struct srq_result *res, unsigned int
 		      "checked in FIFO order)");
 	perf_json_str(&j, "threads", "one: it posts, and drives both devices inline while "
 		      "draining");
-	perf_json_bool(&j, "env_defaulted", defaulted);
-	perf_json_str(&j, "eal_args", pv_env_eal_args());
-	perf_json_str(&j, "port_ipv4", pv_env_port_ipv4());
-	perf_json_str(&j, "progress", pv_env_progress());
+	pv_json_setup(&j, NULL, defaulted);
 	perf_json_object_end(&j);
 	perf_json_array_begin(&j, "results");
 	for (i = 0; i < n; i++) {
@@ -512,15 +503,12 @@ srq_help(void)
 	       "                  at least %d rounds are run whatever S is\n"
 	       "  --max-wr N      the SRQ's max_wr, %u..%u (default %u)\n"
 	       "  --help          this text\n\n"
-	       "Target: >= %.0f million WRs/s per core with lists of %u (PASS/MISS).\n"
-	       "Runs with no setup: unless DPV_EAL_ARGS or DPV_CONFIG is set, dpv-perf sets\n"
-	       "DPV_EAL_ARGS=\"%s\"\n"
-	       "DPV_RING_PAIRS=%s DPV_PORT_IPV4=%s (devices dpv0, dpv1).\n"
-	       "Exit status: 0 measured (a MISS too), 1 a wrong result or a resource failure,\n"
-	       "2 a bad command line.\n",
+	       "Target: >= %.0f million WRs/s per core with lists of %u (PASS/MISS).\n",
 	       SRQ_DEFAULT_SECONDS, SRQ_MIN_ROUNDS, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR,
-	       SRQ_DEFAULT_MAX_WR, SRQ_TARGET_MWRS, SRQ_TARGET_LIST, PV_DEFAULT_EAL_ARGS,
-	       PV_DEFAULT_RING_PAIRS, PV_DEFAULT_PORT_IPV4);
+	       SRQ_DEFAULT_MAX_WR, SRQ_TARGET_MWRS, SRQ_TARGET_LIST);
+	pv_help_setup();
+	printf("Exit status: 0 measured (a MISS too), 1 a wrong result or a resource failure,\n"
+	       "2 a bad command line.\n");
 }
 
 enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR, OPT_HELP };

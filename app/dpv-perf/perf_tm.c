@@ -877,9 +877,7 @@ table_intro(const struct tm_opts *o)
 static void
 table_row(const struct tm_cell_res *r)
 {
-	char cells[TM_NB_COLS][32];
-	const char *p[TM_NB_COLS];
-	unsigned int i;
+	char cells[TM_NB_COLS][PERF_CELL_LEN];
 
 	snprintf(cells[0], sizeof(cells[0]), "%s", tm_sc_names[r->sc]);
 	snprintf(cells[1], sizeof(cells[1]), "%" PRIu32 "%s",
@@ -890,9 +888,7 @@ table_row(const struct tm_cell_res *r)
 	snprintf(cells[4], sizeof(cells[4]), "%.4f", r->side[TM_REF].med_mops);
 	snprintf(cells[5], sizeof(cells[5]), "%.1f", r->side[TM_REF].med_ns);
 	snprintf(cells[6], sizeof(cells[6]), "%.2fx", r->speedup);
-	for (i = 0; i < TM_NB_COLS; i++)
-		p[i] = cells[i];
-	perf_table_row(stdout, tm_cols, TM_NB_COLS, p);
+	perf_table_row(stdout, tm_cols, TM_NB_COLS, cells);
 }
 
 static void
