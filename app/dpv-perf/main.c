@@ -4,7 +4,6 @@
  * lives in its own file and uses the parsing and output helpers defined here.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -79,16 +78,29 @@ perf_usage_error(const char *cmd, const char *fmt, ...)
 }
 
 int
-perf_getopt_error(const char *cmd, int c, char **argv)
+perf_getopts(const char *cmd, int argc, char **argv, const struct option *longopts,
+	     void (*help)(void), int (*opt)(void *ctx, int c, const char *arg), void *ctx)
 {
-	if (c == ':')
-		return perf_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	return perf_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-}
+	int c, ret;
 
-int
-perf_no_operands(const char *cmd, int argc, char **argv)
-{
+	/* Each subcommand parses from its own first word; getopt reports nothing itself. */
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+			return -1;
+		case ':':
+			return perf_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			return perf_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		default:
+			ret = opt(ctx, c, optarg);
+			if (ret != 0)
+				return ret;
+		}
+	}
 	if (optind < argc)
 		return perf_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	return 0;

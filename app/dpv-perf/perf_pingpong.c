@@ -914,7 +914,36 @@ pp_help(void)
 	       "status 1. 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_HELP };
+enum { OPT_JSON = 256, OPT_SIZE, OPT_ITERS, OPT_WARMUP };
+
+static int
+pp_opt(void *ctx, int c, const char *arg)
+{
+	struct pp_opts *o = ctx;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_SIZE:
+		if (perf_parse_u32(arg, 1, PP_MAX_SIZE, &o->size) != 0)
+			return perf_usage_error(PP_CMD, "--size '%s': expected 1..%u bytes (a "
+						"tagged message must fit one 1024-byte packet)",
+						arg, PP_MAX_SIZE);
+		break;
+	case OPT_ITERS:
+		if (perf_parse_u32(arg, 1, PP_MAX_ITERS, &o->iters) != 0)
+			return perf_usage_error(PP_CMD, "--iters '%s': expected 1..%u", arg,
+						PP_MAX_ITERS);
+		break;
+	case OPT_WARMUP:
+		if (perf_parse_u32(arg, 0, PP_MAX_ITERS, &o->warmup) != 0)
+			return perf_usage_error(PP_CMD, "--warmup '%s': expected 0..%u", arg,
+						PP_MAX_ITERS);
+		break;
+	}
+	return 0;
+}
 
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
@@ -925,49 +954,15 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "iters", required_argument, NULL, OPT_ITERS },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->size = PP_DEFAULT_SIZE;
 	o->iters = PP_DEFAULT_ITERS;
 	o->warmup = PP_DEFAULT_WARMUP;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_SIZE:
-			if (perf_parse_u32(optarg, 1, PP_MAX_SIZE, &o->size) != 0)
-				return perf_usage_error(PP_CMD, "--size '%s': expected 1..%u "
-							"bytes (a tagged message must fit one "
-							"1024-byte packet)", optarg, PP_MAX_SIZE);
-			break;
-		case OPT_ITERS:
-			if (perf_parse_u32(optarg, 1, PP_MAX_ITERS, &o->iters) != 0)
-				return perf_usage_error(PP_CMD, "--iters '%s': expected 1..%u",
-							optarg, PP_MAX_ITERS);
-			break;
-		case OPT_WARMUP:
-			if (perf_parse_u32(optarg, 0, PP_MAX_ITERS, &o->warmup) != 0)
-				return perf_usage_error(PP_CMD, "--warmup '%s': expected 0..%u",
-							optarg, PP_MAX_ITERS);
-			break;
-		case OPT_HELP:
-		case 'h':
-			pp_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(PP_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(PP_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
-	return 0;
+	return perf_getopts(PP_CMD, argc, argv, longopts, pp_help, pp_opt, o);
 }
 
 static int

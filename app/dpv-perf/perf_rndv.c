@@ -915,7 +915,7 @@ rv_help(void)
 	       "does not). 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_SIZES, OPT_REPS, OPT_CHECK, OPT_QUICK, OPT_HELP };
+enum { OPT_JSON = 256, OPT_SIZES, OPT_REPS, OPT_CHECK, OPT_QUICK };
 
 static int
 parse_sizes(const char *s, struct rv_opts *o)
@@ -930,6 +930,41 @@ parse_sizes(const char *s, struct rv_opts *o)
 	return 0;
 }
 
+/* The options as given, before --quick fills in the others. */
+struct rv_args {
+	struct rv_opts *o;
+	const char *sizes;
+	bool reps_set;
+};
+
+static int
+rv_opt(void *ctx, int c, const char *arg)
+{
+	struct rv_args *a = ctx;
+
+	switch (c) {
+	case OPT_JSON:
+		a->o->json = true;
+		break;
+	case OPT_SIZES:
+		a->sizes = arg;
+		break;
+	case OPT_REPS:
+		if (perf_parse_u32(arg, 1, RV_MAX_REPS, &a->o->reps) != 0)
+			return perf_usage_error(RV_CMD, "--reps '%s': expected 1..%u", arg,
+						RV_MAX_REPS);
+		a->reps_set = true;
+		break;
+	case OPT_CHECK:
+		a->o->check = true;
+		break;
+	case OPT_QUICK:
+		a->o->quick = true;
+		break;
+	}
+	return 0;
+}
+
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
 parse_opts(int argc, char **argv, struct rv_opts *o)
@@ -940,53 +975,23 @@ parse_opts(int argc, char **argv, struct rv_opts *o)
 		{ "reps", required_argument, NULL, OPT_REPS },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "quick", no_argument, NULL, OPT_QUICK },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sizes = NULL;
-	bool reps_set = false;
-	int c;
+	struct rv_args a = { .o = o };
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->reps = RV_DEFAULT_REPS;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_SIZES:
-			sizes = optarg;
-			break;
-		case OPT_REPS:
-			if (perf_parse_u32(optarg, 1, RV_MAX_REPS, &o->reps) != 0)
-				return perf_usage_error(RV_CMD, "--reps '%s': expected 1..%u",
-							optarg, RV_MAX_REPS);
-			reps_set = true;
-			break;
-		case OPT_CHECK:
-			o->check = true;
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_HELP:
-		case 'h':
-			rv_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(RV_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(RV_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	rc = perf_getopts(RV_CMD, argc, argv, longopts, rv_help, rv_opt, &a);
+	if (rc != 0)
+		return rc;
 	/* --quick sets what the other options have not. */
-	if (sizes == NULL)
-		sizes = o->quick ? RV_QUICK_SIZES : RV_DEFAULT_SIZES;
-	if (parse_sizes(sizes, o) != 0)
+	if (a.sizes == NULL)
+		a.sizes = o->quick ? RV_QUICK_SIZES : RV_DEFAULT_SIZES;
+	if (parse_sizes(a.sizes, o) != 0)
 		return PERF_EXIT_USAGE;
-	if (o->quick && !reps_set)
+	if (o->quick && !a.reps_set)
 		o->reps = RV_QUICK_REPS;
 	o->block_bytes = o->quick ? RV_QUICK_BLOCK_BYTES : RV_BLOCK_BYTES;
 	o->small_per_block = o->quick ? RV_QUICK_SMALL_PER_BLOCK : RV_SMALL_PER_BLOCK;

@@ -511,7 +511,40 @@ srq_help(void)
 	       "2 a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR, OPT_HELP };
+enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR };
+
+/* The options as given: --list is read once --max-wr is known. */
+struct srq_args {
+	struct srq_opts *o;
+	const char *list;
+};
+
+static int
+srq_opt(void *ctx, int c, const char *arg)
+{
+	struct srq_args *a = ctx;
+	struct srq_opts *o = a->o;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_LIST:
+		a->list = arg;
+		break;
+	case OPT_SECONDS:
+		if (perf_parse_seconds(arg, 0, SRQ_MAX_SECONDS, &o->seconds) != 0)
+			return perf_usage_error(SRQ_CMD, "--seconds '%s': expected seconds in "
+						"0..%.0f", arg, SRQ_MAX_SECONDS);
+		break;
+	case OPT_MAX_WR:
+		if (perf_parse_u32(arg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR, &o->max_wr) != 0)
+			return perf_usage_error(SRQ_CMD, "--max-wr '%s': expected %u..%u", arg,
+						SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR);
+		break;
+	}
+	return 0;
+}
 
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
@@ -522,12 +555,13 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 		{ "list", required_argument, NULL, OPT_LIST },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "max-wr", required_argument, NULL, OPT_MAX_WR },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *list_arg = NULL;
+	struct srq_args a = { .o = o };
+	const char *list_arg;
 	unsigned int i;
-	int c, n;
+	int n;
 
 	memset(o, 0, sizeof(*o));
 	o->lists[0] = 1;
@@ -535,37 +569,10 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 	o->nb_lists = 2;
 	o->seconds = SRQ_DEFAULT_SECONDS;
 	o->max_wr = SRQ_DEFAULT_MAX_WR;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_LIST:
-			list_arg = optarg;
-			break;
-		case OPT_SECONDS:
-			if (perf_parse_seconds(optarg, 0, SRQ_MAX_SECONDS, &o->seconds) != 0)
-				return perf_usage_error(SRQ_CMD, "--seconds '%s': expected seconds "
-							"in 0..%.0f", optarg, SRQ_MAX_SECONDS);
-			break;
-		case OPT_MAX_WR:
-			if (perf_parse_u32(optarg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR,
-					   &o->max_wr) != 0)
-				return perf_usage_error(SRQ_CMD, "--max-wr '%s': expected %u..%u",
-							optarg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR);
-			break;
-		case OPT_HELP:
-		case 'h':
-			srq_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(SRQ_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(SRQ_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	n = perf_getopts(SRQ_CMD, argc, argv, longopts, srq_help, srq_opt, &a);
+	if (n != 0)
+		return n;
+	list_arg = a.list;
 	/* After the loop: the lengths are bounded by --max-wr, wherever it was given. */
 	if (list_arg != NULL) {
 		n = perf_parse_u32_list(list_arg, 1, o->max_wr, o->lists, SRQ_MAX_LISTS);
