@@ -4,7 +4,6 @@
  * lives in its own file and uses the parsing and output helpers defined here.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -79,16 +78,29 @@ perf_usage_error(const char *cmd, const char *fmt, ...)
 }
 
 int
-perf_getopt_error(const char *cmd, int c, char **argv)
+perf_getopts(const char *cmd, int argc, char **argv, const struct option *longopts,
+	     void (*help)(void), int (*opt)(void *ctx, int c, const char *arg), void *ctx)
 {
-	if (c == ':')
-		return perf_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
-	return perf_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
-}
+	int c, ret;
 
-int
-perf_no_operands(const char *cmd, int argc, char **argv)
-{
+	/* Each subcommand parses from its own first word; getopt reports nothing itself. */
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			help();
+			return -1;
+		case ':':
+			return perf_usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			return perf_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+		default:
+			ret = opt(ctx, c, optarg);
+			if (ret != 0)
+				return ret;
+		}
+	}
 	if (optind < argc)
 		return perf_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
 	return 0;
@@ -204,6 +216,60 @@ perf_median(double *v, unsigned int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/*
+ * Puts the k-th smallest of v[0..n) at v[k], none greater before it and none smaller
+ * after it (Hoare's FIND): linear on average, where a sort of every sample would cost
+ * n log n.
+ */
+static void
+select_u64(uint64_t *v, int64_t n, int64_t k)
+{
+	int64_t l = 0, r = n - 1, i, j;
+	uint64_t x, t;
+
+	while (l < r) {
+		x = v[k];
+		i = l;
+		j = r;
+		do {
+			while (v[i] < x)
+				i++;
+			while (x < v[j])
+				j--;
+			if (i <= j) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+				i++;
+				j--;
+			}
+		} while (i <= j);
+		if (j < k)
+			l = i;
+		if (k < i)
+			r = j;
+	}
+}
+
+void
+perf_ranks_u64(uint64_t *v, uint32_t n, const double *q, unsigned int k, uint64_t *out)
+{
+	uint32_t from = 0, i;
+	double r;
+
+	for (unsigned int x = 0; x < k; x++) {
+		r = ceil(q[x] * n);
+		i = r < 1 ? 0 : (uint32_t)r - 1;
+		if (i >= n)
+			i = n - 1;
+		/* The samples above an earlier rank are none smaller than it: a later
+		 * rank is among them. */
+		select_u64(v + from, n - from, i - from);
+		out[x] = v[i];
+		from = i;
+	}
+}
+
 void
 perf_table_header(FILE *f, const struct perf_table_col *cols, unsigned int n)
 {
@@ -222,7 +288,7 @@ perf_table_header(FILE *f, const struct perf_table_col *cols, unsigned int n)
 
 void
 perf_table_row(FILE *f, const struct perf_table_col *cols, unsigned int n,
-	       const char *const *cells)
+	       const char (*cells)[PERF_CELL_LEN])
 {
 	unsigned int i;
 

@@ -7,6 +7,7 @@
 #ifndef DPV_PERF_H
 #define DPV_PERF_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,13 +39,15 @@ extern const struct perf_cmd perf_cmd_rndv;
 int perf_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /*
- * What every subcommand's getopt_long(":h") loop says of what it does not take: @p c is
- * getopt's ':' (an option without its value) or '?' (an unknown option). Returns
- * PERF_EXIT_USAGE.
+ * A subcommand's command line: getopt_long() over @p argv with @p longopts and the
+ * short option -h. -h, and a long option whose val is 'h' (--help), print @p help;
+ * every other option goes to @p opt with @p ctx, its code and, when it takes one, its
+ * value; @p opt returns 0, or PERF_EXIT_USAGE after perf_usage_error(). An
+ * unknown option, one without its value and a word that is not an option are usage
+ * errors of @p cmd. @return 0 to run, -1 after the help, or PERF_EXIT_USAGE.
  */
-int perf_getopt_error(const char *cmd, int c, char **argv);
-/* After the loop: PERF_EXIT_USAGE for a word that is not an option, else 0. */
-int perf_no_operands(const char *cmd, int argc, char **argv);
+int perf_getopts(const char *cmd, int argc, char **argv, const struct option *longopts,
+		 void (*help)(void), int (*opt)(void *ctx, int c, const char *arg), void *ctx);
 /* Report a failure on stderr. */
 void perf_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -61,14 +64,23 @@ uint64_t perf_now_ns(void);
 /* Median of @p n values (n >= 1); @p v is sorted in place. */
 double perf_median(double *v, unsigned int n);
 
+/*
+ * Nearest-rank quantiles of @p n samples (n >= 1): out[i] is the smallest sample with
+ * at least q[i] * n of them at or below it, for @p k fractions @p q in increasing
+ * order. @p v is reordered (a selection around each rank, not a sort).
+ */
+void perf_ranks_u64(uint64_t *v, uint32_t n, const double *q, unsigned int k, uint64_t *out);
+
 /* A text table: columns of fixed width, right-aligned except the first. */
 struct perf_table_col {
 	const char *head;
 	int width;
 };
+/* The room of one cell of a row, its terminating NUL included. */
+#define PERF_CELL_LEN 32
 void perf_table_header(FILE *f, const struct perf_table_col *cols, unsigned int n);
 void perf_table_row(FILE *f, const struct perf_table_col *cols, unsigned int n,
-		    const char *const *cells);
+		    const char (*cells)[PERF_CELL_LEN]);
 
 /*
  * A streaming JSON writer: objects and arrays nest, commas and indentation are

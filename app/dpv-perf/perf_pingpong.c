@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,19 +96,12 @@ struct pp_raw {
 	uint8_t hdr[2][PP_HDR_LEN];   /* the frame's headers, each direction */
 };
 
-/* One side (device) of the rc or tm way. */
-struct pp_side {
-	struct ibv_cq *cq;            /* rc: a CQ; tm: ibv_cq_ex_to_cq(cqx) */
-	struct ibv_cq_ex *cqx;        /* tm: the TM-SRQ's extended CQ */
-	struct ibv_srq *srq;          /* tm */
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;                 /* slot 0: send; 1..PP_RECV_DEPTH: receive */
-	uint64_t sends, sig_posted, sig_done, recvs;
-};
-
+/*
+ * The rc or tm way: one side a device, a CQ (tm: a TM-SRQ and its extended CQ) and
+ * slots (0: send; 1..PP_RECV_DEPTH: receive).
+ */
 struct pp_way {
-	struct pp_side side[2];
+	struct pv_side side[2];
 	bool inline_send;
 };
 
@@ -339,59 +331,30 @@ raw_round_trip(struct pp *p, uint64_t seq)
 /* ---- rc and tm: the verbs sides ---- */
 
 static inline uint8_t *
-slot(const struct pp_side *s, uint32_t j)
+slot(const struct pv_side *s, uint32_t j)
 {
-	return s->buf + (size_t)j * PP_SLOT;
+	return pv_slot(s, j, PP_SLOT);
 }
 
 static int
-side_buffers(struct pp_side *s, struct pv_dev *d)
+side_buffers(struct pv_side *s, const struct pv_dev *d)
 {
-	/* aligned_alloc() wants a multiple of the alignment. */
-	size_t len = RTE_ALIGN_CEIL((size_t)(PP_RECV_DEPTH + 1) * PP_SLOT, 4096);
-
-	s->buf = aligned_alloc(4096, len);
-	if (s->buf == NULL) {
-		perf_error("%s: out of memory", PP_CMD);
-		return -1;
-	}
-	memset(s->buf, 0, len);
-	s->mr = ibv_reg_mr(d->pd, s->buf, len, IBV_ACCESS_LOCAL_WRITE);
-	if (s->mr == NULL) {
-		perf_error("%s: ibv_reg_mr(%s): %s", PP_CMD, d->name, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return pv_alloc_mr(PP_CMD, d, (size_t)(PP_RECV_DEPTH + 1) * PP_SLOT,
+			   IBV_ACCESS_LOCAL_WRITE, &s->slots, &s->slot_mr);
 }
 
 /* @return 0, or -1 when an object would not go. */
 static int
 way_teardown(struct pp_way *w)
 {
-	int rc = 0;
-
-	for (unsigned int i = 0; i < 2; i++) {
-		struct pp_side *s = &w->side[i];
-
-		if (s->qp != NULL)
-			rc |= pv_destroyed("ibv_destroy_qp", ibv_destroy_qp(s->qp));
-		if (s->srq != NULL)
-			rc |= pv_destroyed("ibv_destroy_srq", ibv_destroy_srq(s->srq));
-		if (s->cq != NULL)
-			rc |= pv_destroyed("ibv_destroy_cq", ibv_destroy_cq(s->cq));
-		if (s->mr != NULL)
-			rc |= pv_destroyed("ibv_dereg_mr", ibv_dereg_mr(s->mr));
-		free(s->buf);
-		memset(s, 0, sizeof(*s));
-	}
-	return rc;
+	return pv_side_teardown(&w->side[0]) | pv_side_teardown(&w->side[1]);
 }
 
 static int
-rc_post_recv(struct pp_side *s, uint32_t j, uint32_t size)
+rc_post_recv(struct pv_side *s, uint32_t j, uint32_t size)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)slot(s, 1 + j), .length = size, .lkey = s->mr->lkey,
+		.addr = (uintptr_t)slot(s, 1 + j), .length = size, .lkey = s->slot_mr->lkey,
 	};
 	struct ibv_recv_wr wr = { .wr_id = j, .sg_list = &sge, .num_sge = 1 }, *bad;
 
@@ -399,38 +362,10 @@ rc_post_recv(struct pp_side *s, uint32_t j, uint32_t size)
 }
 
 static int
-qp_create(struct pp_way *w, struct pp *p, unsigned int i, struct ibv_srq *srq)
+qp_create(struct pp_way *w, struct pp *p, unsigned int i)
 {
-	struct pp_side *s = &w->side[i];
-	struct ibv_qp_init_attr qa = {
-		.send_cq = s->cq,
-		.recv_cq = s->cq,
-		.srq = srq,
-		.cap = {
-			.max_send_wr = PP_SQ_DEPTH,
-			.max_recv_wr = srq != NULL ? 0 : PP_RECV_DEPTH,
-			.max_send_sge = 1,
-			.max_recv_sge = 1,
-			.max_inline_data = PP_MAX_INLINE,
-		},
-		.qp_type = IBV_QPT_RC,
-	};
-
-	s->qp = ibv_create_qp(p->dev[i].pd, &qa);
-	if (s->qp == NULL) {
-		perf_error("%s: ibv_create_qp(%s): %s", PP_CMD, p->dev[i].name, strerror(errno));
-		return -1;
-	}
-	return pv_rc_init(s->qp);
-}
-
-static int
-way_connect(struct pp_way *w, struct pp *p)
-{
-	if (pv_rc_connect(w->side[0].qp, w->side[1].qp->qp_num, &p->dev[1].gid) != 0 ||
-	    pv_rc_connect(w->side[1].qp, w->side[0].qp->qp_num, &p->dev[0].gid) != 0)
-		return -1;
-	return 0;
+	return pv_side_qp(PP_CMD, &w->side[i], &p->dev[i], PP_SQ_DEPTH, PP_RECV_DEPTH,
+			  PP_MAX_INLINE, IBV_ACCESS_LOCAL_WRITE);
 }
 
 static int
@@ -441,17 +376,10 @@ rc_setup(struct pp *p)
 
 	w->inline_send = p->o->size <= PP_MAX_INLINE;
 	for (unsigned int i = 0; i < 2; i++) {
-		struct pp_side *s = &w->side[i];
+		struct pv_side *s = &w->side[i];
 
-		if (side_buffers(s, &p->dev[i]) != 0)
-			return -1;
-		s->cq = ibv_create_cq(p->dev[i].ctx, PP_CQ_DEPTH, NULL, NULL, 0);
-		if (s->cq == NULL) {
-			perf_error("%s: ibv_create_cq(%s): %s", PP_CMD, p->dev[i].name,
-				   strerror(errno));
-			return -1;
-		}
-		if (qp_create(w, p, i, NULL) != 0)
+		if (side_buffers(s, &p->dev[i]) != 0 ||
+		    pv_side_cq(PP_CMD, s, &p->dev[i], PP_CQ_DEPTH) != 0 || qp_create(w, p, i) != 0)
 			return -1;
 		for (uint32_t j = 0; j < PP_RECV_DEPTH; j++) {
 			ret = rc_post_recv(s, j, p->o->size);
@@ -462,12 +390,12 @@ rc_setup(struct pp *p)
 			}
 		}
 	}
-	return way_connect(w, p);
+	return pv_connect_pair(w->side, p->dev);
 }
 
 /* A send completion of side @p s (the only kind its CQ may hold before its receive). */
 static inline int
-send_wc(enum pp_mode m, struct pp_side *s, uint64_t seq, enum ibv_wc_status st,
+send_wc(enum pp_mode m, struct pv_side *s, uint64_t seq, enum ibv_wc_status st,
 	enum ibv_wc_opcode op)
 {
 	if (st != IBV_WC_SUCCESS || op != IBV_WC_SEND)
@@ -479,9 +407,9 @@ send_wc(enum pp_mode m, struct pp_side *s, uint64_t seq, enum ibv_wc_status st,
 
 /* Send slot 0 of side @p s, @p len bytes; a full SQ is waited for, never an error. */
 static int
-way_send(struct pp_way *w, enum pp_mode m, struct pp_side *s, uint32_t len, uint64_t seq)
+way_send(struct pp_way *w, enum pp_mode m, struct pv_side *s, uint32_t len, uint64_t seq)
 {
-	struct ibv_sge sge = { .addr = (uintptr_t)slot(s, 0), .length = len, .lkey = s->mr->lkey };
+	struct ibv_sge sge = { .addr = (uintptr_t)slot(s, 0), .length = len, .lkey = s->slot_mr->lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = s->sends,
 		.sg_list = &sge,
@@ -517,7 +445,7 @@ way_send(struct pp_way *w, enum pp_mode m, struct pp_side *s, uint32_t len, uint
 
 /* Wait for side @p s's next receive: the message of round trip @p seq from @p dir. */
 static int
-rc_recv(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
+rc_recv(struct pp *p, struct pv_side *s, uint64_t seq, unsigned int dir)
 {
 	uint32_t size = p->o->size, j, calls = 0;
 	uint64_t deadline = 0;
@@ -567,7 +495,7 @@ rc_recv(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
 static int
 rc_round_trip(struct pp *p, uint64_t seq)
 {
-	struct pp_side *a = &p->rc.side[0], *b = &p->rc.side[1];
+	struct pv_side *a = &p->rc.side[0], *b = &p->rc.side[1];
 	uint32_t size = p->o->size;
 
 	pat_fill(slot(a, 0), size, seq, 0);
@@ -592,47 +520,22 @@ static int
 tm_setup(struct pp *p)
 {
 	struct pp_way *w = &p->tm;
-	struct ibv_cq_init_attr_ex ca = {
-		.cqe = PP_CQ_DEPTH,
-		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
-			    IBV_WC_EX_WITH_TM_INFO,
-	};
 	struct ibv_recv_wr rwr, *rbad;
 	struct ibv_sge sge;
 	int ret;
 
 	w->inline_send = sizeof(struct ibv_tmh) + p->o->size <= PP_MAX_INLINE;
 	for (unsigned int i = 0; i < 2; i++) {
-		struct pp_side *s = &w->side[i];
-		struct ibv_srq_init_attr_ex sa = {
-			.attr = { .max_wr = PP_TM_SPARE_WRS, .max_sge = 1 },
-			.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-				     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
-			.srq_type = IBV_SRQT_TM,
-			.pd = p->dev[i].pd,
-			.tm_cap = { .max_num_tags = PP_TM_TAGS, .max_ops = PP_TM_OPS },
-		};
+		struct pv_side *s = &w->side[i];
 
-		if (side_buffers(s, &p->dev[i]) != 0)
+		if (side_buffers(s, &p->dev[i]) != 0 ||
+		    pv_side_tm_srq(PP_CMD, s, &p->dev[i], PP_CQ_DEPTH, PP_TM_SPARE_WRS, PP_TM_TAGS,
+				   PP_TM_OPS) != 0)
 			return -1;
-		s->cqx = ibv_create_cq_ex(p->dev[i].ctx, &ca);
-		if (s->cqx == NULL) {
-			perf_error("%s: ibv_create_cq_ex(%s, TM_INFO): %s", PP_CMD,
-				   p->dev[i].name, strerror(errno));
-			return -1;
-		}
-		s->cq = ibv_cq_ex_to_cq(s->cqx);
-		sa.cq = s->cq;
-		s->srq = ibv_create_srq_ex(p->dev[i].ctx, &sa);
-		if (s->srq == NULL) {
-			perf_error("%s: ibv_create_srq_ex(%s, TM): %s", PP_CMD, p->dev[i].name,
-				   strerror(errno));
-			return -1;
-		}
 		/* Spares for a message that finds no tag: using one is a wrong result. */
 		for (uint32_t j = 0; j < PP_TM_SPARE_WRS; j++) {
 			sge = (struct ibv_sge){ .addr = (uintptr_t)slot(s, 1 + j),
-						.length = PP_SLOT, .lkey = s->mr->lkey };
+						.length = PP_SLOT, .lkey = s->slot_mr->lkey };
 			rwr = (struct ibv_recv_wr){ .wr_id = PP_SPARE_WRID | j, .sg_list = &sge,
 						    .num_sge = 1 };
 			ret = ibv_post_srq_recv(s->srq, &rwr, &rbad);
@@ -642,20 +545,20 @@ tm_setup(struct pp *p)
 				return -1;
 			}
 		}
-		if (qp_create(w, p, i, s->srq) != 0)
+		if (qp_create(w, p, i) != 0)
 			return -1;
 	}
-	return way_connect(w, p);
+	return pv_connect_pair(w->side, p->dev);
 }
 
 /* Side @p s ADDs the tag of round trip @p seq's message in direction @p dir. */
 static int
-tm_add(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
+tm_add(struct pp *p, struct pv_side *s, uint64_t seq, unsigned int dir)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)slot(s, 1 + (uint32_t)(seq % PP_RECV_DEPTH)),
 		.length = p->o->size,
-		.lkey = s->mr->lkey,
+		.lkey = s->slot_mr->lkey,
 	};
 	struct ibv_ops_wr op = {
 		.wr_id = seq,
@@ -678,7 +581,7 @@ tm_add(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
 
 /* Side @p s sends round trip @p seq's tagged message in direction @p dir. */
 static int
-tm_send(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
+tm_send(struct pp *p, struct pv_side *s, uint64_t seq, unsigned int dir)
 {
 	struct ibv_tmh *tmh = (struct ibv_tmh *)(void *)slot(s, 0);
 
@@ -692,7 +595,7 @@ tm_send(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
 
 /* One completion of side @p s's CQ; *matched when it is the awaited tagged receive. */
 static int
-tm_completion(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir,
+tm_completion(struct pp *p, struct pv_side *s, uint64_t seq, unsigned int dir,
 	      bool *matched)
 {
 	struct ibv_cq_ex *cq = s->cqx;
@@ -730,7 +633,7 @@ tm_completion(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir,
 
 /* Wait for side @p s's tagged receive of round trip @p seq in direction @p dir. */
 static int
-tm_recv(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
+tm_recv(struct pp *p, struct pv_side *s, uint64_t seq, unsigned int dir)
 {
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
 	uint64_t deadline = 0;
@@ -770,7 +673,7 @@ tm_recv(struct pp *p, struct pp_side *s, uint64_t seq, unsigned int dir)
 static int
 tm_round_trip(struct pp *p, uint64_t seq)
 {
-	struct pp_side *a = &p->tm.side[0], *b = &p->tm.side[1];
+	struct pv_side *a = &p->tm.side[0], *b = &p->tm.side[1];
 
 	if (seq == 0 && tm_add(p, b, 0, 0) != 0)
 		return -1;
@@ -791,7 +694,7 @@ way_quiesce(struct pp *p, struct pp_way *w, enum pp_mode m)
 	int got;
 
 	for (unsigned int i = 0; i < 2; i++) {
-		struct pp_side *s = &w->side[i];
+		struct pv_side *s = &w->side[i];
 
 		while (s->sig_done < s->sig_posted) {
 			got = ibv_poll_cq(s->cq, 1, &wc);
@@ -854,38 +757,26 @@ measure(struct pp *p)
 	return 0;
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest rank: the smallest sample with at least q of them at or below it. */
-static double
-rank(const uint64_t *v, uint32_t n, double q)
-{
-	double r = ceil(q * n);
-	uint32_t i = r < 1 ? 0 : (uint32_t)r - 1;
-
-	return (double)v[i < n ? i : n - 1];
-}
-
 static void
 stats_of(uint64_t *v, uint32_t n, struct pp_stats *st)
 {
+	static const double q[3] = { 0.50, 0.99, 0.999 };
 	/* One way = round trip / 2, in microseconds. */
 	double k = 1e6 / 2 / (double)rte_get_tsc_hz(), sum = 0;
+	uint64_t lo = v[0], hi = v[0], r[3];
 
-	qsort(v, n, sizeof(*v), cmp_u64);
-	for (uint32_t i = 0; i < n; i++)
+	/* Whole cycle counts: the sum is exact in any order. */
+	for (uint32_t i = 0; i < n; i++) {
 		sum += (double)v[i];
-	st->p50 = rank(v, n, 0.50) * k;
-	st->p99 = rank(v, n, 0.99) * k;
-	st->p999 = rank(v, n, 0.999) * k;
-	st->min = (double)v[0] * k;
-	st->max = (double)v[n - 1] * k;
+		lo = v[i] < lo ? v[i] : lo;
+		hi = v[i] > hi ? v[i] : hi;
+	}
+	perf_ranks_u64(v, n, q, 3, r);
+	st->p50 = (double)r[0] * k;
+	st->p99 = (double)r[1] * k;
+	st->p999 = (double)r[2] * k;
+	st->min = (double)lo * k;
+	st->max = (double)hi * k;
 	st->mean = sum / n * k;
 }
 
@@ -905,9 +796,7 @@ static const struct perf_table_col pp_cols[] = {
 static void
 table_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 {
-	char cells[PP_NB_COLS][32];
-	const char *c[PP_NB_COLS];
-	unsigned int i;
+	char cells[PP_NB_COLS][PERF_CELL_LEN];
 	int m;
 
 	printf("dpv-perf pingpong: one-way latency = round trip / 2, %" PRIu32 "-byte "
@@ -926,15 +815,12 @@ table_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	       "  programs. Every payload byte, completion status, opcode, length, wr_id\n"
 	       "  (and tag) is checked. Ways alternate in blocks of %u round trips; %" PRIu32
 	       "\n  warm-up round trips each are not counted; %" PRIu32 " measured each, "
-	       "rdtsc at\n  %.3f GHz, nearest-rank percentiles.\n"
-	       "  setup: %s DPV_EAL_ARGS=\"%s\" DPV_PORT_IPV4=%s\n"
-	       "  progress: %s\n\n",
+	       "rdtsc at\n  %.3f GHz, nearest-rank percentiles.\n",
 	       p->o->size, p->dev[0].name, p->dev[1].name, p->raw.frame_len, p->o->size,
 	       p->raw_port_id[0], p->raw_port_id[1],
 	       p->rc.inline_send ? "inline" : "from the MR", PP_SIGNAL_EVERY, PP_BLOCK,
-	       p->o->warmup, p->o->iters, (double)rte_get_tsc_hz() / 1e9,
-	       defaulted ? "dpv-perf's default:" : "from the environment:",
-	       pv_env_eal_args(), pv_env_port_ipv4(), pv_env_progress());
+	       p->o->warmup, p->o->iters, (double)rte_get_tsc_hz() / 1e9);
+	pv_print_setup(defaulted);
 	perf_table_header(stdout, pp_cols, PP_NB_COLS);
 	for (m = 0; m < PP_NB_MODES; m++) {
 		snprintf(cells[0], sizeof(cells[0]), "%s", pp_mode_names[m]);
@@ -944,9 +830,7 @@ table_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 		snprintf(cells[4], sizeof(cells[4]), "%.3f", st[m].min);
 		snprintf(cells[5], sizeof(cells[5]), "%.3f", st[m].max);
 		snprintf(cells[6], sizeof(cells[6]), "%.3f", st[m].mean);
-		for (i = 0; i < PP_NB_COLS; i++)
-			c[i] = cells[i];
-		perf_table_row(stdout, pp_cols, PP_NB_COLS, c);
+		perf_table_row(stdout, pp_cols, PP_NB_COLS, cells);
 	}
 	printf("\nratios to raw:   p50      p99    p99.9\n");
 	for (m = PP_RC; m < PP_NB_MODES; m++)
@@ -979,12 +863,7 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	perf_json_str(&j, "latency", "round trip / 2, microseconds, nearest-rank percentiles");
 	perf_json_str(&j, "threads", "one thread drives both sides in one process (inline "
 		      "progress)");
-	perf_json_str(&j, "devices", p->dev[0].name);
-	perf_json_str(&j, "peer", p->dev[1].name);
-	perf_json_bool(&j, "env_defaulted", defaulted);
-	perf_json_str(&j, "eal_args", pv_env_eal_args());
-	perf_json_str(&j, "port_ipv4", pv_env_port_ipv4());
-	perf_json_str(&j, "progress", pv_env_progress());
+	pv_json_setup(&j, p->dev, defaulted);
 	perf_json_object_end(&j);
 	perf_json_object_begin(&j, "ways");
 	for (m = 0; m < PP_NB_MODES; m++) {
@@ -1027,18 +906,44 @@ pp_help(void)
 	       "  --size N        payload bytes, 1..%u (default %u)\n"
 	       "  --iters N       measured round trips of each way, 1..%u (default %u)\n"
 	       "  --warmup N      round trips of each way not measured, 0..%u (default %u)\n"
-	       "  --help          this text\n\n"
-	       "Runs with no setup: unless DPV_EAL_ARGS or DPV_CONFIG is set, dpv-perf sets\n"
-	       "DPV_EAL_ARGS=\"%s\"\n"
-	       "DPV_RING_PAIRS=%s DPV_PORT_IPV4=%s (devices dpv0, dpv1).\n"
-	       "Every payload and completion is checked; a wrong one fails the run with exit\n"
-	       "status 1. 2: a bad command line.\n",
+	       "  --help          this text\n\n",
 	       PP_MAX_SIZE, PP_DEFAULT_SIZE, PP_MAX_ITERS, PP_DEFAULT_ITERS, PP_MAX_ITERS,
-	       PP_DEFAULT_WARMUP, PV_DEFAULT_EAL_ARGS, PV_DEFAULT_RING_PAIRS,
-	       PV_DEFAULT_PORT_IPV4);
+	       PP_DEFAULT_WARMUP);
+	pv_help_setup();
+	printf("Every payload and completion is checked; a wrong one fails the run with exit\n"
+	       "status 1. 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_HELP };
+enum { OPT_JSON = 256, OPT_SIZE, OPT_ITERS, OPT_WARMUP };
+
+static int
+pp_opt(void *ctx, int c, const char *arg)
+{
+	struct pp_opts *o = ctx;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_SIZE:
+		if (perf_parse_u32(arg, 1, PP_MAX_SIZE, &o->size) != 0)
+			return perf_usage_error(PP_CMD, "--size '%s': expected 1..%u bytes (a "
+						"tagged message must fit one 1024-byte packet)",
+						arg, PP_MAX_SIZE);
+		break;
+	case OPT_ITERS:
+		if (perf_parse_u32(arg, 1, PP_MAX_ITERS, &o->iters) != 0)
+			return perf_usage_error(PP_CMD, "--iters '%s': expected 1..%u", arg,
+						PP_MAX_ITERS);
+		break;
+	case OPT_WARMUP:
+		if (perf_parse_u32(arg, 0, PP_MAX_ITERS, &o->warmup) != 0)
+			return perf_usage_error(PP_CMD, "--warmup '%s': expected 0..%u", arg,
+						PP_MAX_ITERS);
+		break;
+	}
+	return 0;
+}
 
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
@@ -1049,49 +954,15 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "iters", required_argument, NULL, OPT_ITERS },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
 
 	memset(o, 0, sizeof(*o));
 	o->size = PP_DEFAULT_SIZE;
 	o->iters = PP_DEFAULT_ITERS;
 	o->warmup = PP_DEFAULT_WARMUP;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_SIZE:
-			if (perf_parse_u32(optarg, 1, PP_MAX_SIZE, &o->size) != 0)
-				return perf_usage_error(PP_CMD, "--size '%s': expected 1..%u "
-							"bytes (a tagged message must fit one "
-							"1024-byte packet)", optarg, PP_MAX_SIZE);
-			break;
-		case OPT_ITERS:
-			if (perf_parse_u32(optarg, 1, PP_MAX_ITERS, &o->iters) != 0)
-				return perf_usage_error(PP_CMD, "--iters '%s': expected 1..%u",
-							optarg, PP_MAX_ITERS);
-			break;
-		case OPT_WARMUP:
-			if (perf_parse_u32(optarg, 0, PP_MAX_ITERS, &o->warmup) != 0)
-				return perf_usage_error(PP_CMD, "--warmup '%s': expected 0..%u",
-							optarg, PP_MAX_ITERS);
-			break;
-		case OPT_HELP:
-		case 'h':
-			pp_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(PP_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(PP_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
-	return 0;
+	return perf_getopts(PP_CMD, argc, argv, longopts, pp_help, pp_opt, o);
 }
 
 static int

@@ -230,59 +230,60 @@ out:
 	return ret;
 }
 
-static void idle_usage(FILE *f)
+static void idle_help(void)
 {
-	fprintf(f, "usage: dpv-perf idle [--qps N] [--polls N] [--reps N] [--json]\n\n"
+	printf("usage: dpv-perf idle [--qps N] [--polls N] [--reps N] [--json]\n\n"
 		   "The time of one dpv_dev_poll() with 1 and with N connected idle RC QPs.\n"
 		   "  --qps N     QPs of the second device (default %u, at most %u)\n"
 		   "  --polls N   polls per timed block (default %u)\n"
 		   "  --reps N    blocks per device, interleaved (default %u, at most %u)\n"
-		   "  --json      one JSON object instead of the table\n",
-		IDLE_DEFAULT_QPS, IDLE_MAX_QPS, IDLE_DEFAULT_POLLS, DEFAULT_REPS, MAX_REPS);
+	       "  --json      one JSON object instead of the table\n",
+	       IDLE_DEFAULT_QPS, IDLE_MAX_QPS, IDLE_DEFAULT_POLLS, DEFAULT_REPS, MAX_REPS);
+}
+
+enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_LEVELS, OPT_SECONDS, OPT_SIZE,
+       OPT_DEPTH };
+
+static int idle_opt(void *ctx, int c, const char *arg)
+{
+	struct idle_opts *o = ctx;
+
+	switch (c) {
+	case OPT_QPS:
+		if (perf_parse_u32(arg, 1, IDLE_MAX_QPS, &o->qps) != 0)
+			return perf_usage_error(IDLE_CMD, "--qps wants 1..%u", IDLE_MAX_QPS);
+		break;
+	case OPT_POLLS:
+		if (perf_parse_u32(arg, 1, 100000000, &o->polls) != 0)
+			return perf_usage_error(IDLE_CMD, "--polls wants 1..100000000");
+		break;
+	case OPT_REPS:
+		if (perf_parse_u32(arg, 1, MAX_REPS, &o->reps) != 0)
+			return perf_usage_error(IDLE_CMD, "--reps wants 1..%u", MAX_REPS);
+		break;
+	case OPT_JSON:
+		o->json = true;
+		break;
+	}
+	return 0;
 }
 
 static int idle_main(int argc, char **argv)
 {
-	enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_HELP };
 	static const struct option longopts[] = {
 		{"qps", required_argument, NULL, OPT_QPS},
 		{"polls", required_argument, NULL, OPT_POLLS},
 		{"reps", required_argument, NULL, OPT_REPS},
 		{"json", no_argument, NULL, OPT_JSON},
-		{"help", no_argument, NULL, OPT_HELP},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct idle_opts o = {IDLE_DEFAULT_QPS, IDLE_DEFAULT_POLLS, DEFAULT_REPS, false};
-	int c;
+	int rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_QPS:
-			if (perf_parse_u32(optarg, 1, IDLE_MAX_QPS, &o.qps) != 0)
-				return perf_usage_error(IDLE_CMD, "--qps wants 1..%u", IDLE_MAX_QPS);
-			break;
-		case OPT_POLLS:
-			if (perf_parse_u32(optarg, 1, 100000000, &o.polls) != 0)
-				return perf_usage_error(IDLE_CMD, "--polls wants 1..100000000");
-			break;
-		case OPT_REPS:
-			if (perf_parse_u32(optarg, 1, MAX_REPS, &o.reps) != 0)
-				return perf_usage_error(IDLE_CMD, "--reps wants 1..%u", MAX_REPS);
-			break;
-		case OPT_JSON:
-			o.json = true;
-			break;
-		case 'h':
-		case OPT_HELP:
-			idle_usage(stdout);
-			return PERF_EXIT_OK;
-		default:
-			return perf_getopt_error(IDLE_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(IDLE_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	rc = perf_getopts(IDLE_CMD, argc, argv, longopts, idle_help, idle_opt, &o);
+	if (rc != 0)
+		return rc < 0 ? PERF_EXIT_OK : rc;
 	/* Two ring pairs, unless the user set up the devices. */
 	if (getenv("DPV_EAL_ARGS") == NULL && getenv("DPV_CONFIG") == NULL) {
 		setenv("DPV_RING_PAIRS", "2", 0);
@@ -568,19 +569,19 @@ out:
 	return ret;
 }
 
-static void loss_usage(FILE *f)
+static void loss_help(void)
 {
-	fprintf(f, "usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
-		   "                     [--depth N] [--json]\n\n"
-		   "Goodput of one RC connection while the link loses a share of its frames.\n"
-		   "  --levels P,...  loss in percent of the frames each device sends\n"
-		   "                  (default 0,0.1,1,5)\n"
-		   "  --seconds S     length of one run (default 1)\n"
-		   "  --reps N        runs per level, levels interleaved (default 3)\n"
-		   "  --size B        bytes per SEND (default %u, at most %u)\n"
-		   "  --depth N       SENDs in flight (default %u, at most %u)\n"
-		   "  --json          one JSON object instead of the table\n",
-		LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
+	printf("usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
+	       "                     [--depth N] [--json]\n\n"
+	       "Goodput of one RC connection while the link loses a share of its frames.\n"
+	       "  --levels P,...  loss in percent of the frames each device sends\n"
+	       "                  (default 0,0.1,1,5)\n"
+	       "  --seconds S     length of one run (default 1)\n"
+	       "  --reps N        runs per level, levels interleaved (default 3)\n"
+	       "  --size B        bytes per SEND (default %u, at most %u)\n"
+	       "  --depth N       SENDs in flight (default %u, at most %u)\n"
+	       "  --json          one JSON object instead of the table\n",
+	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
 }
 
 static int parse_levels(const char *s, struct loss_opts *o)
@@ -599,9 +600,41 @@ static int parse_levels(const char *s, struct loss_opts *o)
 	return o->nlevels > 0 ? 0 : -1;
 }
 
+static int loss_opt(void *ctx, int c, const char *arg)
+{
+	struct loss_opts *o = ctx;
+
+	switch (c) {
+	case OPT_LEVELS:
+		if (parse_levels(arg, o) != 0)
+			return perf_usage_error(LOSS_CMD, "--levels wants up to %u percentages "
+						"0..100, comma-separated", LOSS_MAX_LEVELS);
+		break;
+	case OPT_SECONDS:
+		if (perf_parse_seconds(arg, 0.01, 3600, &o->seconds) != 0)
+			return perf_usage_error(LOSS_CMD, "--seconds wants 0.01..3600");
+		break;
+	case OPT_REPS:
+		if (perf_parse_u32(arg, 1, MAX_REPS, &o->reps) != 0)
+			return perf_usage_error(LOSS_CMD, "--reps wants 1..%u", MAX_REPS);
+		break;
+	case OPT_SIZE:
+		if (perf_parse_u32(arg, 8, LOSS_MAX_SIZE, &o->size) != 0)
+			return perf_usage_error(LOSS_CMD, "--size wants 8..%u", LOSS_MAX_SIZE);
+		break;
+	case OPT_DEPTH:
+		if (perf_parse_u32(arg, 1, LOSS_MAX_DEPTH, &o->depth) != 0)
+			return perf_usage_error(LOSS_CMD, "--depth wants 1..%u", LOSS_MAX_DEPTH);
+		break;
+	case OPT_JSON:
+		o->json = true;
+		break;
+	}
+	return 0;
+}
+
 static int loss_main(int argc, char **argv)
 {
-	enum { OPT_LEVELS = 256, OPT_SECONDS, OPT_REPS, OPT_SIZE, OPT_DEPTH, OPT_JSON, OPT_HELP };
 	static const struct option longopts[] = {
 		{"levels", required_argument, NULL, OPT_LEVELS},
 		{"seconds", required_argument, NULL, OPT_SECONDS},
@@ -609,50 +642,16 @@ static int loss_main(int argc, char **argv)
 		{"size", required_argument, NULL, OPT_SIZE},
 		{"depth", required_argument, NULL, OPT_DEPTH},
 		{"json", no_argument, NULL, OPT_JSON},
-		{"help", no_argument, NULL, OPT_HELP},
+		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct loss_opts o = {{0, 0.1, 1, 5}, 4, 1.0, LOSS_DEFAULT_SIZE, LOSS_DEFAULT_DEPTH, 3,
 			      false};
-	int c;
+	int rc;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_LEVELS:
-			if (parse_levels(optarg, &o) != 0)
-				return perf_usage_error(LOSS_CMD, "--levels wants up to %u percentages "
-							"0..100, comma-separated", LOSS_MAX_LEVELS);
-			break;
-		case OPT_SECONDS:
-			if (perf_parse_seconds(optarg, 0.01, 3600, &o.seconds) != 0)
-				return perf_usage_error(LOSS_CMD, "--seconds wants 0.01..3600");
-			break;
-		case OPT_REPS:
-			if (perf_parse_u32(optarg, 1, MAX_REPS, &o.reps) != 0)
-				return perf_usage_error(LOSS_CMD, "--reps wants 1..%u", MAX_REPS);
-			break;
-		case OPT_SIZE:
-			if (perf_parse_u32(optarg, 8, LOSS_MAX_SIZE, &o.size) != 0)
-				return perf_usage_error(LOSS_CMD, "--size wants 8..%u", LOSS_MAX_SIZE);
-			break;
-		case OPT_DEPTH:
-			if (perf_parse_u32(optarg, 1, LOSS_MAX_DEPTH, &o.depth) != 0)
-				return perf_usage_error(LOSS_CMD, "--depth wants 1..%u", LOSS_MAX_DEPTH);
-			break;
-		case OPT_JSON:
-			o.json = true;
-			break;
-		case 'h':
-		case OPT_HELP:
-			loss_usage(stdout);
-			return PERF_EXIT_OK;
-		default:
-			return perf_getopt_error(LOSS_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(LOSS_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	rc = perf_getopts(LOSS_CMD, argc, argv, longopts, loss_help, loss_opt, &o);
+	if (rc != 0)
+		return rc < 0 ? PERF_EXIT_OK : rc;
 	/* Faults ports that lose nothing until a level is set, unless the user chose. */
 	if (pv_env_defaults() && getenv("DPV_FAULTS") == NULL)
 		setenv("DPV_FAULTS", "seed=1", 0);

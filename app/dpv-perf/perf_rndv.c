@@ -84,17 +84,6 @@ struct rv_opts {
 	uint32_t small_per_block;
 };
 
-struct rv_side {
-	struct ibv_cq *cq;            /* dpv1: ibv_cq_ex_to_cq(cqx) */
-	struct ibv_cq_ex *cqx;        /* dpv1: the TM SRQ's extended CQ */
-	struct ibv_srq *srq;          /* dpv1: the TM SRQ */
-	struct ibv_qp *qp;
-	struct ibv_mr *slot_mr, *data_mr;
-	uint8_t *slots, *data;
-	uint64_t sends, sig_posted, sig_done;
-	uint64_t recvs;               /* receives consumed (dpv0: RQ; dpv1: SRQ WRs) */
-};
-
 /* What one message is waiting for. */
 struct rv_wait {
 	enum rv_kind kind;
@@ -121,7 +110,9 @@ struct rv_result {
 struct rv {
 	const struct rv_opts *o;
 	struct pv_dev dev[2];
-	struct rv_side side[2];       /* 0: dpv0, the sender; 1: dpv1, the receiver */
+	/* 0: dpv0, the sender (a CQ, an RQ); 1: dpv1, the receiver (a TM SRQ, its
+	 * receives consumed are of its ordinary WRs) */
+	struct pv_side side[2];
 	uint32_t max_size;
 	uint64_t seq[RV_NB_KINDS];
 	uint64_t bytes_checked;
@@ -229,36 +220,14 @@ data_check(struct rv *p, const uint8_t *src, const uint8_t *dst, enum rv_kind k,
 
 /* ---- setup ---- */
 
-static int
-alloc_mr(struct rv *p, unsigned int i, size_t len, int access, uint8_t **buf,
-	 struct ibv_mr **mr)
-{
-	/* aligned_alloc() wants a multiple of the alignment. */
-	len = (len + 4095) & ~(size_t)4095;
-	*buf = aligned_alloc(4096, len);
-	if (*buf == NULL) {
-		perf_error("%s: out of memory for %zu bytes", RV_CMD, len);
-		return -1;
-	}
-	/* Touched now, so no message pays for the first write of a page. */
-	memset(*buf, 0, len);
-	*mr = ibv_reg_mr(p->dev[i].pd, *buf, len, access);
-	if (*mr == NULL) {
-		perf_error("%s: ibv_reg_mr(%s, %zu bytes): %s", RV_CMD, p->dev[i].name, len,
-			   strerror(errno));
-		return -1;
-	}
-	return 0;
-}
-
 static inline uint8_t *
-slot(const struct rv_side *s, uint32_t j)
+slot(const struct pv_side *s, uint32_t j)
 {
-	return s->slots + (size_t)j * RV_SLOT;
+	return pv_slot(s, j, RV_SLOT);
 }
 
 static int
-post_rq(struct rv_side *s, uint32_t j)
+post_rq(struct pv_side *s, uint32_t j)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)slot(s, 1 + j), .length = RV_SLOT, .lkey = s->slot_mr->lkey,
@@ -275,76 +244,30 @@ post_rq(struct rv_side *s, uint32_t j)
 static int
 rv_setup(struct rv *p)
 {
-	struct ibv_cq_init_attr_ex ca = {
-		.cqe = RV_CQ_DEPTH,
-		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
-			    IBV_WC_EX_WITH_TM_INFO,
-	};
-	struct ibv_srq_init_attr_ex sa = {
-		.attr = { .max_wr = RV_RECV_DEPTH, .max_sge = 1 },
-		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
-		.srq_type = IBV_SRQT_TM,
-		.pd = p->dev[1].pd,
-		.tm_cap = { .max_num_tags = RV_TAGS, .max_ops = RV_OPS },
-	};
 	/* The sender's data is read by the receiver's device, so REMOTE_READ there. */
 	static const int data_access[2] = {
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ, IBV_ACCESS_LOCAL_WRITE,
 	};
-	struct rv_side *a = &p->side[0], *b = &p->side[1];
 	int ret;
 
 	for (unsigned int i = 0; i < 2; i++)
-		if (alloc_mr(p, i, (size_t)(1 + RV_RECV_DEPTH) * RV_SLOT, IBV_ACCESS_LOCAL_WRITE,
-			     &p->side[i].slots, &p->side[i].slot_mr) != 0 ||
-		    alloc_mr(p, i, p->max_size, data_access[i], &p->side[i].data,
-			     &p->side[i].data_mr) != 0)
+		if (pv_alloc_mr(RV_CMD, &p->dev[i], (size_t)(1 + RV_RECV_DEPTH) * RV_SLOT,
+				IBV_ACCESS_LOCAL_WRITE, &p->side[i].slots,
+				&p->side[i].slot_mr) != 0 ||
+		    pv_alloc_mr(RV_CMD, &p->dev[i], p->max_size, data_access[i],
+				&p->side[i].data, &p->side[i].data_mr) != 0)
 			return -1;
-	a->cq = ibv_create_cq(p->dev[0].ctx, RV_CQ_DEPTH, NULL, NULL, 0);
-	if (a->cq == NULL) {
-		perf_error("%s: ibv_create_cq(%s): %s", RV_CMD, p->dev[0].name, strerror(errno));
+	if (pv_side_cq(RV_CMD, &p->side[0], &p->dev[0], RV_CQ_DEPTH) != 0 ||
+	    pv_side_tm_srq(RV_CMD, &p->side[1], &p->dev[1], RV_CQ_DEPTH, RV_RECV_DEPTH, RV_TAGS,
+			   RV_OPS) != 0)
 		return -1;
-	}
-	b->cqx = ibv_create_cq_ex(p->dev[1].ctx, &ca);
-	if (b->cqx == NULL) {
-		perf_error("%s: ibv_create_cq_ex(%s, TM_INFO): %s", RV_CMD, p->dev[1].name,
-			   strerror(errno));
-		return -1;
-	}
-	b->cq = ibv_cq_ex_to_cq(b->cqx);
-	sa.cq = b->cq;
-	b->srq = ibv_create_srq_ex(p->dev[1].ctx, &sa);
-	if (b->srq == NULL) {
-		perf_error("%s: ibv_create_srq_ex(%s, TM): %s", RV_CMD, p->dev[1].name,
-			   strerror(errno));
-		return -1;
-	}
 	for (unsigned int i = 0; i < 2; i++) {
-		struct rv_side *s = &p->side[i];
-		struct ibv_qp_init_attr qa = {
-			.send_cq = s->cq,
-			.recv_cq = s->cq,
-			.srq = s->srq,
-			.cap = {
-				.max_send_wr = RV_SQ_DEPTH,
-				.max_recv_wr = s->srq != NULL ? 0 : RV_RECV_DEPTH,
-				.max_send_sge = 1,
-				.max_recv_sge = 1,
-				.max_inline_data = RV_MAX_INLINE,
-			},
-			.qp_type = IBV_QPT_RC,
-		};
+		struct pv_side *s = &p->side[i];
 
-		s->qp = ibv_create_qp(p->dev[i].pd, &qa);
-		if (s->qp == NULL) {
-			perf_error("%s: ibv_create_qp(%s): %s", RV_CMD, p->dev[i].name,
-				   strerror(errno));
-			return -1;
-		}
 		/* dpv0's QP is read from (its data), dpv1's reads. */
-		if (pv_rc_init_access(s->qp, i == 0 ? IBV_ACCESS_LOCAL_WRITE |
-				      IBV_ACCESS_REMOTE_READ : IBV_ACCESS_LOCAL_WRITE) != 0)
+		if (pv_side_qp(RV_CMD, s, &p->dev[i], RV_SQ_DEPTH, RV_RECV_DEPTH, RV_MAX_INLINE,
+			       i == 0 ? IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ :
+			       IBV_ACCESS_LOCAL_WRITE) != 0)
 			return -1;
 		for (uint32_t j = 0; j < RV_RECV_DEPTH; j++) {
 			ret = post_rq(s, j);
@@ -356,35 +279,13 @@ rv_setup(struct rv *p)
 			}
 		}
 	}
-	if (pv_rc_connect(a->qp, b->qp->qp_num, &p->dev[1].gid) != 0 ||
-	    pv_rc_connect(b->qp, a->qp->qp_num, &p->dev[0].gid) != 0)
-		return -1;
-	return 0;
+	return pv_connect_pair(p->side, p->dev);
 }
 
 static int
 rv_teardown(struct rv *p)
 {
-	int rc = 0;
-
-	for (unsigned int i = 0; i < 2; i++) {
-		struct rv_side *s = &p->side[i];
-
-		if (s->qp != NULL)
-			rc |= pv_destroyed("ibv_destroy_qp", ibv_destroy_qp(s->qp));
-		if (s->srq != NULL)
-			rc |= pv_destroyed("ibv_destroy_srq", ibv_destroy_srq(s->srq));
-		if (s->cq != NULL)
-			rc |= pv_destroyed("ibv_destroy_cq", ibv_destroy_cq(s->cq));
-		if (s->slot_mr != NULL)
-			rc |= pv_destroyed("ibv_dereg_mr", ibv_dereg_mr(s->slot_mr));
-		if (s->data_mr != NULL)
-			rc |= pv_destroyed("ibv_dereg_mr", ibv_dereg_mr(s->data_mr));
-		free(s->slots);
-		free(s->data);
-		memset(s, 0, sizeof(*s));
-	}
-	return rc;
+	return pv_side_teardown(&p->side[0]) | pv_side_teardown(&p->side[1]);
 }
 
 /* ---- posting ---- */
@@ -396,7 +297,7 @@ static int
 post_small_send(struct rv *p, unsigned int i, uint32_t len, uint64_t wr_id, bool signaled,
 		struct rv_wait *w)
 {
-	struct rv_side *s = &p->side[i];
+	struct pv_side *s = &p->side[i];
 	struct ibv_sge sge = { .addr = (uintptr_t)slot(s, 0), .length = len,
 			       .lkey = s->slot_mr->lkey };
 	struct ibv_send_wr wr = {
@@ -433,7 +334,7 @@ post_small_send(struct rv *p, unsigned int i, uint32_t len, uint64_t wr_id, bool
 
 /* A send completion of side @p s: an unwaited small SEND, or the awaited header. */
 static int
-send_done(struct rv_side *s, struct rv_wait *w, uint64_t wr_id, enum ibv_wc_status st,
+send_done(struct pv_side *s, struct rv_wait *w, uint64_t wr_id, enum ibv_wc_status st,
 	  bool *is_header)
 {
 	if (st != IBV_WC_SUCCESS)
@@ -448,7 +349,7 @@ send_done(struct rv_side *s, struct rv_wait *w, uint64_t wr_id, enum ibv_wc_stat
 static int
 sender_wc(struct rv *p, struct rv_wait *w, const struct ibv_wc *wc)
 {
-	struct rv_side *s = &p->side[0];
+	struct pv_side *s = &p->side[0];
 	uint32_t j = (uint32_t)(s->recvs % RV_RECV_DEPTH);
 	const struct ibv_tmh *tmh;
 	bool header;
@@ -565,7 +466,7 @@ receiver_tm_recv(struct rv *p, struct rv_wait *w, struct ibv_cq_ex *cq)
 static int
 receiver_wc(struct rv *p, struct rv_wait *w)
 {
-	struct rv_side *s = &p->side[1];
+	struct pv_side *s = &p->side[1];
 	struct ibv_cq_ex *cq = s->cqx;
 	enum ibv_wc_opcode op = ibv_wc_read_opcode(cq);
 	uint32_t j = (uint32_t)(s->recvs % RV_RECV_DEPTH);
@@ -616,7 +517,7 @@ static int
 poll_receiver(struct rv *p, struct rv_wait *w)
 {
 	struct ibv_poll_cq_attr attr = { .comp_mask = 0 };
-	struct rv_side *s = &p->side[1];
+	struct pv_side *s = &p->side[1];
 	struct ibv_tmh *tmh;
 	int ret, rc;
 
@@ -690,7 +591,7 @@ rv_wait_done(struct rv *p, struct rv_wait *w)
 static __attribute__((noinline)) int64_t
 rndv_one(struct rv *p, uint32_t len)
 {
-	struct rv_side *a = &p->side[0], *b = &p->side[1];
+	struct pv_side *a = &p->side[0], *b = &p->side[1];
 	struct rv_wait w = { .kind = RV_RNDV, .seq = p->seq[RV_RNDV], .len = len };
 	struct ibv_sge sge = { .addr = (uintptr_t)b->data, .length = len,
 			       .lkey = b->data_mr->lkey };
@@ -737,7 +638,7 @@ rndv_one(struct rv *p, uint32_t len)
 static __attribute__((noinline)) int64_t
 read_one(struct rv *p, uint32_t len)
 {
-	struct rv_side *a = &p->side[0], *b = &p->side[1];
+	struct pv_side *a = &p->side[0], *b = &p->side[1];
 	struct rv_wait w = { .kind = RV_READ, .seq = p->seq[RV_READ], .len = len };
 	struct ibv_sge sge = { .addr = (uintptr_t)b->data, .length = len,
 			       .lkey = b->data_mr->lkey };
@@ -771,7 +672,7 @@ read_one(struct rv *p, uint32_t len)
 static __attribute__((noinline)) int64_t
 small_one(struct rv *p)
 {
-	struct rv_side *a = &p->side[0];
+	struct pv_side *a = &p->side[0];
 	struct rv_wait w = { .kind = RV_SMALL, .seq = p->seq[RV_SMALL], .len = RV_SMALL_LEN };
 	struct ibv_tmh *tmh = (struct ibv_tmh *)(void *)slot(a, 0);
 	uint64_t t0, t1;
@@ -894,9 +795,8 @@ static const struct perf_table_col rv_cols[] = {
 static void
 table_report(const struct rv *p, bool defaulted)
 {
-	char cells[RV_NB_COLS][32];
-	const char *c[RV_NB_COLS];
-	unsigned int si, i;
+	char cells[RV_NB_COLS][PERF_CELL_LEN];
+	unsigned int si;
 
 	printf("dpv-perf rndv: tag-matching rendezvous next to the RDMA READ it is made of,\n"
 	       "one RC QP pair %s (sender, RQ) -> %s (receiver, TM SRQ)\n"
@@ -911,13 +811,10 @@ table_report(const struct rv *p, bool defaulted)
 	       "  of rndv and read, about %" PRIu32 " bytes, and %" PRIu32 " small round trips),\n"
 	       "  the kinds in an order that rotates; one block each unmeasured first.\n"
 	       "  MB/s = 10^6 bytes/s, us per message. Data checked: %s.\n"
-	       "  One thread drives both devices in one process.\n"
-	       "  setup: %s DPV_EAL_ARGS=\"%s\" DPV_PORT_IPV4=%s\n"
-	       "  progress: %s\n\n",
+	       "  One thread drives both devices in one process.\n",
 	       p->dev[0].name, p->dev[1].name, p->o->reps, p->o->block_bytes,
-	       p->o->small_per_block, p->o->check ? "every byte" : "first, middle, last 8 bytes",
-	       defaulted ? "dpv-perf's default:" : "from the environment:",
-	       pv_env_eal_args(), pv_env_port_ipv4(), pv_env_progress());
+	       p->o->small_per_block, p->o->check ? "every byte" : "first, middle, last 8 bytes");
+	pv_print_setup(defaulted);
 	perf_table_header(stdout, rv_cols, RV_NB_COLS);
 	for (si = 0; si < p->o->nb_sizes; si++) {
 		const struct rv_result *r = &p->res[si];
@@ -934,9 +831,7 @@ table_report(const struct rv *p, bool defaulted)
 		snprintf(cells[9], sizeof(cells[9]), "%.3f", r->paired_ratio);
 		snprintf(cells[10], sizeof(cells[10]), "%.1f", r->excess_us);
 		snprintf(cells[11], sizeof(cells[11]), "%s", r->met ? "met" : "missed");
-		for (i = 0; i < RV_NB_COLS; i++)
-			c[i] = cells[i];
-		perf_table_row(stdout, rv_cols, RV_NB_COLS, c);
+		perf_table_row(stdout, rv_cols, RV_NB_COLS, cells);
 	}
 }
 
@@ -966,12 +861,7 @@ json_report(const struct rv *p, bool defaulted)
 		      "each rep's rndv - read - small, <= 0");
 	perf_json_str(&j, "figures", "medians over reps of per-block means; MB/s = 10^6 B/s");
 	perf_json_str(&j, "threads", "one thread drives both sides in one process");
-	perf_json_str(&j, "devices", p->dev[0].name);
-	perf_json_str(&j, "peer", p->dev[1].name);
-	perf_json_bool(&j, "env_defaulted", defaulted);
-	perf_json_str(&j, "eal_args", pv_env_eal_args());
-	perf_json_str(&j, "port_ipv4", pv_env_port_ipv4());
-	perf_json_str(&j, "progress", pv_env_progress());
+	pv_json_setup(&j, p->dev, defaulted);
 	perf_json_object_end(&j);
 	perf_json_array_begin(&j, "sizes");
 	for (si = 0; si < p->o->nb_sizes; si++) {
@@ -1017,18 +907,15 @@ rv_help(void)
 	       "  --reps N        measured blocks of each kind per size, 1..%u (default %u)\n"
 	       "  --check         write and check every byte (default: 24 bytes a message)\n"
 	       "  --quick         sizes %s, %u reps, blocks of %u bytes (a smoke test)\n"
-	       "  --help          this text\n\n"
-	       "Runs with no setup: unless DPV_EAL_ARGS or DPV_CONFIG is set, dpv-perf sets\n"
-	       "DPV_EAL_ARGS=\"%s\"\n"
-	       "DPV_RING_PAIRS=%s DPV_PORT_IPV4=%s (devices dpv0, dpv1).\n"
-	       "A wrong completion or byte fails the run with exit status 1 (a missed target\n"
-	       "does not). 2: a bad command line.\n",
+	       "  --help          this text\n\n",
 	       RV_MIN_SIZE, RV_MAX_SIZE, RV_DEFAULT_SIZES, RV_MAX_REPS, RV_DEFAULT_REPS,
-	       RV_QUICK_SIZES, RV_QUICK_REPS, RV_QUICK_BLOCK_BYTES, PV_DEFAULT_EAL_ARGS,
-	       PV_DEFAULT_RING_PAIRS, PV_DEFAULT_PORT_IPV4);
+	       RV_QUICK_SIZES, RV_QUICK_REPS, RV_QUICK_BLOCK_BYTES);
+	pv_help_setup();
+	printf("A wrong completion or byte fails the run with exit status 1 (a missed target\n"
+	       "does not). 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_SIZES, OPT_REPS, OPT_CHECK, OPT_QUICK, OPT_HELP };
+enum { OPT_JSON = 256, OPT_SIZES, OPT_REPS, OPT_CHECK, OPT_QUICK };
 
 static int
 parse_sizes(const char *s, struct rv_opts *o)
@@ -1043,6 +930,41 @@ parse_sizes(const char *s, struct rv_opts *o)
 	return 0;
 }
 
+/* The options as given, before --quick fills in the others. */
+struct rv_args {
+	struct rv_opts *o;
+	const char *sizes;
+	bool reps_set;
+};
+
+static int
+rv_opt(void *ctx, int c, const char *arg)
+{
+	struct rv_args *a = ctx;
+
+	switch (c) {
+	case OPT_JSON:
+		a->o->json = true;
+		break;
+	case OPT_SIZES:
+		a->sizes = arg;
+		break;
+	case OPT_REPS:
+		if (perf_parse_u32(arg, 1, RV_MAX_REPS, &a->o->reps) != 0)
+			return perf_usage_error(RV_CMD, "--reps '%s': expected 1..%u", arg,
+						RV_MAX_REPS);
+		a->reps_set = true;
+		break;
+	case OPT_CHECK:
+		a->o->check = true;
+		break;
+	case OPT_QUICK:
+		a->o->quick = true;
+		break;
+	}
+	return 0;
+}
+
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
 parse_opts(int argc, char **argv, struct rv_opts *o)
@@ -1053,53 +975,23 @@ parse_opts(int argc, char **argv, struct rv_opts *o)
 		{ "reps", required_argument, NULL, OPT_REPS },
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "quick", no_argument, NULL, OPT_QUICK },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sizes = NULL;
-	bool reps_set = false;
-	int c;
+	struct rv_args a = { .o = o };
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	o->reps = RV_DEFAULT_REPS;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_SIZES:
-			sizes = optarg;
-			break;
-		case OPT_REPS:
-			if (perf_parse_u32(optarg, 1, RV_MAX_REPS, &o->reps) != 0)
-				return perf_usage_error(RV_CMD, "--reps '%s': expected 1..%u",
-							optarg, RV_MAX_REPS);
-			reps_set = true;
-			break;
-		case OPT_CHECK:
-			o->check = true;
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_HELP:
-		case 'h':
-			rv_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(RV_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(RV_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	rc = perf_getopts(RV_CMD, argc, argv, longopts, rv_help, rv_opt, &a);
+	if (rc != 0)
+		return rc;
 	/* --quick sets what the other options have not. */
-	if (sizes == NULL)
-		sizes = o->quick ? RV_QUICK_SIZES : RV_DEFAULT_SIZES;
-	if (parse_sizes(sizes, o) != 0)
+	if (a.sizes == NULL)
+		a.sizes = o->quick ? RV_QUICK_SIZES : RV_DEFAULT_SIZES;
+	if (parse_sizes(a.sizes, o) != 0)
 		return PERF_EXIT_USAGE;
-	if (o->quick && !reps_set)
+	if (o->quick && !a.reps_set)
 		o->reps = RV_QUICK_REPS;
 	o->block_bytes = o->quick ? RV_QUICK_BLOCK_BYTES : RV_BLOCK_BYTES;
 	o->small_per_block = o->quick ? RV_QUICK_SMALL_PER_BLOCK : RV_SMALL_PER_BLOCK;

@@ -389,21 +389,17 @@ table_intro(const struct srq_opts *o, const struct srq_bench *b, bool defaulted)
 	       "  Mwr/s = million WRs per second of one round; median over >= %d rounds and\n"
 	       "    >= %.3f s of timed posting per list length, after %d warm-up round.\n"
 	       "  One thread posts (this core); the devices run inline in the same thread,\n"
-	       "    only while draining (posting a receive never runs the engine).\n"
-	       "  setup: %s DPV_EAL_ARGS=\"%s\" DPV_PORT_IPV4=%s\n"
-	       "  progress: %s\n\n",
+	       "    only while draining (posting a receive never runs the engine).\n",
 	       b->max_wr, b->dev[1].name, b->dev[0].name, SRQ_MIN_ROUNDS, o->seconds,
-	       SRQ_WARMUP_ROUNDS, defaulted ? "dpv-perf's default:" : "from the environment:",
-	       pv_env_eal_args(), pv_env_port_ipv4(), pv_env_progress());
+	       SRQ_WARMUP_ROUNDS);
+	pv_print_setup(defaulted);
 	perf_table_header(stdout, srq_cols, SRQ_NB_COLS);
 }
 
 static void
 table_row(const struct srq_result *r, uint32_t max_wr)
 {
-	char cells[SRQ_NB_COLS][32];
-	const char *p[SRQ_NB_COLS];
-	unsigned int i;
+	char cells[SRQ_NB_COLS][PERF_CELL_LEN];
 
 	snprintf(cells[0], sizeof(cells[0]), "%" PRIu32, r->list);
 	snprintf(cells[1], sizeof(cells[1]), "%" PRIu32, r->rounds);
@@ -412,9 +408,7 @@ table_row(const struct srq_result *r, uint32_t max_wr)
 	snprintf(cells[4], sizeof(cells[4]), "%.2f", 1e3 / r->median_mwrs);
 	snprintf(cells[5], sizeof(cells[5]), "%.2f", r->min_mwrs);
 	snprintf(cells[6], sizeof(cells[6]), "%.2f", r->max_mwrs);
-	for (i = 0; i < SRQ_NB_COLS; i++)
-		p[i] = cells[i];
-	perf_table_row(stdout, srq_cols, SRQ_NB_COLS, p);
+	perf_table_row(stdout, srq_cols, SRQ_NB_COLS, cells);
 }
 
 static void
@@ -462,10 +456,7 @@ json_report(const struct srq_opts *o, const struct srq_result *res, unsigned int
 		      "checked in FIFO order)");
 	perf_json_str(&j, "threads", "one: it posts, and drives both devices inline while "
 		      "draining");
-	perf_json_bool(&j, "env_defaulted", defaulted);
-	perf_json_str(&j, "eal_args", pv_env_eal_args());
-	perf_json_str(&j, "port_ipv4", pv_env_port_ipv4());
-	perf_json_str(&j, "progress", pv_env_progress());
+	pv_json_setup(&j, NULL, defaulted);
 	perf_json_object_end(&j);
 	perf_json_array_begin(&j, "results");
 	for (i = 0; i < n; i++) {
@@ -512,18 +503,48 @@ srq_help(void)
 	       "                  at least %d rounds are run whatever S is\n"
 	       "  --max-wr N      the SRQ's max_wr, %u..%u (default %u)\n"
 	       "  --help          this text\n\n"
-	       "Target: >= %.0f million WRs/s per core with lists of %u (PASS/MISS).\n"
-	       "Runs with no setup: unless DPV_EAL_ARGS or DPV_CONFIG is set, dpv-perf sets\n"
-	       "DPV_EAL_ARGS=\"%s\"\n"
-	       "DPV_RING_PAIRS=%s DPV_PORT_IPV4=%s (devices dpv0, dpv1).\n"
-	       "Exit status: 0 measured (a MISS too), 1 a wrong result or a resource failure,\n"
-	       "2 a bad command line.\n",
+	       "Target: >= %.0f million WRs/s per core with lists of %u (PASS/MISS).\n",
 	       SRQ_DEFAULT_SECONDS, SRQ_MIN_ROUNDS, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR,
-	       SRQ_DEFAULT_MAX_WR, SRQ_TARGET_MWRS, SRQ_TARGET_LIST, PV_DEFAULT_EAL_ARGS,
-	       PV_DEFAULT_RING_PAIRS, PV_DEFAULT_PORT_IPV4);
+	       SRQ_DEFAULT_MAX_WR, SRQ_TARGET_MWRS, SRQ_TARGET_LIST);
+	pv_help_setup();
+	printf("Exit status: 0 measured (a MISS too), 1 a wrong result or a resource failure,\n"
+	       "2 a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR, OPT_HELP };
+enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR };
+
+/* The options as given: --list is read once --max-wr is known. */
+struct srq_args {
+	struct srq_opts *o;
+	const char *list;
+};
+
+static int
+srq_opt(void *ctx, int c, const char *arg)
+{
+	struct srq_args *a = ctx;
+	struct srq_opts *o = a->o;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_LIST:
+		a->list = arg;
+		break;
+	case OPT_SECONDS:
+		if (perf_parse_seconds(arg, 0, SRQ_MAX_SECONDS, &o->seconds) != 0)
+			return perf_usage_error(SRQ_CMD, "--seconds '%s': expected seconds in "
+						"0..%.0f", arg, SRQ_MAX_SECONDS);
+		break;
+	case OPT_MAX_WR:
+		if (perf_parse_u32(arg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR, &o->max_wr) != 0)
+			return perf_usage_error(SRQ_CMD, "--max-wr '%s': expected %u..%u", arg,
+						SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR);
+		break;
+	}
+	return 0;
+}
 
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
@@ -534,12 +555,13 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 		{ "list", required_argument, NULL, OPT_LIST },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "max-wr", required_argument, NULL, OPT_MAX_WR },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *list_arg = NULL;
+	struct srq_args a = { .o = o };
+	const char *list_arg;
 	unsigned int i;
-	int c, n;
+	int n;
 
 	memset(o, 0, sizeof(*o));
 	o->lists[0] = 1;
@@ -547,37 +569,10 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 	o->nb_lists = 2;
 	o->seconds = SRQ_DEFAULT_SECONDS;
 	o->max_wr = SRQ_DEFAULT_MAX_WR;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_LIST:
-			list_arg = optarg;
-			break;
-		case OPT_SECONDS:
-			if (perf_parse_seconds(optarg, 0, SRQ_MAX_SECONDS, &o->seconds) != 0)
-				return perf_usage_error(SRQ_CMD, "--seconds '%s': expected seconds "
-							"in 0..%.0f", optarg, SRQ_MAX_SECONDS);
-			break;
-		case OPT_MAX_WR:
-			if (perf_parse_u32(optarg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR,
-					   &o->max_wr) != 0)
-				return perf_usage_error(SRQ_CMD, "--max-wr '%s': expected %u..%u",
-							optarg, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR);
-			break;
-		case OPT_HELP:
-		case 'h':
-			srq_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(SRQ_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(SRQ_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
+	n = perf_getopts(SRQ_CMD, argc, argv, longopts, srq_help, srq_opt, &a);
+	if (n != 0)
+		return n;
+	list_arg = a.list;
 	/* After the loop: the lengths are bounded by --max-wr, wherever it was given. */
 	if (list_arg != NULL) {
 		n = perf_parse_u32_list(list_arg, 1, o->max_wr, o->lists, SRQ_MAX_LISTS);

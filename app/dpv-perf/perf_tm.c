@@ -877,9 +877,7 @@ table_intro(const struct tm_opts *o)
 static void
 table_row(const struct tm_cell_res *r)
 {
-	char cells[TM_NB_COLS][32];
-	const char *p[TM_NB_COLS];
-	unsigned int i;
+	char cells[TM_NB_COLS][PERF_CELL_LEN];
 
 	snprintf(cells[0], sizeof(cells[0]), "%s", tm_sc_names[r->sc]);
 	snprintf(cells[1], sizeof(cells[1]), "%" PRIu32 "%s",
@@ -890,9 +888,7 @@ table_row(const struct tm_cell_res *r)
 	snprintf(cells[4], sizeof(cells[4]), "%.4f", r->side[TM_REF].med_mops);
 	snprintf(cells[5], sizeof(cells[5]), "%.1f", r->side[TM_REF].med_ns);
 	snprintf(cells[6], sizeof(cells[6]), "%.2fx", r->speedup);
-	for (i = 0; i < TM_NB_COLS; i++)
-		p[i] = cells[i];
-	perf_table_row(stdout, tm_cols, TM_NB_COLS, p);
+	perf_table_row(stdout, tm_cols, TM_NB_COLS, cells);
 }
 
 static void
@@ -1045,7 +1041,56 @@ tm_help(void)
 	       TM_QUICK_REPS, TM_QUICK_MIN_TIME, TM_DEFAULT_SEED);
 }
 
-enum { OPT_JSON = 256, OPT_DEPTHS, OPT_REPS, OPT_MIN_TIME, OPT_QUICK, OPT_SEED, OPT_HELP };
+enum { OPT_JSON = 256, OPT_DEPTHS, OPT_REPS, OPT_MIN_TIME, OPT_QUICK, OPT_SEED };
+
+/* The options as given, before --quick fills in the others. */
+struct tm_args {
+	struct tm_opts *o;
+	bool reps_set, min_time_set;
+};
+
+static int
+tm_opt(void *ctx, int c, const char *arg)
+{
+	struct tm_args *a = ctx;
+	struct tm_opts *o = a->o;
+	int n;
+
+	switch (c) {
+	case OPT_JSON:
+		o->json = true;
+		break;
+	case OPT_DEPTHS:
+		n = perf_parse_u32_list(arg, 1, DPV_TM_MAX_TAGS_LIMIT, o->depths, TM_MAX_DEPTHS);
+		if (n < 0)
+			return perf_usage_error(TM_CMD, "--depths '%s': expected up to %d "
+						"comma-separated depths in 1..%u", arg,
+						TM_MAX_DEPTHS, DPV_TM_MAX_TAGS_LIMIT);
+		o->nb_depths = (unsigned int)n;
+		break;
+	case OPT_REPS:
+		if (perf_parse_u32(arg, 1, TM_MAX_REPS, &o->reps) != 0)
+			return perf_usage_error(TM_CMD, "--reps '%s': expected 1..%d", arg,
+						TM_MAX_REPS);
+		a->reps_set = true;
+		break;
+	case OPT_MIN_TIME:
+		if (perf_parse_seconds(arg, 0, 3600, &o->min_time) != 0)
+			return perf_usage_error(TM_CMD, "--min-time '%s': expected seconds in "
+						"0..3600", arg);
+		a->min_time_set = true;
+		break;
+	case OPT_QUICK:
+		o->quick = true;
+		break;
+	case OPT_SEED:
+		if (perf_parse_u64(arg, &o->seed) != 0)
+			return perf_usage_error(TM_CMD, "--seed '%s': expected an unsigned 64-bit "
+						"number", arg);
+		break;
+	}
+	return 0;
+}
 
 /* 0 to run, -1 after --help, or PERF_EXIT_USAGE. */
 static int
@@ -1058,12 +1103,12 @@ parse_opts(int argc, char **argv, struct tm_opts *o)
 		{ "min-time", required_argument, NULL, OPT_MIN_TIME },
 		{ "quick", no_argument, NULL, OPT_QUICK },
 		{ "seed", required_argument, NULL, OPT_SEED },
-		{ "help", no_argument, NULL, OPT_HELP },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const uint32_t default_depths[] = { 1, 64, 1024, 65536, DPV_TM_MAX_TAGS_LIMIT };
-	bool reps_set = false, min_time_set = false;
-	int c, n;
+	struct tm_args a = { .o = o };
+	int rc;
 
 	memset(o, 0, sizeof(*o));
 	memcpy(o->depths, default_depths, sizeof(default_depths));
@@ -1071,55 +1116,12 @@ parse_opts(int argc, char **argv, struct tm_opts *o)
 	o->reps = TM_DEFAULT_REPS;
 	o->min_time = TM_DEFAULT_MIN_TIME;
 	o->seed = TM_DEFAULT_SEED;
-	opterr = 0;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (c) {
-		case OPT_JSON:
-			o->json = true;
-			break;
-		case OPT_DEPTHS:
-			n = perf_parse_u32_list(optarg, 1, DPV_TM_MAX_TAGS_LIMIT, o->depths,
-						TM_MAX_DEPTHS);
-			if (n < 0)
-				return perf_usage_error(TM_CMD, "--depths '%s': expected up to %d "
-					"comma-separated depths in 1..%u", optarg, TM_MAX_DEPTHS,
-					DPV_TM_MAX_TAGS_LIMIT);
-			o->nb_depths = (unsigned int)n;
-			break;
-		case OPT_REPS:
-			if (perf_parse_u32(optarg, 1, TM_MAX_REPS, &o->reps) != 0)
-				return perf_usage_error(TM_CMD, "--reps '%s': expected 1..%d",
-							optarg, TM_MAX_REPS);
-			reps_set = true;
-			break;
-		case OPT_MIN_TIME:
-			if (perf_parse_seconds(optarg, 0, 3600, &o->min_time) != 0)
-				return perf_usage_error(TM_CMD, "--min-time '%s': expected seconds "
-							"in 0..3600", optarg);
-			min_time_set = true;
-			break;
-		case OPT_QUICK:
-			o->quick = true;
-			break;
-		case OPT_SEED:
-			if (perf_parse_u64(optarg, &o->seed) != 0)
-				return perf_usage_error(TM_CMD, "--seed '%s': expected an "
-							"unsigned 64-bit number", optarg);
-			break;
-		case OPT_HELP:
-		case 'h':
-			tm_help();
-			return -1;
-		default: /* ':' or '?' */
-			return perf_getopt_error(TM_CMD, c, argv);
-		}
-	}
-	if (perf_no_operands(TM_CMD, argc, argv) != 0)
-		return PERF_EXIT_USAGE;
-	if (o->quick && !reps_set)
+	rc = perf_getopts(TM_CMD, argc, argv, longopts, tm_help, tm_opt, &a);
+	if (rc != 0)
+		return rc;
+	if (o->quick && !a.reps_set)
 		o->reps = TM_QUICK_REPS;
-	if (o->quick && !min_time_set)
+	if (o->quick && !a.min_time_set)
 		o->min_time = TM_QUICK_MIN_TIME;
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dpv-perf: the verbs benchmarks' common setup: environment defaults, the two devices,
- * RC connection (perf_verbs.h).
+ * dpv-perf: the verbs benchmarks' harness (perf_verbs.h): environment defaults, the two
+ * devices, the sides of an RC QP pair and their connection, the setup in the output.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -190,4 +190,157 @@ bool
 pv_stalled(uint64_t deadline, uint32_t *calls)
 {
 	return (++*calls & 4095) == 0 && perf_now_ns() > deadline;
+}
+
+int
+pv_alloc_mr(const char *cmd, const struct pv_dev *d, size_t len, int access, uint8_t **buf,
+	    struct ibv_mr **mr)
+{
+	/* aligned_alloc() wants a multiple of the alignment. */
+	len = (len + 4095) & ~(size_t)4095;
+	*buf = aligned_alloc(4096, len);
+	if (*buf == NULL) {
+		perf_error("%s: out of memory for %zu bytes", cmd, len);
+		return -1;
+	}
+	memset(*buf, 0, len);
+	*mr = ibv_reg_mr(d->pd, *buf, len, access);
+	if (*mr == NULL) {
+		perf_error("%s: ibv_reg_mr(%s, %zu bytes): %s", cmd, d->name, len,
+			   strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+pv_side_cq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int cqe)
+{
+	s->cq = ibv_create_cq(d->ctx, cqe, NULL, NULL, 0);
+	if (s->cq == NULL) {
+		perf_error("%s: ibv_create_cq(%s): %s", cmd, d->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+pv_side_tm_srq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int cqe,
+	       uint32_t max_wr, uint32_t tags, uint32_t ops)
+{
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = (uint32_t)cqe,
+		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
+			    IBV_WC_EX_WITH_TM_INFO,
+	};
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = { .max_wr = max_wr, .max_sge = 1 },
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
+		.srq_type = IBV_SRQT_TM,
+		.pd = d->pd,
+		.tm_cap = { .max_num_tags = tags, .max_ops = ops },
+	};
+
+	s->cqx = ibv_create_cq_ex(d->ctx, &ca);
+	if (s->cqx == NULL) {
+		perf_error("%s: ibv_create_cq_ex(%s, TM_INFO): %s", cmd, d->name,
+			   strerror(errno));
+		return -1;
+	}
+	s->cq = ibv_cq_ex_to_cq(s->cqx);
+	sa.cq = s->cq;
+	s->srq = ibv_create_srq_ex(d->ctx, &sa);
+	if (s->srq == NULL) {
+		perf_error("%s: ibv_create_srq_ex(%s, TM): %s", cmd, d->name, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+pv_side_qp(const char *cmd, struct pv_side *s, const struct pv_dev *d, uint32_t sq_depth,
+	   uint32_t rq_depth, uint32_t max_inline, unsigned int access)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = s->cq,
+		.recv_cq = s->cq,
+		.srq = s->srq,
+		.cap = {
+			.max_send_wr = sq_depth,
+			.max_recv_wr = s->srq != NULL ? 0 : rq_depth,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_inline_data = max_inline,
+		},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	s->qp = ibv_create_qp(d->pd, &qa);
+	if (s->qp == NULL) {
+		perf_error("%s: ibv_create_qp(%s): %s", cmd, d->name, strerror(errno));
+		return -1;
+	}
+	return pv_rc_init_access(s->qp, access);
+}
+
+int
+pv_connect_pair(struct pv_side side[2], const struct pv_dev dev[2])
+{
+	if (pv_rc_connect(side[0].qp, side[1].qp->qp_num, &dev[1].gid) != 0 ||
+	    pv_rc_connect(side[1].qp, side[0].qp->qp_num, &dev[0].gid) != 0)
+		return -1;
+	return 0;
+}
+
+int
+pv_side_teardown(struct pv_side *s)
+{
+	int rc = 0;
+
+	if (s->qp != NULL)
+		rc |= pv_destroyed("ibv_destroy_qp", ibv_destroy_qp(s->qp));
+	if (s->srq != NULL)
+		rc |= pv_destroyed("ibv_destroy_srq", ibv_destroy_srq(s->srq));
+	if (s->cq != NULL)
+		rc |= pv_destroyed("ibv_destroy_cq", ibv_destroy_cq(s->cq));
+	if (s->slot_mr != NULL)
+		rc |= pv_destroyed("ibv_dereg_mr", ibv_dereg_mr(s->slot_mr));
+	if (s->data_mr != NULL)
+		rc |= pv_destroyed("ibv_dereg_mr", ibv_dereg_mr(s->data_mr));
+	free(s->slots);
+	free(s->data);
+	memset(s, 0, sizeof(*s));
+	return rc;
+}
+
+void
+pv_print_setup(bool defaulted)
+{
+	printf("  setup: %s DPV_EAL_ARGS=\"%s\" DPV_PORT_IPV4=%s\n"
+	       "  progress: %s\n\n",
+	       defaulted ? "dpv-perf's default:" : "from the environment:",
+	       pv_env_eal_args(), pv_env_port_ipv4(), pv_env_progress());
+}
+
+void
+pv_json_setup(struct perf_json *j, const struct pv_dev *dev, bool defaulted)
+{
+	if (dev != NULL) {
+		perf_json_str(j, "devices", dev[0].name);
+		perf_json_str(j, "peer", dev[1].name);
+	}
+	perf_json_bool(j, "env_defaulted", defaulted);
+	perf_json_str(j, "eal_args", pv_env_eal_args());
+	perf_json_str(j, "port_ipv4", pv_env_port_ipv4());
+	perf_json_str(j, "progress", pv_env_progress());
+}
+
+void
+pv_help_setup(void)
+{
+	printf("Runs with no setup: unless DPV_EAL_ARGS or DPV_CONFIG is set, dpv-perf sets\n"
+	       "DPV_EAL_ARGS=\"%s\"\n"
+	       "DPV_RING_PAIRS=%s DPV_PORT_IPV4=%s (devices dpv0, dpv1).\n",
+	       PV_DEFAULT_EAL_ARGS, PV_DEFAULT_RING_PAIRS, PV_DEFAULT_PORT_IPV4);
 }

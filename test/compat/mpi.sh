@@ -40,31 +40,20 @@ if [ "${1:-}" = --rank ]; then
 		DPV_STATS_DUMP="$DPV_MPI_TMP/rank$r-" "$@"
 fi
 
-if [ $# -lt 6 ]; then
-	echo "usage: $0 afpacket|memif nohuge|huge TLS MPI_CHECK pingpong|bw ARGS..." >&2
-	exit 2
-fi
 here=$(cd "$(dirname "$0")" && pwd)
 # The two sides, their link and the clean-up after them (link_*), fail and the rest.
 # shellcheck source=../lib/link.sh
 . "$here/../lib/link.sh"
-devnodes=${DPV_DEVNODES:-$here/../../app/dpv-devnodes/dpv-devnodes.sh}
+link_args 6 "afpacket|memif nohuge|huge TLS MPI_CHECK pingpong|bw ARGS..." "$@"
 link_libdir
-mpirun=$(command -v mpirun) || {
-	echo "skipped: mpirun is not installed (Debian package openmpi-bin)"
-	exit 77
-}
+link_need mpirun openmpi-bin
+mpirun=$prog_path
 if [ ! -x "$4" ]; then
 	echo "skipped: no $4 (it is built with mpicc, Debian package libopenmpi-dev)"
 	exit 77
 fi
-if [ "$(id -u)" != 0 ]; then
-	echo "skipped: needs root (a private /dev for UCX's device nodes, a network namespace)"
-	exit 77
-fi
-if [ -z "${DPV_MPI_PRIVATE_DEV:-}" ]; then
-	DPV_MPI_PRIVATE_DEV=1 exec "$here/private_dev.sh" "$devnodes" "$0" "$@"
-fi
+link_need_root "needs root (a private /dev for UCX's device nodes, a network namespace)"
+link_private_dev "$0" "$@"
 
 link=$1 memory=$2 tls=$3 prog=$4 mode=$5
 shift 5
@@ -79,12 +68,8 @@ prefix_a=dpvmpi-$id-0 prefix_b=dpvmpi-$id-1
 run=()
 case $link in
 afpacket)
+	link_netns "${DPV_DROPIN_NETNS:-dpv}M$id"
 	ns_a=${DPV_DROPIN_NETNS:-dpv}M$id
-	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
-		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns_a=
-		exit 77
-	fi
 	# Both ends in the one namespace, no kernel address on them: the ranks' frames
 	# cross the kernel from one end to the other, mpirun's own traffic stays on lo.
 	# DPDK's af_packet PMD joins each socket to the fanout group (pid ^ ifindex) &
@@ -119,10 +104,10 @@ timeout --kill-after=5 120 "${run[@]}" env \
 	-x DPV_MPI_LIBDIR -x DPV_MPI_TMP -x DPV_MPI_EAL_0 -x DPV_MPI_IP_0 -x DPV_MPI_EAL_1 \
 	-x DPV_MPI_IP_1 -x UCX_NET_DEVICES -x UCX_TLS -x UCX_LOG_LEVEL \
 	bash "$here/mpi.sh" --rank "$prog" "$mode" "${args[@]}" >"$out" 2>&1 &
-pids+=($!)
-wait "${pids[0]}"
+link_track $!
+wait "$last_pid"
 rc=$?
-pids=()
+link_forget "$last_pid"
 
 failed=0
 case $rc in

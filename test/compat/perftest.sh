@@ -61,10 +61,7 @@ set -u
 # shellcheck source=../lib/link.sh
 . "$(dirname "$0")/../lib/link.sh"
 
-if [ $# -lt 5 ]; then
-	echo "usage: $0 memif|afpacket nohuge|huge now|late TCP_PORT PROGRAM [ARGS...]" >&2
-	exit 2
-fi
+link_args 5 "memif|afpacket nohuge|huge now|late TCP_PORT PROGRAM [ARGS...]" "$@"
 link=$1 memory=$2 start=$3 tcp_port=$4 prog=$5
 shift 5
 args=("$@")
@@ -75,10 +72,7 @@ ib_send_lat | ib_send_bw | ib_write_lat | ib_write_bw | ib_read_lat | ib_read_bw
 ib_atomic_lat | ib_atomic_bw) ;;
 *) echo "program $prog: not one of perftest's send, write, read and atomic tests" >&2; exit 2 ;;
 esac
-prog_path=$(command -v "$prog") || {
-	echo "skipped: $prog is not installed (Debian package perftest)"
-	exit 77
-}
+link_need "$prog" perftest
 link_eal "$memory"
 case $start in
 now) delay=0 ;;
@@ -87,12 +81,7 @@ late) delay=3 ;;
 esac
 case $link in
 memif) ;;
-afpacket)
-	if [ "$(id -u)" != 0 ]; then
-		echo "skipped: the afpacket link needs root (network namespaces, a veth pair)"
-		exit 77
-	fi
-	;;
+afpacket) link_need_root "the afpacket link needs root (network namespaces, a veth pair)" ;;
 *) echo "link $link: want memif or afpacket" >&2; exit 2 ;;
 esac
 

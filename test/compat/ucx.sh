@@ -45,35 +45,21 @@
 # exit.
 
 set -u
-
-if [ $# -lt 5 ]; then
-	echo "usage: $0 memif|afpacket nohuge|huge TCP_PORT TLS|default ucx_perftest|io_demo ARGS..." >&2
-	exit 2
-fi
-
-here=$(cd "$(dirname "$0")" && pwd)
 # The two sides, their link and the clean-up after them (link_*), fail and the rest.
 # shellcheck source=../lib/link.sh
-. "$here/../lib/link.sh"
-devnodes=${DPV_DEVNODES:-$here/../../app/dpv-devnodes/dpv-devnodes.sh}
+. "$(dirname "$0")/../lib/link.sh"
+
+link_args 5 "memif|afpacket nohuge|huge TCP_PORT TLS|default ucx_perftest|io_demo ARGS..." "$@"
 link_libdir
 prog=$5
 case $prog in
 ucx_perftest | io_demo) ;;
 *) echo "program $prog: want ucx_perftest or io_demo" >&2; exit 2 ;;
 esac
-prog_path=$(command -v "$prog") || {
-	echo "skipped: $prog is not installed (Debian package ucx-utils)"
-	exit 77
-}
-if [ "$(id -u)" != 0 ]; then
-	echo "skipped: needs root (a private /dev for UCX's device nodes, network namespaces)"
-	exit 77
-fi
+link_need "$prog" ucx-utils
+link_need_root "needs root (a private /dev for UCX's device nodes, network namespaces)"
 # Everything below runs in the private /dev.
-if [ -z "${DPV_UCX_PRIVATE_DEV:-}" ]; then
-	DPV_UCX_PRIVATE_DEV=1 exec "$here/private_dev.sh" "$devnodes" "$0" "$@"
-fi
+link_private_dev "$0" "$@"
 
 link=$1 memory=$2 tcp_port=$3 tls=$4
 shift 5
@@ -136,14 +122,7 @@ start_side b "$out_b" "${args[@]}" -p "$tcp_port" "$server_host"
 finish_side "$last_pid" "client ($prog ${args[*]})"
 if [ "$prog" = io_demo ]; then
 	# The server runs until told: SIGINT, then its status is not the test's.
-	kill -INT "$server" 2>/dev/null
-	for ((i = 0; i < 50; i++)); do
-		kill -0 "$server" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$server" 2>/dev/null
-	wait "$server" 2>/dev/null
-	pids=()
+	link_stop "$server" INT
 else
 	finish_side "$server" "server ($prog ${args[*]})"
 fi

@@ -15,16 +15,19 @@
 # Usage: abi.sh LIBIBVERBS.SO.1 LIBIBVERBS.MAP
 
 set -u
+# The temporary directory and its clean-up.
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
+link_args 2 "LIBIBVERBS.SO.1 LIBIBVERBS.MAP" "$@"
 lib=$1 map=$2
 bins=(ibv_devices ibv_devinfo ibv_rc_pingpong ibv_srq_pingpong ibv_ud_pingpong ibv_uc_pingpong)
 
 command -v objdump >/dev/null || { echo "skipped: no objdump (binutils)"; exit 77; }
 for b in "${bins[@]}"; do
-	command -v "$b" >/dev/null || { echo "skipped: $b is not installed (ibverbs-utils)"; exit 77; }
+	link_need "$b" ibverbs-utils
 done
 
-tmp=$(mktemp -d /tmp/dpv-abi.XXXXXX) || exit 1
-trap 'rm -rf "$tmp"' EXIT
+link_init /tmp/dpv-abi.XXXXXX
 
 # "name version" of what the library defines (a version in parentheses is a
 # non-default one, name@VERSION; it binds an import of that version all the same).
@@ -38,7 +41,8 @@ fi
 failed=0
 # check_imports FILE: every IBVERBS_* symbol FILE imports is defined.
 check_imports() {
-	local f=$1 n=$(basename "$1")
+	local f=$1 n
+	n=$(basename "$1")
 	objdump -T "$f" | awk '/\*UND\*/ && /IBVERBS_/ {
 		v = $(NF - 1); gsub(/[()]/, "", v); print $NF, v }' | sort -u >"$tmp/imports"
 	missing=$(comm -23 "$tmp/imports" "$tmp/defined")

@@ -49,23 +49,13 @@ set -u
 # shellcheck source=../lib/link.sh
 . "$(dirname "$0")/../lib/link.sh"
 
-if [ $# -lt 4 ]; then
-	echo "usage: $0 memif|afpacket|afxdp|pci nohuge|huge TCP_PORT PROGRAM [ARGS...]" >&2
-	exit 2
-fi
+link_args 4 "memif|afpacket|afxdp|pci nohuge|huge TCP_PORT PROGRAM [ARGS...]" "$@"
 link=$1 memory=$2 tcp_port=$3 prog=$4
 shift 4
 args=("$@")
 
 link_libdir
-if [ ! -e "$libdir/libibverbs.so.1" ]; then
-	echo "no $libdir/libibverbs.so.1" >&2
-	exit 1
-fi
-prog_path=$(command -v "$prog") || {
-	echo "skipped: $prog is not installed (Debian package ibverbs-utils)"
-	exit 77
-}
+link_need "$prog" ibverbs-utils
 
 link_init "${DPV_DROPIN_TMPDIR:-/tmp}/dpv-dropin.XXXXXX"
 prefix_a=dpvdropin-$id-a
@@ -96,10 +86,7 @@ memif)
 	server_host=localhost
 	;;
 afpacket | afxdp)
-	if [ "$(id -u)" != 0 ]; then
-		echo "skipped: the $link link needs root (network namespaces, a veth pair)"
-		exit 77
-	fi
+	link_need_root "the $link link needs root (network namespaces, a veth pair)"
 	names=${DPV_DROPIN_NETNS:-dpv}
 	link_netns_pair "$names"
 	ip_a=10.201.0.11 ip_b=10.201.0.12
@@ -213,11 +200,8 @@ pingpong_client() { # outfile args...
 	finish_side "$last_pid" "client ($* $server_host)"
 	# The server finishes with its client; one that does not in 30 s has hung (or
 	# waits for a client that never connected) and is ended.
-	for ((i = 0; i < 300; i++)); do
-		kill -0 "$server_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$server_pid" 2>/dev/null && fail "server still running 30 s after its client ended: ended it"
+	wait_exit "$server_pid" 300 || { kill "$server_pid" 2>/dev/null &&
+		fail "server still running 30 s after its client ended: ended it"; }
 	finish_side "$server_pid" "server ($*)"
 }
 
@@ -230,8 +214,8 @@ check_pingpong() { # outfile name peer-ip program args...
 	set -- "$@" ""
 	for ((i = 1; i < $#; i++)); do
 		case ${!i} in
-		-s) size=${@:i+1:1} ;;
-		-n) iters=${@:i+1:1} ;;
+		-s) size=${*:i+1:1} ;;
+		-n) iters=${*:i+1:1} ;;
 		esac
 	done
 	expect "$out" "$name" "^  remote address: .*GID ::ffff:$(ipre "$peer")\$"

@@ -22,52 +22,46 @@ set -u
 . "$(dirname "$0")/../lib/link.sh"
 link_libdir
 tcp_port=${1:?usage: $0 TCP_PORT}
-for p in ibv_devinfo ibv_rc_pingpong; do
-	command -v "$p" >/dev/null || {
-		echo "skipped: $p is not installed (Debian package ibverbs-utils)"
-		exit 77
-	}
-done
+link_need ibv_devinfo ibverbs-utils
+link_need ibv_rc_pingpong ibverbs-utils
 link_init /tmp/dpv-memif-join.XXXXXX
 # Side A the memif server, side B its client.
 prefix_a=dpvjoin-$id-s prefix_b=dpvjoin-$id-c
 
-eal="--no-pci --no-telemetry --no-huge --no-shconf -m 256 --log-level=lib.eal:error"
+link_eal nohuge 256
 link_memif
-client_eal="-l 1 --file-prefix $prefix_b $eal $vdev_b"
-server_eal="-l 0 --file-prefix $prefix_a $eal $vdev_a"
+ip_a=10.79.1.1 ip_b=10.79.1.2
+side_eal='' side_ip='' side_run=() side_env=() side_err=''
 failed=0
 
 # 1. Client first.
-timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$client_eal" DPV_PORT_IPV4=10.79.1.2 \
-	ibv_devinfo >"$tmp/c1.out" 2>&1 &
-client=$!
-pids+=("$client")
+link_side b
+link_run 30 "$tmp/c1.out" ibv_devinfo
+client=$last_pid
 sleep 0.5
-timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$server_eal" DPV_PORT_IPV4=10.79.1.1 \
-	ibv_rc_pingpong -g 0 -p "$tcp_port" >"$tmp/s1.out" 2>&1 &
-server=$!
-pids+=("$server")
+link_side a
+link_run 30 "$tmp/s1.out" ibv_rc_pingpong -g 0 -p "$tcp_port"
+server=$last_pid
 wait "$client" || fail "the client (ibv_devinfo) exited with status $?"
+link_forget "$client"
 grep -Eq $'^\t+state:\t+PORT_ACTIVE \\(4\\)$' "$tmp/c1.out" ||
 	fail "the client that started first did not report PORT_ACTIVE"
-kill "$server" 2>/dev/null
-wait "$server" 2>/dev/null
-pids=()
+link_stop "$server"
 
 # 2. No server at all.
 t0=$(date +%s%N)
-timeout 30 env LD_LIBRARY_PATH="$libdir" DPV_EAL_ARGS="$client_eal" DPV_PORT_IPV4=10.79.1.2 \
-	DPV_LINK_WAIT_MS=300 ibv_devinfo >"$tmp/c2.out" 2>"$tmp/c2.err" &
-client=$!
-pids+=("$client")
+link_side b
+side_env=(DPV_LINK_WAIT_MS=300) side_err=$tmp/c2.err
+link_run 30 "$tmp/c2.out" ibv_devinfo
+client=$last_pid
 wait "$client" && fail "ibv_devinfo opened a memif client's device with no server"
-pids=()
+link_forget "$client"
 waited_ms=$((($(date +%s%N) - t0) / 1000000))
 [ "$waited_ms" -ge 300 ] || fail "ibv_devinfo gave up after $waited_ms ms, before DPV_LINK_WAIT_MS=300"
-[ "$(grep -c '^dpverbs:' "$tmp/c2.err")" = 1 ] &&
-	grep -q '^dpverbs: dpv0: cannot open DPDK port 0: Connection refused$' "$tmp/c2.err" ||
+if [ "$(grep -c '^dpverbs:' "$tmp/c2.err")" != 1 ] ||
+	! grep -q '^dpverbs: dpv0: cannot open DPDK port 0: Connection refused$' "$tmp/c2.err"; then
 	fail "not one dpverbs line saying the port's connection was refused"
+fi
 
 if [ "$failed" != 0 ]; then
 	for f in c1.out s1.out c2.out c2.err; do

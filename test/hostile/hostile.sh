@@ -16,48 +16,32 @@
 # answer frames on these links are the two dpverbs devices. The namespaces, and with
 # them the veth pairs, are removed on every exit.
 set -u
+# The temporary directory, the names of the run, the namespaces and their clean-up.
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
 
 if [ $# -ne 2 ]; then
 	echo "usage: hostile.sh nohuge|huge TEST_HOSTILE" >&2
 	exit 2
 fi
 memory=$1 prog=$2
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
 
-if [ "$(id -u)" != 0 ]; then
-	echo "skipped: needs root (network namespaces, veth pairs)"
-	exit 77
-fi
+link_need_root "needs root (network namespaces, veth pairs)"
 # Debian's scapy is a package of Debian's own python3.
 if ! /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null; then
 	echo "skipped: /usr/bin/python3 has no scapy (Debian package python3-scapy)"
 	exit 77
 fi
-case $memory in
-nohuge) mem="--no-huge --no-shconf -m 512" ;;
-huge) mem="--in-memory -m 512" ;;
-*) echo "memory mode $memory: want nohuge or huge" >&2; exit 2 ;;
-esac
+link_eal "$memory" 512
 
-id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
+link_init /tmp/dpv-hostile.XXXXXX
+# Namespace D is side A's (ns_a), X side B's, for link_cleanup.
 ns_d=dpvh${id}d ns_x=dpvh${id}x
-tmp=$(mktemp -d /tmp/dpv-hostile.XXXXXX) || exit 1
-made_d= made_x=
-cleanup() {
-	[ -n "$made_d" ] && ip netns del "$ns_d" 2>/dev/null
-	[ -n "$made_x" ] && ip netns del "$ns_x" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-if ! ip netns add "$ns_d" 2>"$tmp/netns.err"; then
-	echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-	exit 77
-fi
-made_d=1
+link_netns "$ns_d"
+ns_a=$ns_d
 ip netns add "$ns_x" || exit 1
-made_x=1
+ns_b=$ns_x
 for ns in "$ns_d" "$ns_x"; do
 	ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
 		net.ipv6.conf.default.disable_ipv6=1 || exit 1
@@ -65,6 +49,7 @@ for ns in "$ns_d" "$ns_x"; do
 done
 for end in a b; do
 	ip link add "dpvh${id}$end" type veth peer name "dpvh${id}x$end" || exit 1
+	veths+=("dpvh${id}$end")
 	ip link set "dpvh${id}$end" netns "$ns_d" name "${end}0" || exit 1
 	ip link set "dpvh${id}x$end" netns "$ns_x" name "x$end" || exit 1
 done
@@ -76,10 +61,11 @@ ip -n "$ns_x" link set br0 up || exit 1
 ip -n "$ns_d" link set a0 up && ip -n "$ns_d" link set b0 up || exit 1
 mac() { ip -n "$1" -br link show "$2" | awk '{print $3}'; }
 
-export DPV_EAL_ARGS="-l 0 $mem --no-pci --no-telemetry --log-level=lib.eal:error \
+export DPV_EAL_ARGS="-l 0 $eal_common \
 --vdev=net_af_packet0,iface=a0,framecnt=4096 --vdev=net_af_packet1,iface=b0,framecnt=4096"
 export DPV_PORT_IPV4=10.202.0.1,10.202.0.2
-export DPV_HOSTILE_MAC_A=$(mac "$ns_d" a0) DPV_HOSTILE_MAC_B=$(mac "$ns_d" b0)
+mac_a=$(mac "$ns_d" a0) mac_b=$(mac "$ns_d" b0)
+export DPV_HOSTILE_MAC_A=$mac_a DPV_HOSTILE_MAC_B=$mac_b
 export DPV_HOSTILE_DIR=$tmp
 # test_hostile runs the attacker itself, one phase at a time, while it drives the
 # devices: "ip netns exec X /usr/bin/python3 attack.py PHASE DIR" on xa.

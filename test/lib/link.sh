@@ -1,22 +1,41 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # shellcheck shell=bash disable=SC2034,SC2154
 #
-# The set-up the two-process test scripts share (test/dropin/dropin.sh and
-# memif_join.sh, test/compat/perftest.sh, ucx.sh and mpi.sh): two dpverbs processes,
-# side A and side B, each with a device of its own, joined by a link, and how they are
-# started, waited for and cleaned up after. A script (bash, set -u) sources it relative
-# to its own directory, since meson runs it by path:
+# The set-up the test scripts share: their temporary directory, the names of a run,
+# network namespaces and veth pairs, a memif socket, the EAL arguments of each memory
+# mode, the processes they start and end (by pid) and the clean-up after them on every
+# exit. Most of them run two dpverbs processes, side A and side B, each with a device
+# of its own, joined by a link (test/dropin/dropin.sh and memif_join.sh,
+# test/rndv/rndv.sh, test/compat/perftest.sh, ucx.sh and mpi.sh, the consoles of
+# test/testpmd/session2.sh); test/hostile/hostile.sh makes two namespaces of its own
+# shape, test/bad_config/bad_config.sh and test/dropin/abi.sh only a temporary
+# directory and what they start. A script (bash, set -u) sources it relative to its own
+# directory, since meson runs it by path:
 #
 #   . "$(dirname "$0")/../lib/link.sh"
 #
-# Sourcing only defines functions. What each needs and sets:
+# Sourcing only defines functions (and link_lib, the directory of this file). What
+# each needs and sets:
 #
+#   link_args MIN USAGE [ARGS...]
+#                        exits 2 saying "usage: SCRIPT USAGE" when ARGS (the script's
+#                        "$@") are fewer than MIN.
+#   link_need PROGRAM PACKAGE
+#                        prog_path, where PROGRAM is on PATH; exits 77 saying that it is
+#                        not installed (Debian package PACKAGE) when it is not.
+#   link_need_root WHY   exits 77 saying "skipped: WHY" unless the script runs as root.
 #   link_libdir          libdir, the drop-in's directory, from DPV_DROPIN_LIBDIR (meson
-#                        sets it; the script ends, 127, saying so when it is not), and
-#                        LD_LIBRARY_PATH unset: only the programs under test get the
-#                        drop-in (meson puts the build's library directories in
-#                        LD_LIBRARY_PATH for every test), ip, ss and grep keep the
-#                        system's. link_run gives it to a side's program.
+#                        sets it; the script ends, 127, saying so when it is not, and 1
+#                        when it holds no libibverbs.so.1), and LD_LIBRARY_PATH unset:
+#                        only the programs under test get the drop-in (meson puts the
+#                        build's library directories in LD_LIBRARY_PATH for every test),
+#                        ip, ss and grep keep the system's. link_run gives it to a side's
+#                        program.
+#   link_private_dev SCRIPT [ARGS...]
+#                        (root) runs SCRIPT ARGS again, in place of this process, with the
+#                        /dev/infiniband nodes UCX looks for, in a mount namespace of its
+#                        own (test/compat/private_dev.sh, with DPV_DEVNODES or the
+#                        tree's dpv-devnodes); returns at once in the process run so.
 #   link_init TEMPLATE   makes the temporary directory tmp (mktemp -d TEMPLATE; exit 1
 #                        when it cannot) and id, 5 random hex digits for the script's
 #                        names; empties pids, ns_a, ns_b and veths; link_cleanup becomes
@@ -27,13 +46,17 @@
 #                        in them) and the veth pairs of veths (for a pair made before its
 #                        ends moved); removes tmp and EAL's runtime directories of
 #                        prefix_a and prefix_b (/var/run/dpdk, $XDG_RUNTIME_DIR/dpdk).
-#   link_eal MEMORY      eal_common, the EAL arguments of both sides: no PCI, no
+#   link_eal MEMORY [MEGABYTES]
+#                        eal_common, the EAL arguments of both sides: no PCI, no
 #                        telemetry socket, EAL's errors only, and for MEMORY nohuge
-#                        --no-huge --no-shconf -m 512, for huge --in-memory -m 256 (each
-#                        side: one core and its file prefix come from link_side); exit 2
-#                        for another MEMORY.
+#                        --no-huge --no-shconf -m 512, for huge --in-memory -m 256, or -m
+#                        MEGABYTES (each side: one core and its file prefix come from
+#                        link_side); exit 2 for another MEMORY.
 #   link_memif           a net_memif link in this network namespace: sock (in tmp),
 #                        vdev_a its server, vdev_b its client; run_a and run_b empty.
+#   link_netns NAME      (root) the network namespace NAME; exits 77 saying why when it
+#                        cannot be made. The script puts NAME in ns_a or ns_b right after,
+#                        for link_cleanup.
 #   link_netns_pair NAMES
 #                        (root) the network namespaces ns_a=NAMES"A"id and
 #                        ns_b=NAMES"B"id, the veth pair veth_a=NAMES"id"a (in ns_a) and
@@ -60,13 +83,21 @@
 #                        its counters dumped at exit to OUTFILE less .out, then -dpv0.txt
 #                        (DPV_STATS_DUMP), the NAME=VALUE words of the array side_env (if
 #                        set), and stdout and stderr line-buffered into OUTFILE (a side
-#                        that is ended still shows how far it got). Sets last_pid and adds
-#                        it to pids.
+#                        that is ended still shows how far it got; stderr into side_err
+#                        instead, when that is set). Sets last_pid and adds it to pids.
+#   link_track PID       a process started here (in the background): last_pid, and
+#                        in pids for link_cleanup until it is waited for.
+#   link_forget PID      PID out of pids (it has been waited for).
+#   link_stop PID [SIGNAL]
+#                        ends PID: SIGNAL (default TERM), 5 s to exit, then TERM; waits
+#                        for it (its status is not the caller's) and forgets it.
 #   listening            side A has a TCP listener on tcp_port (in run_a's namespace).
 #   wait_until PID COMMAND [ARGS...]
 #                        runs COMMAND every 0.1 s, 300 times at most (30 s), until it
 #                        succeeds (returns 0) or PID has exited (returns 1; 1 too after
 #                        the 300th).
+#   wait_exit PID TENTHS PID has exited within TENTHS tenths of a second (returns 0),
+#                        or not (1).
 #   fail MESSAGE...      prints "FAIL: MESSAGE" and sets failed=1 (the script sets
 #                        failed=0 first).
 #   finish_side PID NAME waits for PID and takes it out of pids; fails NAME when its status
@@ -79,9 +110,41 @@
 #   nonzero_counters DUMPFILE
 #                        the counters of a dump that are not 0, on lines of 120 at most.
 
+link_lib=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+link_args() { # min usage args...
+	local min=$1 usage=$2
+	shift 2
+	[ $# -ge "$min" ] && return 0
+	echo "usage: $0 $usage" >&2
+	exit 2
+}
+
+link_need() { # program package
+	prog_path=$(command -v "$1") && return 0
+	echo "skipped: $1 is not installed (Debian package $2)"
+	exit 77
+}
+
+link_need_root() { # why
+	[ "$(id -u)" = 0 ] && return 0
+	echo "skipped: $1"
+	exit 77
+}
+
 link_libdir() {
 	libdir=${DPV_DROPIN_LIBDIR:?set DPV_DROPIN_LIBDIR to the directory of the drop-in libibverbs.so.1}
 	unset LD_LIBRARY_PATH
+	if [ ! -e "$libdir/libibverbs.so.1" ]; then
+		echo "no $libdir/libibverbs.so.1" >&2
+		exit 1
+	fi
+}
+
+link_private_dev() { # script args...
+	[ -n "${DPV_PRIVATE_DEV:-}" ] && return 0
+	DPV_PRIVATE_DEV=1 exec "$link_lib/../compat/private_dev.sh" \
+		"${DPV_DEVNODES:-$link_lib/../../app/dpv-devnodes/dpv-devnodes.sh}" "$@"
 }
 
 link_init() { # template
@@ -116,11 +179,11 @@ link_cleanup() {
 	done
 }
 
-link_eal() { # memory
+link_eal() { # memory [megabytes]
 	local mem
 	case $1 in
-	nohuge) mem="--no-huge --no-shconf -m 512" ;;
-	huge) mem="--in-memory -m 256" ;;
+	nohuge) mem="--no-huge --no-shconf -m ${2:-512}" ;;
+	huge) mem="--in-memory -m ${2:-256}" ;;
 	*) echo "memory mode $1: want nohuge or huge" >&2; exit 2 ;;
 	esac
 	eal_common="--no-pci --no-telemetry --log-level=lib.eal:error $mem"
@@ -140,15 +203,18 @@ link_veth() { # name-a name-b
 		ip -n "$ns_a" link set "$1" up && ip -n "$ns_b" link set "$2" up
 }
 
+link_netns() { # name
+	ip netns add "$1" 2>"$tmp/netns.err" && return 0
+	echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
+	exit 77
+}
+
 link_netns_pair() { # names
-	ns_a=$1A$id ns_b=$1B$id
+	link_netns "$1A$id"
+	ns_a=$1A$id
+	ip netns add "$1B$id" || exit 1
+	ns_b=$1B$id
 	veth_a=$1${id}a veth_b=$1${id}b
-	if ! ip netns add "$ns_a" 2>"$tmp/netns.err"; then
-		echo "skipped: cannot create a network namespace: $(cat "$tmp/netns.err")"
-		ns_a=
-		exit 77
-	fi
-	ip netns add "$ns_b" || exit 1
 	link_veth "$veth_a" "$veth_b" || exit 1
 	ip -n "$ns_a" link set lo up && ip -n "$ns_b" link set lo up || exit 1
 	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
@@ -178,15 +244,46 @@ link_side() { # side
 link_run() { # seconds outfile program args...
 	local secs=$1 out=$2
 	shift 2
+	# Both appending: stdout and stderr in one file keep their order.
+	: >"$out"
 	timeout --kill-after=5 "$secs" "${side_run[@]}" env LD_LIBRARY_PATH="$libdir" \
 		DPV_EAL_ARGS="$side_eal" DPV_PORT_IPV4="$side_ip" DPV_PROGRESS=inline \
-		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >"$out" 2>&1 &
-	last_pid=$!
-	pids+=("$last_pid")
+		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >>"$out" \
+		2>>"${side_err:-$out}" &
+	link_track $!
+}
+
+link_track() { # pid
+	last_pid=$1
+	pids+=("$1")
+}
+
+link_forget() { # pid
+	local p rest=()
+	for p in "${pids[@]}"; do
+		[ "$p" = "$1" ] || rest+=("$p")
+	done
+	pids=("${rest[@]}")
+}
+
+link_stop() { # pid [signal]
+	kill -"${2:-TERM}" "$1" 2>/dev/null
+	wait_exit "$1" 50 || kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	link_forget "$1"
 }
 
 listening() {
 	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+}
+
+wait_exit() { # pid tenths
+	local i
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "$1" 2>/dev/null
 }
 
 wait_until() { # pid command...
@@ -206,13 +303,10 @@ fail() {
 }
 
 finish_side() { # pid name
-	local rc p rest=()
+	local rc
 	wait "$1"
 	rc=$?
-	for p in "${pids[@]}"; do
-		[ "$p" = "$1" ] || rest+=("$p")
-	done
-	pids=("${rest[@]}")
+	link_forget "$1"
 	case $rc in
 	0) ;;
 	124 | 137) fail "$2 did not finish in time (hung)" ;;

@@ -32,19 +32,12 @@ set -u
 # shellcheck source=../lib/link.sh
 . "$(dirname "$0")/../lib/link.sh"
 
-if [ $# -lt 4 ]; then
-	echo "usage: $0 PEER memif|afpacket nohuge|huge TCP_PORT [rndv_peer options...]" >&2
-	exit 2
-fi
+link_args 4 "PEER memif|afpacket nohuge|huge TCP_PORT [rndv_peer options...]" "$@"
 peer=$1 link=$2 memory=$3 tcp_port=$4
 shift 4
 args=("$@")
 
 link_libdir
-if [ ! -e "$libdir/libibverbs.so.1" ]; then
-	echo "no $libdir/libibverbs.so.1" >&2
-	exit 1
-fi
 
 link_init /tmp/dpvrp-rndv.XXXXXX
 prefix_a=dpvrp-$id-a
@@ -58,10 +51,7 @@ memif)
 	server_host=127.0.0.1
 	;;
 afpacket)
-	if [ "$(id -u)" != 0 ]; then
-		echo "skipped: the afpacket link needs root (network namespaces, a veth pair)"
-		exit 77
-	fi
+	link_need_root "the afpacket link needs root (network namespaces, a veth pair)"
 	link_netns_pair dpvrp
 	# The kernel's addresses carry the TCP exchange, dpverbs' own (one subnet, not
 	# the kernel's) the RoCEv2 frames: test/dropin/dropin.sh says why.

@@ -8,24 +8,23 @@
 # is checked line by line (session2-a.out, session2-b.out).
 # usage: session2.sh nohuge|huge CONSOLE CHECK_SESSION
 set -u
+# The temporary directory, the memif link, the EAL arguments, the consoles' pids and the
+# clean-up after them (only the two consoles this script started, by pid).
+# shellcheck source=../lib/link.sh
+. "$(dirname "$0")/../lib/link.sh"
+link_args 3 "nohuge|huge CONSOLE CHECK_SESSION" "$@"
 mem=$1 console=$2 check=$3
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-tmp=$(mktemp -d /tmp/dpv-testpmd2.XXXXXX)
-pid_a= pid_b=
-cleanup() {
-	# Only the two consoles this script started, by pid.
-	[ -n "$pid_a" ] && kill "$pid_a" 2>/dev/null
-	[ -n "$pid_b" ] && kill "$pid_b" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+here=$(cd "$(dirname "$0")" && pwd)
 case $mem in
-nohuge) eal_mem="--no-huge --no-shconf -m 512" ;;
-huge) eal_mem="--in-memory -m 256" ;;
+nohuge | huge) link_eal "$mem" ;;
 *) echo "usage: $0 nohuge|huge CONSOLE CHECK_SESSION" >&2; exit 2 ;;
 esac
-sock=$tmp/memif.sock
-eal="-l 0 --no-pci --log-level=lib.eal:error $eal_mem"
+link_init /tmp/dpv-testpmd2.XXXXXX
+prefix_a=tpA$$ prefix_b=tpB$$
+link_memif
+# Both consoles on core 0.
+eal_a="-l 0 --file-prefix=$prefix_a $eal_common $vdev_a"
+eal_b="-l 0 --file-prefix=$prefix_b $eal_common $vdev_b"
 
 cat > "$tmp/a.cmds" <<'CMDS'
 create pd dpv0
@@ -47,17 +46,16 @@ quit
 CMDS
 
 # shellcheck disable=SC2086
-"$console" $eal --file-prefix="tpA$$" \
-	--vdev="net_memif0,role=server,socket=$sock,socket-abstract=no" -- --ip 10.77.0.1 \
-	< "$tmp/a.cmds" > "$tmp/a.txt" 2> "$tmp/a.err" &
-pid_a=$!
+"$console" $eal_a -- --ip 10.77.0.1 < "$tmp/a.cmds" > "$tmp/a.txt" 2> "$tmp/a.err" &
+link_track $!
+pid_a=$last_pid
 port=
-for _ in $(seq 300); do
+# shellcheck disable=SC2317 # wait_until calls it
+listens() {
 	port=$(sed -n 's/^listening on TCP port \([0-9]*\) .*/\1/p' "$tmp/a.txt")
-	[ -n "$port" ] && break
-	kill -0 "$pid_a" 2>/dev/null || break
-	sleep 0.1
-done
+	[ -n "$port" ]
+}
+wait_until "$pid_a" listens
 if [ -z "$port" ]; then
 	echo "FAIL: console A never listened"; cat "$tmp/a.txt" "$tmp/a.err"; exit 1
 fi
@@ -79,15 +77,14 @@ show objects
 quit
 CMDS
 # shellcheck disable=SC2086
-"$console" $eal --file-prefix="tpB$$" \
-	--vdev="net_memif0,role=client,socket=$sock,socket-abstract=no" -- --ip 10.77.0.2 \
-	< "$tmp/b.cmds" > "$tmp/b.txt" 2> "$tmp/b.err" &
-pid_b=$!
+"$console" $eal_b -- --ip 10.77.0.2 < "$tmp/b.cmds" > "$tmp/b.txt" 2> "$tmp/b.err" &
+link_track $!
+pid_b=$last_pid
 rc=0
 wait "$pid_b" || { echo "FAIL: console B exited $?"; rc=1; }
-pid_b=
+link_forget "$pid_b"
 wait "$pid_a" || { echo "FAIL: console A exited $?"; rc=1; }
-pid_a=
+link_forget "$pid_a"
 python3 "$check" --output "$tmp/a.txt" "$here/session2-a.out" || rc=1
 python3 "$check" --output "$tmp/b.txt" "$here/session2-b.out" || rc=1
 if [ "$rc" != 0 ]; then
