@@ -24,7 +24,6 @@
 #include <rte_lcore.h>
 #include <rte_service.h>
 
-#include "dpv_faults.h"
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
 
@@ -74,17 +73,16 @@ static void copy_setting(char *dst, size_t n, const char *src)
 }
 
 /*
- * Take a fault spec into @p dst unless it holds one already; a spec dpv_faults_parse()
- * refuses is refused here, before anything starts. @p section NULL: from DPV_FAULTS.
+ * Take a fault spec into @p dst unless it holds one already; a spec the faults driver
+ * refuses (dpv_engine_check_faults()) is refused here, before anything starts. @p section NULL: from DPV_FAULTS.
  */
 static int take_faults(char *dst, const char *spec, const char *section, const char *path)
 {
-	struct dpv_faults_spec s;
 	char why[256];
 
 	if (spec == NULL || dst[0] != '\0')
 		return 0;
-	if (dpv_faults_parse(spec, &s, why, sizeof(why)) != 0) {
+	if (dpv_engine_check_faults(spec, why, sizeof(why)) != 0) {
 		if (section == NULL)
 			complain("DPV_FAULTS: %s", why);
 		else
@@ -393,7 +391,7 @@ static int list_devices(void)
 		char name[24];
 
 		snprintf(name, sizeof(name), "dpvpair%u", p);
-		ret = dpv_port_ring_pair(name, (int)rte_socket_id(), &a, &b);
+		ret = dpv_engine_ring_pair(name, (int)rte_socket_id(), &a, &b);
 		if (ret != 0)
 			complain("cannot create ring pair %u: %s", p, strerror(ret));
 	}
@@ -502,7 +500,10 @@ static __be64 guid_of_mac(const struct rte_ether_addr *mac)
 
 static __be64 node_guid(const struct dpv_dev *dev)
 {
-	return guid_of_mac(&dev->port.mac);
+	struct dpv_dev_port_info info;
+
+	dpv_dev_port_info(dev, &info);
+	return guid_of_mac(&info.mac);
 }
 
 __be64 ibv_get_device_guid(struct ibv_device *device)
@@ -520,9 +521,10 @@ __be64 ibv_get_device_guid(struct ibv_device *device)
 	return guid_of_mac(&mac);
 }
 
-/* DPV_CAPTURE's file, which every device the process opens writes; once every device
- * of it has stopped, devices opened later are not captured (the file is not made anew). */
-static struct dpv_capture_source *env_capture;
+/* A device that writes DPV_CAPTURE's file, which every device the process opens writes;
+ * once every device of it has stopped, devices opened later are not captured (the file
+ * is not made anew). */
+static struct dpv_dev *env_capture;
 static bool env_capture_over;
 
 /* The pcapng section comment: which DPDK port each device is (the file names its
@@ -551,35 +553,21 @@ static const char *const *capture_port_names(const char *names[RTE_MAX_ETHPORTS]
 	return names;
 }
 
-/* Hand a source to the device's port (or take it back, NULL) between two of its poll
- * iterations: the owner thread reads port.capture unlocked. */
-static void set_port_capture(struct dpv_dev *dev, struct dpv_capture_source *s)
-{
-	dpv_dev_own(dev);
-	dev->port.capture = s;
-	dpv_dev_disown(dev);
-}
-
-/* Stop a device's capture (devices_lock held). @return as dpv_capture_remove() */
+/* Stop a device's capture (devices_lock held). @return as dpv_dev_capture_stop() */
 static int stop_capture(struct dpv_dev *dev)
 {
-	struct dpv_capture_source *s = dev->port.capture;
-	bool env = env_capture != NULL && dpv_capture_same(s, env_capture);
-
-	set_port_capture(dev, NULL);
-	if (env && s == env_capture) {
-		/* The file lives while any source does: keep another one to add to. */
+	if (dev == env_capture) {
+		/* The file lives while any device writes it: keep another one to join. */
 		env_capture = NULL;
 		for (unsigned int i = 0; i < n_devices && env_capture == NULL; i++) {
-			struct dpv_capture_source *o =
-				devices[i]->dev != NULL ? devices[i]->dev->port.capture : NULL;
+			struct dpv_dev *o = devices[i]->dev;
 
-			if (o != NULL && dpv_capture_same(o, s))
+			if (o != NULL && o != dev && dpv_dev_capture_same(o, dev))
 				env_capture = o;
 		}
 		env_capture_over = env_capture == NULL;
 	}
-	return dpv_capture_remove(s);
+	return dpv_dev_capture_stop(dev);
 }
 
 /*
@@ -594,7 +582,7 @@ static void finish_captures(void)
 		struct dpv_dev *dev = devices[i]->dev;
 		int ret;
 
-		if (dev == NULL || dev->port.capture == NULL)
+		if (dev == NULL || !dpv_dev_capturing(dev))
 			continue;
 		ret = stop_capture(dev);
 		if (ret != 0)
@@ -618,10 +606,10 @@ static int64_t frames_moved(void)
 		const struct dpv_dev *dev = devices[i]->dev;
 
 		if (dev != NULL) {
-			uint64_t tx = __atomic_load_n(&dev->port.stats.tx_frames, __ATOMIC_RELAXED);
+			const struct dpv_port_stats *st = dpv_dev_port_stats(dev);
+			uint64_t tx = __atomic_load_n(&st->tx_frames, __ATOMIC_RELAXED);
 
-			n += (int64_t)(tx + __atomic_load_n(&dev->port.stats.rx_frames,
-							      __ATOMIC_RELAXED));
+			n += (int64_t)(tx + __atomic_load_n(&st->rx_frames, __ATOMIC_RELAXED));
 			sent |= tx != 0;
 		}
 	}
@@ -708,17 +696,12 @@ static int start_env_capture(struct dpv_device *d)
 	if (conf.capture[0] == '\0' || env_capture_over)
 		return 0;
 	if (env_capture != NULL) {
-		struct dpv_capture_source *s;
-
-		ret = dpv_capture_add(env_capture, d->ibdev.name, d->dev->port.ethdev_port, &s);
-		if (ret == 0)
-			set_port_capture(d->dev, s);
+		ret = dpv_dev_capture_join(d->dev, env_capture);
 	} else {
 		capture_comment(comment, sizeof(comment), "every device it opens (DPV_CAPTURE)");
-		ret = dpv_capture_open(conf.capture, comment, capture_port_names(names),
-				       d->ibdev.name, d->dev->port.ethdev_port, &env_capture);
+		ret = dpv_dev_capture_open(d->dev, conf.capture, comment, capture_port_names(names));
 		if (ret == 0)
-			set_port_capture(d->dev, env_capture);
+			env_capture = d->dev;
 	}
 	if (ret != 0)
 		complain("DPV_CAPTURE: cannot capture %s into %s: %s", d->ibdev.name,
@@ -749,7 +732,7 @@ static void port_event(struct dpv_dev *dev, bool up, void *arg)
 
 /*
  * Open the device's port unless it is open. Opening a port waits up to @p link_wait_ms
- * for its link (dpv_port_set_link_wait()): a program that checks its port right after
+ * for its link (dpv_engine_set_link_wait()): a program that checks its port right after
  * opening it (perftest) finds it ACTIVE when its peer comes within that time, and DOWN,
  * the truth, when not, which is then said once.
  */
@@ -762,11 +745,11 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 
 	pthread_mutex_lock(&devices_lock);
 	if (d->dev == NULL) {
-		dpv_port_set_link_wait(link_wait_ms);
+		dpv_engine_set_link_wait(link_wait_ms);
 		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
 					  &d->dev);
 		if (ret == 0 && link_wait_ms > 0) {
-			d->dev->port.ops->link(&d->dev->port, &up, &speed);
+			dpv_dev_link(d->dev, &up, &speed);
 			if (!up)
 				complain("%s: the link of DPDK port %u is still down after %u ms "
 					 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up "
@@ -785,7 +768,7 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 		if (ret == 0) {
 			d->dev->link_event = port_event;
 			d->dev->link_arg = d;
-			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+			ret = dpv_dev_set_arp_lifetime(d->dev, conf.arp_lifetime_ms);
 		}
 		if (ret == 0) {
 			dpv_dev_own(d->dev);
@@ -1033,7 +1016,7 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	if (port_num != 1)
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
-	dev->port.ops->link(&dev->port, &up, &speed);
+	dpv_dev_link(dev, &up, &speed);
 	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	/* What the transport really sends: the link's IP MTU and one mbuf bound it. */
 	a.active_mtu = (enum ibv_mtu)dpv_xport_active_mtu(dev->xport);
@@ -1087,21 +1070,27 @@ bool dpv_verbs_gid_ipv4(const union ibv_gid *gid, uint32_t *ipv4)
 
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
+	struct dpv_dev_port_info info;
+
 	if (port_num != 1 || index != 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, gid);
+	dpv_dev_port_info(to_ctx(context)->dev, &info);
+	dpv_verbs_gid_of(info.ipv4, gid);
 	return 0;
 }
 
 int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
 		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
+	struct dpv_dev_port_info info;
+
 	if (flags != 0 || port_num != 1 || gid_index != 0 || entry_size < sizeof(*entry))
 		return EINVAL;
 	memset(entry, 0, sizeof(*entry));
-	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, &entry->gid);
+	dpv_dev_port_info(to_ctx(context)->dev, &info);
+	dpv_verbs_gid_of(info.ipv4, &entry->gid);
 	entry->gid_index = 0;
 	entry->port_num = 1;
 	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -1274,7 +1263,6 @@ int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_
 int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
 {
 	const char *names[RTE_MAX_ETHPORTS];
-	struct dpv_capture_source *s;
 	struct dpv_context *c;
 	char comment[512];
 	int ret;
@@ -1283,15 +1271,11 @@ int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
 		return EINVAL;
 	c = to_ctx(context);
 	pthread_mutex_lock(&devices_lock);
-	if (c->dev->port.capture != NULL) {
+	if (dpv_dev_capturing(c->dev)) {
 		ret = EBUSY;
 	} else {
 		capture_comment(comment, sizeof(comment), c->device->ibdev.name);
-		/* The file is made before the device is touched: it runs on meanwhile. */
-		ret = dpv_capture_open(path, comment, capture_port_names(names),
-				       c->device->ibdev.name, c->dev->port.ethdev_port, &s);
-		if (ret == 0)
-			set_port_capture(c->dev, s);
+		ret = dpv_dev_capture_open(c->dev, path, comment, capture_port_names(names));
 	}
 	pthread_mutex_unlock(&devices_lock);
 	return ret;
@@ -1306,7 +1290,7 @@ int dpv_verbs_capture_stop(struct ibv_context *context)
 		return EINVAL;
 	c = to_ctx(context);
 	pthread_mutex_lock(&devices_lock);
-	ret = c->dev->port.capture != NULL ? stop_capture(c->dev) : ENOENT;
+	ret = dpv_dev_capturing(c->dev) ? stop_capture(c->dev) : ENOENT;
 	pthread_mutex_unlock(&devices_lock);
 	return ret;
 }
