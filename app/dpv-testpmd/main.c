@@ -25,9 +25,7 @@
 #include <cmdline_socket.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
-#include <rte_lcore.h>
 
-#include "dpv_port.h"
 #include "dpv_verbs.h"
 #include "testpmd.h"
 
@@ -136,7 +134,7 @@ static int open_devices(const char *ip_list, bool *made_pair)
 
 	*made_pair = false;
 	if (rte_eth_dev_count_avail() == 0) {
-		ret = dpv_port_ring_pair("tp", (int)rte_socket_id(), &pa, &pb);
+		ret = dpv_verbs_ring_pair("tp", &pa, &pb);
 		if (ret != 0) {
 			fprintf(stderr, "dpv-testpmd: cannot make the ring pair: %s\n", strerror(ret));
 			return -1;

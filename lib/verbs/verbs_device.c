@@ -16,6 +16,7 @@
 
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
+#include <rte_lcore.h>
 
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
@@ -496,6 +497,13 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 		return NULL;
 	}
 	return dpv_verbs_context_new(&d->ibdev, d->dev);
+}
+
+int dpv_verbs_ring_pair(const char *name, uint16_t *port_a, uint16_t *port_b)
+{
+	if (name == NULL || name[0] == '\0' || port_a == NULL || port_b == NULL)
+		return EINVAL;
+	return dpv_engine_ring_pair(name, (int)rte_socket_id(), port_a, port_b);
 }
 
 int dpv_verbs_set_progress(struct ibv_context *context, const char *mode)
