@@ -47,7 +47,8 @@ static const char *const *capture_port_names(const char *names[RTE_MAX_ETHPORTS]
 	return names;
 }
 
-/* Stop a device's capture (dpv_verbs_devices_lock held). @return as dpv_dev_capture_stop() */
+/* Stop a device's capture (dpv_verbs_devices_lock held).
+ * @return as dpv_dev_capture_stop() */
 static int stop_capture(struct dpv_dev *dev)
 {
 	if (dev == env_capture) {

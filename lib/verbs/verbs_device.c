@@ -45,8 +45,8 @@ static int64_t frames_moved(void)
 	return sent ? n : -1;
 }
 
-/* The addresses of the process's devices (dpv_verbs_devices_lock held): peers whose QPs end with
- * the process, and whose devices it drives as long as it lives. */
+/* The addresses of the process's devices (dpv_verbs_devices_lock held): peers whose QPs
+ * end with the process, and whose devices it drives as long as it lives. */
 static unsigned int own_ips(uint32_t *ips)
 {
 	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++)
