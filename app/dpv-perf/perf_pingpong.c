@@ -17,8 +17,8 @@
  * applications, serialised.
  *
  * The verbs devices own ethdev ports 0 and 1 once opened, so the raw baseline runs on
- * a ring pair of its own that dpv-perf creates (dpv_port_ring_pair()) after
- * ibv_get_device_list() has started EAL: the same ring PMD and the same thread, and
+ * a ring pair of its own that dpv-perf creates (dpv_verbs_ring_pair()) after
+ * ibv_get_device_list() has started EAL, set up with DPDK's own calls: the same ring PMD and the same thread, and
  * the three ways can be measured in interleaved blocks, so a drift of the machine hits
  * all three alike.
  */
@@ -38,7 +38,7 @@
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
-#include "dpv_port.h"
+#include "dpv_verbs.h"
 #include "perf_verbs.h"
 
 #define PP_CMD "pingpong"
@@ -89,9 +89,17 @@ struct pp_opts {
 	uint32_t warmup;
 };
 
+/* One port of the raw baseline: an ethdev port, one queue each way. */
+struct pp_raw_port {
+	uint16_t ethdev_port;
+	struct rte_mempool *pool;
+	struct rte_ether_addr mac;
+	uint32_t ipv4;
+};
+
 /* The raw baseline: a ring pair of its own. */
 struct pp_raw {
-	struct dpv_port *port[2];
+	struct pp_raw_port *port[2];
 	uint32_t frame_len;
 	uint8_t hdr[2][PP_HDR_LEN];   /* the frame's headers, each direction */
 };
@@ -207,16 +215,48 @@ raw_template(struct pp_raw *r, unsigned int from, uint32_t size)
 	udp->dgram_len = rte_cpu_to_be_16((uint16_t)(ip_len - 20));
 }
 
+/* Start ethdev port @p id with a pool of PP_RAW_POOL mbufs. @return 0 or an errno */
+static int
+raw_port_open(struct pp_raw_port *rp, uint16_t id, unsigned int i)
+{
+	struct rte_eth_conf conf;
+	char name[RTE_MEMPOOL_NAMESIZE];
+	int ret;
+
+	snprintf(name, sizeof(name), "perfraw%u", i);
+	rp->ethdev_port = id;
+	rp->pool = rte_pktmbuf_pool_create(name, PP_RAW_POOL, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+					   (int)rte_socket_id());
+	if (rp->pool == NULL)
+		return ENOMEM;
+	memset(&conf, 0, sizeof(conf));
+	ret = rte_eth_dev_configure(id, 1, 1, &conf);
+	if (ret == 0)
+		ret = rte_eth_rx_queue_setup(id, 0, 1024, rte_socket_id(), NULL, rp->pool);
+	if (ret == 0)
+		ret = rte_eth_tx_queue_setup(id, 0, 1024, rte_socket_id(), NULL);
+	if (ret == 0)
+		ret = rte_eth_dev_start(id);
+	if (ret == 0)
+		ret = rte_eth_macaddr_get(id, &rp->mac);
+	if (ret != 0) {
+		rte_mempool_free(rp->pool);
+		return -ret;
+	}
+	/* A ring port has no MAC of its own: a locally administered one. */
+	if (rte_is_zero_ether_addr(&rp->mac))
+		rte_eth_random_addr(rp->mac.addr_bytes);
+	return 0;
+}
+
 static int
 raw_setup(struct pp *p)
 {
 	static const uint32_t ipv4[2] = { RTE_IPV4(127, 0, 20, 3), RTE_IPV4(127, 0, 20, 4) };
 	struct pp_raw *r = &p->raw;
-	char args[16];
 	int ret;
 
-	ret = dpv_port_ring_pair("dpvperf_raw", (int)rte_socket_id(), &p->raw_port_id[0],
-				 &p->raw_port_id[1]);
+	ret = dpv_verbs_ring_pair("dpvperf_raw", &p->raw_port_id[0], &p->raw_port_id[1]);
 	if (ret != 0) {
 		perf_error("%s: cannot create the raw baseline's ring pair: %s", PP_CMD,
 			   strerror(ret));
@@ -228,10 +268,8 @@ raw_setup(struct pp *p)
 			perf_error("%s: out of memory", PP_CMD);
 			return -1;
 		}
-		snprintf(r->port[i]->name, sizeof(r->port[i]->name), "perfraw%u", i);
 		r->port[i]->ipv4 = ipv4[i];
-		snprintf(args, sizeof(args), "%u", p->raw_port_id[i]);
-		ret = dpv_port_open(r->port[i], "ethdev", args, PP_RAW_POOL);
+		ret = raw_port_open(r->port[i], p->raw_port_id[i], i);
 		if (ret != 0) {
 			perf_error("%s: cannot open ethdev port %u for the raw baseline: %s",
 				   PP_CMD, p->raw_port_id[i], strerror(ret));
@@ -257,7 +295,8 @@ raw_teardown(struct pp *p)
 			continue;
 		while ((n = rte_eth_rx_burst(p->raw.port[i]->ethdev_port, 0, m, 32)) != 0)
 			rte_pktmbuf_free_bulk(m, n);
-		dpv_port_close(p->raw.port[i]);
+		rte_eth_dev_stop(p->raw.port[i]->ethdev_port);
+		rte_mempool_free(p->raw.port[i]->pool);
 		free(p->raw.port[i]);
 		p->raw.port[i] = NULL;
 	}

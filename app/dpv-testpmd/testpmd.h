@@ -147,7 +147,7 @@ struct tp_args {
 	const char *w[TP_MAX_WORDS];
 };
 
-/* ---- output ---- */
+/* ---- output (tp_util.c) ---- */
 
 /* Print a line (printf-style, the newline added) and flush, so a script's output
  * interleaves with the EAL's and the traffic thread's in order. */
@@ -159,7 +159,7 @@ void tp_out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tp_err(const char *cmd, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *tp_errno_name(int err);
 
-/* ---- arguments ---- */
+/* ---- arguments (tp_util.c) ---- */
 
 /* A number (decimal or 0x hex) within [min, max]; else a tp_err() line and -1. */
 int tp_num(const char *cmd, const char *what, const char *s, uint64_t min, uint64_t max,
@@ -171,6 +171,8 @@ int tp_dev_arg(const char *cmd, const char *s);
 const char *tp_kind_name(enum tp_kind kind);
 /* Whether word @p s names @p kind. */
 int tp_kind_of(const char *s);
+/* Milliseconds on CLOCK_MONOTONIC, for a command's deadlines. */
+uint64_t tp_now_ms(void);
 
 /* ---- objects (tp_objects.c) ---- */
 
@@ -231,7 +233,6 @@ void tp_wc_print(uint32_t cq_id, const struct tp_wc *wc);
 int tp_show_tags(const char *cmd, const struct tp_args *a);
 int tp_show_unexpected(const char *cmd, const struct tp_args *a);
 int tp_show_phase(const char *cmd, const struct tp_args *a);
-uint64_t tp_now_ms(void);
 
 /* ---- traffic modes (tp_modes.c) ---- */
 

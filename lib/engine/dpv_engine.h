@@ -23,8 +23,10 @@
 #define DPV_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "dpv_faults.h"
 #include "dpv_port.h"
 #include "dpv_xport.h"
 
@@ -232,6 +234,139 @@ uint32_t dpv_engine_inline_idle_us(void);
 
 /** The devices of the process, in the order they were opened. */
 unsigned int dpv_engine_devices(struct dpv_dev **devs, unsigned int max);
+
+/*
+ * The port calls the facade needs (dpv_engine_port.c): lib/verbs reaches a device's
+ * port only through these, for its link, its capture, its counters, its neighbours
+ * and the settings of the ports it opens. The types and limits they carry are the
+ * port layer's (dpv_port.h, dpv_capture.h, dpv_faults.h).
+ */
+
+/** What a device's port is: set by dpv_dev_open(), unchanged until dpv_dev_close(). */
+struct dpv_dev_port_info {
+	uint16_t ethdev_port;      /**< DPDK port id */
+	uint16_t mtu;              /**< IP MTU of the link */
+	uint32_t ipv4;             /**< host order */
+	struct rte_ether_addr mac;
+};
+
+/**
+ * What the device's port is (any thread).
+ * @param[out] info  its DPDK port, MTU, address and MAC
+ */
+void dpv_dev_port_info(const struct dpv_dev *dev, struct dpv_dev_port_info *info);
+
+/**
+ * The port's link now, asked of its driver (any thread; for some drivers, af_packet
+ * and tap, a system call).
+ * @param[out] up          whether the link is up
+ * @param[out] speed_mbps  its speed in Mb/s, 0 when the port cannot tell
+ */
+void dpv_dev_link(struct dpv_dev *dev, bool *up, uint32_t *speed_mbps);
+
+/**
+ * The port's counters, in the device's memory (any thread): the owner writes them as
+ * it runs, so a reader loads each field whole (a relaxed 64-bit atomic load); the set
+ * is not one instant's.
+ * @return the counters, as long as the device is open
+ */
+const struct dpv_port_stats *dpv_dev_port_stats(const struct dpv_dev *dev);
+
+/**
+ * The counters of the faults wrapper (dpv_dev_open_faults()) around the device's port
+ * (any thread; a possibly stale snapshot, exact on the owner thread).
+ * @param[out] st  the counters, per direction
+ * @return 0; ENODEV the device's port has no faults wrapper.
+ */
+int dpv_dev_faults_stats(const struct dpv_dev *dev, struct dpv_faults_stats *st);
+
+/**
+ * The MAC of neighbour @p ip (host order) from the port's ARP table, as
+ * dpv_port_resolve(): when it is not known, an ARP request goes out (at most one per
+ * DPV_ARP_RETRY_MS), and a caller that asks again once the device has been driven
+ * finds the answer. Control thread: the call takes the device for the look
+ * (dpv_dev_own()), never the owner.
+ * @param[out] mac  the neighbour's MAC, when known
+ * @return whether it is known
+ */
+bool dpv_dev_resolve(struct dpv_dev *dev, uint32_t ip, struct rte_ether_addr *mac);
+
+/**
+ * How long the port trusts a neighbour's MAC after its last ARP, as
+ * dpv_port_set_arp_lifetime() (control thread, while no thread drives the device:
+ * after dpv_dev_open(), before its progress mode is set).
+ * @param ms  1..DPV_ARP_LIFETIME_MS_MAX
+ * @return 0; EINVAL @p ms out of range (the lifetime is unchanged).
+ */
+int dpv_dev_set_arp_lifetime(struct dpv_dev *dev, uint32_t ms);
+
+/**
+ * How long dpv_dev_open() waits for its port's link to come up, for the devices opened
+ * from now on, as dpv_port_set_link_wait(): the open returns as soon as the link is up,
+ * and opens the device whether it came up or not. Control thread.
+ * @param ms  0 (only the driver's own 100 ms, the default) to DPV_LINK_WAIT_MS_MAX;
+ *            more is taken as the maximum
+ */
+void dpv_engine_set_link_wait(uint32_t ms);
+
+/**
+ * Check a fault spec as dpv_dev_open_faults() will read it (dpv_faults_parse()), so
+ * that configuration refuses a bad one before anything starts. Any thread; no EAL.
+ * @param spec  the spec; NULL or "" is one with no faults
+ * @param[out] why  on EINVAL, one sentence saying what is wrong (may be NULL)
+ * @param why_len   bytes at @p why
+ * @return 0; EINVAL as dpv_faults_parse().
+ */
+int dpv_engine_check_faults(const char *spec, char *why, size_t why_len);
+
+/**
+ * Create two DPDK ports joined back to back by two rte_rings, as dpv_port_ring_pair():
+ * what one sends the other receives, two devices in one process without a kernel or a
+ * socket. Control thread, after rte_eal_init().
+ * @param name    unique name stem ("pair0": ports pair0_a and pair0_b)
+ * @param socket  NUMA node for the rings
+ * @param[out] a, b  their DPDK port ids
+ * @return 0; EEXIST @p name in use; ENOMEM.
+ */
+int dpv_engine_ring_pair(const char *name, int socket, uint16_t *a, uint16_t *b);
+
+/**
+ * Start capturing every frame the device's port sends or receives into a new pcapng
+ * file at @p path (dpv_capture_open(): created or truncated), the device its first
+ * source, named after the device. The capture starts between two poll iterations: the
+ * call takes the device (dpv_dev_own()). Control thread, the device not capturing;
+ * the dpv_dev_capture_*() calls of devices that share a file are serialised by the
+ * caller.
+ * @param comment     the file's section comment (may be NULL)
+ * @param port_names  the interface name of each DPDK port, indexed by port id (may
+ *                    be NULL: dpv_capture_open())
+ * @return 0; or dpv_capture_open()'s errno (ENOMEM, EAGAIN, the file's errno).
+ */
+int dpv_dev_capture_open(struct dpv_dev *dev, const char *path, const char *comment,
+			 const char *const *port_names);
+
+/**
+ * Start capturing the device's frames into the file device @p other captures into
+ * (dpv_capture_add()), as dpv_dev_capture_open() starts it. Control thread, the device
+ * not capturing, @p other capturing.
+ * @return 0; ENOSPC the file has DPV_CAPTURE_MAX_SOURCES sources already; ENODEV the
+ *         device's DPDK port came up after the file was made; ENOMEM.
+ */
+int dpv_dev_capture_join(struct dpv_dev *dev, const struct dpv_dev *other);
+
+/** Whether the device captures now (any thread; a snapshot). */
+bool dpv_dev_capturing(const struct dpv_dev *dev);
+
+/** Whether devices @p a and @p b both capture, into the same file (control thread). */
+bool dpv_dev_capture_same(const struct dpv_dev *a, const struct dpv_dev *b);
+
+/**
+ * Stop the device's capture (control thread, the device capturing): the device takes
+ * no frame more (the call takes it, dpv_dev_own()), what it queued is written, and
+ * with the file's last source the file is finished and closed (dpv_capture_remove()).
+ * @return 0, or the errno of the first write to the file that failed.
+ */
+int dpv_dev_capture_stop(struct dpv_dev *dev);
 
 #ifdef __cplusplus
 }

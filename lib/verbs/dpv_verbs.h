@@ -44,6 +44,22 @@ struct dpv_dev;
 struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4);
 
 /**
+ * Create two DPDK ports joined back to back by two rte_rings (DPDK's ring PMD), so that
+ * what one sends the other receives: two devices in one process without a NIC, a
+ * kernel or a socket, to open with dpv_verbs_open_port() (a memif pair cannot meet
+ * within one process in DPDK 22.11). What DPV_RING_PAIRS makes for the programs whose
+ * EAL ibv_get_device_list() starts. The rings are on the caller's NUMA socket.
+ *
+ * Control thread, after rte_eal_init().
+ * @param name  a name stem unique in the process: the ports are "<name>_a" and
+ *              "<name>_b"
+ * @param[out] port_a, port_b  their DPDK port ids
+ * @return 0; EINVAL @p name NULL or empty, or @p port_a or @p port_b NULL; EEXIST
+ *         @p name in use; ENOMEM.
+ */
+int dpv_verbs_ring_pair(const char *name, uint16_t *port_a, uint16_t *port_b);
+
+/**
  * Move a device's progress to @p mode: "inline" (the default: threads that poll or
  * post drive it), "lcore:<id>" (a dedicated EAL worker lcore), or "service" (an
  * rte_service the program maps to a service core). What DPV_PROGRESS does for devices

@@ -501,17 +501,12 @@ int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr 
 	struct rte_ether_addr mac;
 	uint64_t end = mono_ms() + RESOLVE_WAIT_MS;
 	uint32_t ip;
-	bool known;
 
 	if (!attr->is_global || (attr->port_num != 0 && attr->port_num != 1) ||
 	    attr->grh.sgid_index != 0 || !dpv_verbs_gid_ipv4(&attr->grh.dgid, &ip))
 		return -EINVAL;
 	for (;;) {
-		/* The ARP table is device state: its owner's alone. */
-		dpv_dev_own(dev);
-		known = dpv_port_resolve(&dev->port, ip, &mac);
-		dpv_dev_disown(dev);
-		if (known)
+		if (dpv_dev_resolve(dev, ip, &mac))
 			break;
 		if (mono_ms() > end)
 			return -EHOSTUNREACH;

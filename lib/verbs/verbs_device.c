@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Devices: configuration (environment, then DPV_CONFIG's INI file), EAL start-up for
- * programs that did not start it, one verbs device per DPDK port, contexts, device and
- * port queries, async events.
+ * Devices: opening a device (its port, its settings, its progress mode), contexts,
+ * closing them and lingering at exit for the peers, device and port queries, GIDs and
+ * P_Keys, and dpverbs' own calls for DPDK-native programs (dpv_verbs.h).
  */
-#include <ctype.h>
 #include <stddef.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,603 +14,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rte_cfgfile.h>
 #include <rte_cycles.h>
-#include <rte_eal.h>
-#include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
-#include <rte_service.h>
 
-#include "dpv_faults.h"
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
-
-#define MAX_EAL_ARGS 64
-#define CONFIG_LEN 1024
-
-static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dpv_device *devices[DPV_MAX_DEVS];
-static unsigned int n_devices;
-static bool devices_listed;
-static int list_errno;
-
-static struct {
-	char eal_args[CONFIG_LEN];
-	char ipv4[CONFIG_LEN];
-	char progress[64];
-	char capture[CONFIG_LEN];
-	char faults[DPV_FAULTS_SPEC_MAX];   /* every port's, unless it has its own */
-	char port_faults[DPV_MAX_DEVS][DPV_FAULTS_SPEC_MAX]; /* [portN] faults */
-	unsigned int ring_pairs;
-	uint32_t inline_idle_us;
-	uint32_t arp_lifetime_ms;
-	uint32_t link_wait_ms;
-	uint32_t linger_ms;
-	uint32_t fault_guard;   /* 1: dpv_xport_fault_guard() before the first device */
-	bool fault_guard_taken; /* a device opened: the choice is made */
-} conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEFAULT,
-	  .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT,
-	  .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT,
-	  .linger_ms = DPV_LINGER_MS_DEFAULT,
-	  .fault_guard = 1};
-
-/* Say what is wrong once, in words a person can act on. */
-static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void complain(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("dpverbs: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void copy_setting(char *dst, size_t n, const char *src)
-{
-	if (src != NULL && dst[0] == '\0')
-		snprintf(dst, n, "%s", src);
-}
-
-/*
- * Take a fault spec into @p dst unless it holds one already; a spec dpv_faults_parse()
- * refuses is refused here, before anything starts. @p section NULL: from DPV_FAULTS.
- */
-static int take_faults(char *dst, const char *spec, const char *section, const char *path)
-{
-	struct dpv_faults_spec s;
-	char why[256];
-
-	if (spec == NULL || dst[0] != '\0')
-		return 0;
-	if (dpv_faults_parse(spec, &s, why, sizeof(why)) != 0) {
-		if (section == NULL)
-			complain("DPV_FAULTS: %s", why);
-		else
-			complain("faults in [%s] of %s: %s", section, path, why);
-		return EINVAL;
-	}
-	snprintf(dst, DPV_FAULTS_SPEC_MAX, "%s", spec);
-	return 0;
-}
-
-/* Each port's own spec, [portN] faults, from the INI file. */
-static int load_port_faults(struct rte_cfgfile *cf, const char *path)
-{
-	for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
-		char sec[16];
-
-		snprintf(sec, sizeof(sec), "port%u", i);
-		if (take_faults(conf.port_faults[i], rte_cfgfile_get_entry(cf, sec, "faults"), sec,
-				path) != 0)
-			return EINVAL;
-	}
-	return 0;
-}
-
-/*
- * A number setting, from the environment (@p env) or the file's [dpverbs] @p key: @p min
- * to @p max, else refused with what it means (@p what) and EINVAL.
- */
-static int take_number(const char *value, bool from_env, const char *env, const char *key,
-		       const char *path, const char *what, unsigned long min, unsigned long max,
-		       uint32_t *out)
-{
-	char *end;
-	unsigned long v;
-
-	if (value[0] == '\0')
-		return 0;
-	errno = 0;
-	v = strtoul(value, &end, 10);
-	if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < min ||
-	    v > max) {
-		if (from_env)
-			complain("%s=%s: want %s, %lu to %lu", env, value, what, min, max);
-		else
-			complain("%s = %s in [dpverbs] of %s: want %s, %lu to %lu", key, value, path,
-				 what, min, max);
-		return EINVAL;
-	}
-	*out = (uint32_t)v;
-	return 0;
-}
-
-/* Environment first; the INI file fills what the environment left unset. */
-static int load_config(void)
-{
-	const char *path = getenv("DPV_CONFIG"), *v;
-	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "",
-	     linger_ms[16] = "", guard[16] = "";
-	bool idle_from_env, arp_from_env, wait_from_env, linger_from_env, guard_from_env;
-
-	copy_setting(conf.eal_args, sizeof(conf.eal_args), getenv("DPV_EAL_ARGS"));
-	copy_setting(conf.ipv4, sizeof(conf.ipv4), getenv("DPV_PORT_IPV4"));
-	copy_setting(conf.progress, sizeof(conf.progress), getenv("DPV_PROGRESS"));
-	copy_setting(conf.capture, sizeof(conf.capture), getenv("DPV_CAPTURE"));
-	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
-	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
-	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
-	copy_setting(wait_ms, sizeof(wait_ms), getenv("DPV_LINK_WAIT_MS"));
-	copy_setting(linger_ms, sizeof(linger_ms), getenv("DPV_LINGER_MS"));
-	copy_setting(guard, sizeof(guard), getenv("DPV_FAULT_GUARD"));
-	idle_from_env = idle_us[0] != '\0';
-	arp_from_env = arp_ms[0] != '\0';
-	wait_from_env = wait_ms[0] != '\0';
-	linger_from_env = linger_ms[0] != '\0';
-	guard_from_env = guard[0] != '\0';
-	if (take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
-		return EINVAL;
-	if (path != NULL && path[0] != '\0') {
-		cf = rte_cfgfile_load(path, 0);
-		if (cf == NULL) {
-			complain("cannot read DPV_CONFIG file %s: %s", path, strerror(errno));
-			return EINVAL;
-		}
-		copy_setting(conf.eal_args, sizeof(conf.eal_args),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "eal_args"));
-		copy_setting(conf.progress, sizeof(conf.progress),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "progress"));
-		copy_setting(conf.capture, sizeof(conf.capture),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "capture"));
-		copy_setting(ring_pairs, sizeof(ring_pairs),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
-		copy_setting(idle_us, sizeof(idle_us),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
-		copy_setting(arp_ms, sizeof(arp_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "arp_lifetime_ms"));
-		copy_setting(wait_ms, sizeof(wait_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "link_wait_ms"));
-		copy_setting(linger_ms, sizeof(linger_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "linger_ms"));
-		copy_setting(guard, sizeof(guard),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "fault_guard"));
-		if ((conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
-		    take_faults(conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
-				"dpverbs", path) != 0) {
-			rte_cfgfile_close(cf);
-			return EINVAL;
-		}
-		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
-		if (conf.ipv4[0] == '\0') {
-			for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
-				char sec[16];
-				size_t len = strlen(conf.ipv4);
-
-				snprintf(sec, sizeof(sec), "port%u", i);
-				v = rte_cfgfile_get_entry(cf, sec, "ipv4");
-				if (v == NULL)
-					break;
-				snprintf(conf.ipv4 + len, sizeof(conf.ipv4) - len, "%s%s",
-					 i ? "," : "", v);
-			}
-		}
-		rte_cfgfile_close(cf);
-	}
-	if (ring_pairs[0] != '\0') {
-		char *end;
-		unsigned long n = strtoul(ring_pairs, &end, 10);
-
-		if (*end != '\0' || n > DPV_MAX_DEVS / 2) {
-			complain("DPV_RING_PAIRS=%s: want a number of port pairs, 0..%u",
-				 ring_pairs, DPV_MAX_DEVS / 2);
-			return EINVAL;
-		}
-		conf.ring_pairs = (unsigned int)n;
-	}
-	if (take_number(idle_us, idle_from_env, "DPV_INLINE_IDLE_US", "inline_idle_us", path,
-			"the microseconds an inline device may go undriven before the helper "
-			"thread drives it (0: never)", 0, DPV_INLINE_IDLE_US_MAX,
-			&conf.inline_idle_us) != 0 ||
-	    take_number(arp_ms, arp_from_env, "DPV_ARP_LIFETIME_MS", "arp_lifetime_ms", path,
-			"the milliseconds a neighbour's MAC is trusted after its last ARP", 1,
-			DPV_ARP_LIFETIME_MS_MAX, &conf.arp_lifetime_ms) != 0 ||
-	    take_number(wait_ms, wait_from_env, "DPV_LINK_WAIT_MS", "link_wait_ms", path,
-			"the milliseconds opening a device waits for its port's link (0: no "
-			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &conf.link_wait_ms) != 0 ||
-	    take_number(linger_ms, linger_from_env, "DPV_LINGER_MS", "linger_ms", path,
-			"the milliseconds a destroyed RC QP acknowledges its peer's resends at "
-			"most (0: not at all)", 0, DPV_LINGER_MS_MAX, &conf.linger_ms) != 0 ||
-	    take_number(guard, guard_from_env, "DPV_FAULT_GUARD", "fault_guard", path,
-			"whether dpverbs' SIGSEGV / SIGBUS handler guards its copies (0: no "
-			"handler)", 0, 1, &conf.fault_guard) != 0)
-		return EINVAL;
-	return 0;
-}
-
-/*
- * Whether the EAL arguments carry option @p opt: alone, as "opt=value", or for a short
- * option its value glued on, as EAL's getopt takes it ("-a0000:03:00.0").
- */
-static bool eal_has(const char *opt)
-{
-	size_t n = strlen(opt);
-	bool short_opt = n == 2 && opt[0] == '-' && opt[1] != '-';
-	const char *p = conf.eal_args;
-
-	while ((p = strstr(p, opt)) != NULL) {
-		if ((p == conf.eal_args || isspace((unsigned char)p[-1])) &&
-		    (short_opt || p[n] == '\0' || p[n] == '=' || isspace((unsigned char)p[n])))
-			return true;
-		p += n;
-	}
-	return false;
-}
-
-/* Whether this machine lacks the hugepage memory EAL needs without --no-huge. */
-static bool hugepages_missing(void)
-{
-	unsigned long free_pages = 0;
-	bool mounted = false;
-	char line[256];
-	FILE *f;
-
-	f = fopen("/proc/meminfo", "r");
-	if (f != NULL) {
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "HugePages_Free: %lu", &free_pages) == 1)
-				break;
-		fclose(f);
-	}
-	f = fopen("/proc/mounts", "r");
-	if (f != NULL) {
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (strstr(line, " hugetlbfs ") != NULL)
-				mounted = true;
-		fclose(f);
-	}
-	return free_pages == 0 || !mounted;
-}
-
-static int start_eal(void)
-{
-	char buf[CONFIG_LEN], *argv[MAX_EAL_ARGS + 1], *save = NULL, *tok;
-	const char *why;
-	int argc = 0;
-
-	if (conf.eal_args[0] == '\0') {
-		complain("no EAL arguments: set DPV_EAL_ARGS (for example \"-l 0 --no-huge "
-			 "--vdev=net_memif0,role=server\") or eal_args in the [dpverbs] section "
-			 "of the DPV_CONFIG file");
-		return ENODEV;
-	}
-	snprintf(buf, sizeof(buf), "%s", conf.eal_args);
-	argv[argc++] = (char *)"dpverbs";
-	/* EAL's start-up chatter would bury dpverbs' own message; a --log-level among
-	 * the arguments comes later and wins. */
-	argv[argc++] = (char *)"--log-level=warning";
-	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save)) {
-		if (argc == MAX_EAL_ARGS) {
-			complain("more than %d EAL arguments", MAX_EAL_ARGS);
-			return EINVAL;
-		}
-		argv[argc++] = tok;
-	}
-	argv[argc] = NULL;
-	rte_errno = 0;
-	if (rte_eal_init(argc, argv) < 0) {
-		if (rte_errno == EALREADY)
-			return 0; /* the program started EAL itself: use its ports */
-		/* Some EAL failures (a --file-prefix another process holds) set no code. */
-		why = rte_errno != 0 ? rte_strerror(rte_errno) : "failed";
-		if (!eal_has("--no-huge") && !eal_has("--in-memory") && hugepages_missing())
-			complain("EAL did not start with \"%s\": %s: this machine has no free "
-				 "hugepages or no hugetlbfs mount; reserve and mount them (see "
-				 "doc/guides/configuration.md) or add --no-huge", conf.eal_args,
-				 why);
-		else
-			complain("EAL did not start with \"%s\": %s (the EAL messages above say "
-				 "which argument)", conf.eal_args, why);
-		return ENODEV;
-	}
-	return 0;
-}
-
-static int parse_ipv4(const char *s, uint32_t *out)
-{
-	unsigned int a, b, c, d;
-	char tail;
-
-	if (sscanf(s, "%u.%u.%u.%u%c", &a, &b, &c, &d, &tail) != 4 || a > 255 || b > 255 ||
-	    c > 255 || d > 255)
-		return EINVAL;
-	*out = a << 24 | b << 16 | c << 8 | d;
-	return 0;
-}
-
-/* The IPv4 address of the index-th port from the comma-separated list. */
-static int port_ipv4(unsigned int index, uint32_t *ipv4)
-{
-	char buf[CONFIG_LEN], *save = NULL, *tok;
-	unsigned int i = 0;
-
-	snprintf(buf, sizeof(buf), "%s", conf.ipv4);
-	for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save), i++) {
-		while (isspace((unsigned char)*tok))
-			tok++;
-		if (i == index) {
-			if (parse_ipv4(tok, ipv4) != 0) {
-				complain("DPV_PORT_IPV4: \"%s\" is not an IPv4 address", tok);
-				return EINVAL;
-			}
-			return 0;
-		}
-	}
-	complain("no IPv4 address for DPDK port %u: list one per port in DPV_PORT_IPV4 "
-		 "(comma-separated, in port-id order)", index);
-	return EINVAL;
-}
-
-static int add_device(uint16_t port, uint32_t ipv4)
-{
-	struct dpv_device *d = calloc(1, sizeof(*d));
-
-	if (d == NULL)
-		return ENOMEM;
-	d->index = n_devices;
-	d->ibdev.node_type = IBV_NODE_CA;
-	d->ibdev.transport_type = IBV_TRANSPORT_IB;
-	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "dpv%u", n_devices);
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "dpv%u", n_devices);
-	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path), "dpdk-port-%u", port);
-	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path), "dpdk-port-%u", port);
-	d->ethdev_port = port;
-	d->ipv4 = ipv4;
-	pthread_mutex_init(&d->contexts_lock, NULL);
-	devices[n_devices++] = d;
-	return 0;
-}
-
-/* Once per process: configuration, EAL, one device per port. */
-static int list_devices(void)
-{
-	uint16_t port, a, b;
-	unsigned int i = 0;
-	uint32_t ipv4;
-	int ret;
-
-	/* Before EAL starts its telemetry thread: a client finds the commands at once. */
-	dpv_verbs_telemetry_register();
-	ret = load_config();
-	if (ret == 0)
-		ret = start_eal();
-	for (unsigned int p = 0; ret == 0 && p < conf.ring_pairs; p++) {
-		char name[24];
-
-		snprintf(name, sizeof(name), "dpvpair%u", p);
-		ret = dpv_port_ring_pair(name, (int)rte_socket_id(), &a, &b);
-		if (ret != 0)
-			complain("cannot create ring pair %u: %s", p, strerror(ret));
-	}
-	if (ret != 0)
-		return ret;
-	RTE_ETH_FOREACH_DEV(port) {
-		if (i == DPV_MAX_DEVS)
-			break;
-		ret = port_ipv4(i, &ipv4);
-		if (ret == 0)
-			ret = add_device(port, ipv4);
-		if (ret != 0)
-			return ret;
-		i++;
-	}
-	if (i == 0 && (eal_has("--vdev") || eal_has("-a") || eal_has("--allow"))) {
-		complain("EAL started but none of the ports its arguments name came up (the "
-			 "messages above say why: a memif socket already in use, an interface "
-			 "that does not exist, a PCI device not bound to vfio-pci): \"%s\"",
-			 conf.eal_args);
-		return ENODEV;
-	}
-	if (i == 0) {
-		complain("EAL started but found no DPDK port: add --vdev=... (memif, af_packet, "
-			 "af_xdp, ring) or bind a NIC to vfio-pci, or set DPV_RING_PAIRS");
-		return ENODEV;
-	}
-	return 0;
-}
-
-struct ibv_device **ibv_get_device_list(int *num_devices)
-{
-	struct ibv_device **list;
-	unsigned int i;
-
-	pthread_mutex_lock(&devices_lock);
-	if (!devices_listed) {
-		list_errno = list_devices();
-		devices_listed = true;
-	}
-	list = calloc(n_devices + 1, sizeof(*list));
-	if (list != NULL)
-		for (i = 0; i < n_devices; i++)
-			list[i] = &devices[i]->ibdev;
-	pthread_mutex_unlock(&devices_lock);
-	if (list == NULL) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	if (num_devices != NULL)
-		*num_devices = (int)n_devices;
-	if (n_devices == 0)
-		errno = list_errno ? list_errno : ENODEV;
-	return list;
-}
-
-void ibv_free_device_list(struct ibv_device **list)
-{
-	free(list);
-}
-
-struct dpv_device *dpv_verbs_device_named(const char *name)
-{
-	struct dpv_device *d = NULL;
-
-	pthread_mutex_lock(&devices_lock);
-	for (unsigned int i = 0; i < n_devices && d == NULL; i++)
-		if (devices[i]->dev != NULL && strcmp(devices[i]->ibdev.name, name) == 0)
-			d = devices[i];
-	pthread_mutex_unlock(&devices_lock);
-	return d;
-}
-
-unsigned int dpv_verbs_opened_devices(struct dpv_device **out, unsigned int max)
-{
-	unsigned int n = 0;
-
-	pthread_mutex_lock(&devices_lock);
-	for (unsigned int i = 0; i < n_devices && n < max; i++)
-		if (devices[i]->dev != NULL)
-			out[n++] = devices[i];
-	pthread_mutex_unlock(&devices_lock);
-	return n;
-}
-
-const char *ibv_get_device_name(struct ibv_device *device)
-{
-	return device->name;
-}
-
-int ibv_get_device_index(struct ibv_device *device)
-{
-	return (int)container_of(device, struct dpv_device, ibdev)->index;
-}
-
-/* The node GUID: the port's MAC as an EUI-64 (as RoCE devices do). */
-static __be64 guid_of_mac(const struct rte_ether_addr *mac)
-{
-	const uint8_t *m = mac->addr_bytes;
-	uint8_t g[8] = {m[0] ^ 2, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]};
-	__be64 v;
-
-	memcpy(&v, g, sizeof(v));
-	return v;
-}
-
-static __be64 node_guid(const struct dpv_dev *dev)
-{
-	return guid_of_mac(&dev->port.mac);
-}
-
-__be64 ibv_get_device_guid(struct ibv_device *device)
-{
-	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
-	struct rte_ether_addr mac;
-
-	if (d->dev != NULL)
-		return node_guid(d->dev);
-	/* Not opened (ibv_devices lists without opening): the ethdev has its MAC from
-	 * probe on, the one the open keeps. A port without a MAC of its own (ring) gets
-	 * one only when opened. */
-	if (rte_eth_macaddr_get(d->ethdev_port, &mac) != 0 || rte_is_zero_ether_addr(&mac))
-		return 0;
-	return guid_of_mac(&mac);
-}
-
-/* DPV_CAPTURE's file, which every device the process opens writes; once every device
- * of it has stopped, devices opened later are not captured (the file is not made anew). */
-static struct dpv_capture_source *env_capture;
-static bool env_capture_over;
-
-/* The pcapng section comment: which DPDK port each device is (the file names its
- * interfaces after DPDK ports), and which devices the capture started with. */
-static void capture_comment(char *buf, size_t n, const char *captured)
-{
-	size_t len = (size_t)snprintf(buf, n, "dpverbs %s, pid %d:", DPV_VERSION, (int)getpid());
-
-	for (unsigned int i = 0; i < n_devices && len < n; i++)
-		len += (size_t)snprintf(buf + len, n - len, " %s is DPDK port %u%s",
-					devices[i]->ibdev.name, devices[i]->ethdev_port,
-					i + 1 < n_devices ? "," : ";");
-	if (len < n)
-		snprintf(buf + len, n - len, " captured: %s", captured);
-}
-
-/* The device name of each ethdev port that has one, for the capture file's interfaces
- * (devices_lock held). */
-static const char *const *capture_port_names(const char *names[RTE_MAX_ETHPORTS])
-{
-	for (unsigned int i = 0; i < RTE_MAX_ETHPORTS; i++)
-		names[i] = NULL;
-	for (unsigned int i = 0; i < n_devices; i++)
-		if (devices[i]->ethdev_port < RTE_MAX_ETHPORTS)
-			names[devices[i]->ethdev_port] = devices[i]->ibdev.name;
-	return names;
-}
-
-/* Hand a source to the device's port (or take it back, NULL) between two of its poll
- * iterations: the owner thread reads port.capture unlocked. */
-static void set_port_capture(struct dpv_dev *dev, struct dpv_capture_source *s)
-{
-	dpv_dev_own(dev);
-	dev->port.capture = s;
-	dpv_dev_disown(dev);
-}
-
-/* Stop a device's capture (devices_lock held). @return as dpv_capture_remove() */
-static int stop_capture(struct dpv_dev *dev)
-{
-	struct dpv_capture_source *s = dev->port.capture;
-	bool env = env_capture != NULL && dpv_capture_same(s, env_capture);
-
-	set_port_capture(dev, NULL);
-	if (env && s == env_capture) {
-		/* The file lives while any source does: keep another one to add to. */
-		env_capture = NULL;
-		for (unsigned int i = 0; i < n_devices && env_capture == NULL; i++) {
-			struct dpv_capture_source *o =
-				devices[i]->dev != NULL ? devices[i]->dev->port.capture : NULL;
-
-			if (o != NULL && dpv_capture_same(o, s))
-				env_capture = o;
-		}
-		env_capture_over = env_capture == NULL;
-	}
-	return dpv_capture_remove(s);
-}
-
-/*
- * At exit, finish the captures, so their files are whole: devices live as long as the
- * process and nothing else would close them. Runs after linger(), so the capture sees
- * the last frames.
- */
-static void finish_captures(void)
-{
-	pthread_mutex_lock(&devices_lock);
-	for (unsigned int i = 0; i < n_devices; i++) {
-		struct dpv_dev *dev = devices[i]->dev;
-		int ret;
-
-		if (dev == NULL || dev->port.capture == NULL)
-			continue;
-		ret = stop_capture(dev);
-		if (ret != 0)
-			complain("%s: the capture file misses frames: writing it failed: %s",
-				 devices[i]->ibdev.name, strerror(ret));
-	}
-	pthread_mutex_unlock(&devices_lock);
-}
 
 /* How long devices keep running at exit once nothing comes or goes, and at most. */
 #define LINGER_QUIET_MS 20
@@ -624,27 +31,27 @@ static int64_t frames_moved(void)
 	int64_t n = 0;
 	bool sent = false;
 
-	for (unsigned int i = 0; i < n_devices; i++) {
-		const struct dpv_dev *dev = devices[i]->dev;
+	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++) {
+		const struct dpv_dev *dev = dpv_verbs_devices[i]->dev;
 
 		if (dev != NULL) {
-			uint64_t tx = __atomic_load_n(&dev->port.stats.tx_frames, __ATOMIC_RELAXED);
+			const struct dpv_port_stats *st = dpv_dev_port_stats(dev);
+			uint64_t tx = __atomic_load_n(&st->tx_frames, __ATOMIC_RELAXED);
 
-			n += (int64_t)(tx + __atomic_load_n(&dev->port.stats.rx_frames,
-							      __ATOMIC_RELAXED));
+			n += (int64_t)(tx + __atomic_load_n(&st->rx_frames, __ATOMIC_RELAXED));
 			sent |= tx != 0;
 		}
 	}
 	return sent ? n : -1;
 }
 
-/* The addresses of the process's devices (devices_lock held): peers whose QPs end with
- * the process, and whose devices it drives as long as it lives. */
+/* The addresses of the process's devices (dpv_verbs_devices_lock held): peers whose QPs
+ * end with the process, and whose devices it drives as long as it lives. */
 static unsigned int own_ips(uint32_t *ips)
 {
-	for (unsigned int i = 0; i < n_devices; i++)
-		ips[i] = devices[i]->ipv4;
-	return n_devices;
+	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++)
+		ips[i] = dpv_verbs_devices[i]->ipv4;
+	return dpv_verbs_n_devices;
 }
 
 /* Whether a device still answers for QPs whose peers are not in this process
@@ -654,12 +61,12 @@ static bool any_lingers(uint64_t now)
 	uint32_t own[DPV_MAX_DEVS];
 	unsigned int n = own_ips(own), i;
 
-	for (i = 0; i < n_devices; i++) {
+	for (i = 0; i < dpv_verbs_n_devices; i++) {
 		uint64_t until;
 
-		if (devices[i]->dev == NULL)
+		if (dpv_verbs_devices[i]->dev == NULL)
 			continue;
-		until = dpv_dev_linger_until(devices[i]->dev, own, n);
+		until = dpv_dev_linger_until(dpv_verbs_devices[i]->dev, own, n);
 		if (until != 0 && (int64_t)(until - now) > 0)
 			return true;
 	}
@@ -684,12 +91,12 @@ static void linger(void)
 {
 	const uint64_t ms = rte_get_tsc_hz() / 1000;
 	const uint64_t quiet_for = LINGER_QUIET_MS * ms,
-		       at_most = (conf.linger_ms * 2 > LINGER_MAX_MS ? conf.linger_ms * 2
-								     : LINGER_MAX_MS) * ms;
+		       at_most = (dpv_verbs_conf.linger_ms * 2 > LINGER_MAX_MS ?
+				  dpv_verbs_conf.linger_ms * 2 : LINGER_MAX_MS) * ms;
 	uint64_t start = rte_get_tsc_cycles(), quiet = start, now = start;
 	int64_t moved, last;
 
-	pthread_mutex_lock(&devices_lock);
+	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	last = frames_moved();
 	while (last >= 0 && (now - quiet < quiet_for || any_lingers(now)) &&
 	       now - start < at_most) {
@@ -704,62 +111,12 @@ static void linger(void)
 			quiet = now;
 		}
 	}
-	pthread_mutex_unlock(&devices_lock);
-}
-
-/* DPV_CAPTURE=<file.pcapng>: every frame of every device of the process goes to that
- * one file, each device's port an interface of it (devices_lock held). */
-static int start_env_capture(struct dpv_device *d)
-{
-	const char *names[RTE_MAX_ETHPORTS];
-	char comment[512];
-	int ret;
-
-	if (conf.capture[0] == '\0' || env_capture_over)
-		return 0;
-	if (env_capture != NULL) {
-		struct dpv_capture_source *s;
-
-		ret = dpv_capture_add(env_capture, d->ibdev.name, d->dev->port.ethdev_port, &s);
-		if (ret == 0)
-			set_port_capture(d->dev, s);
-	} else {
-		capture_comment(comment, sizeof(comment), "every device it opens (DPV_CAPTURE)");
-		ret = dpv_capture_open(conf.capture, comment, capture_port_names(names),
-				       d->ibdev.name, d->dev->port.ethdev_port, &env_capture);
-		if (ret == 0)
-			set_port_capture(d->dev, env_capture);
-	}
-	if (ret != 0)
-		complain("DPV_CAPTURE: cannot capture %s into %s: %s", d->ibdev.name,
-			 conf.capture, strerror(ret));
-	return ret;
-}
-
-/* The fault spec of a device: its port's own ([portN] faults), else every port's. */
-static const char *faults_of(const struct dpv_device *d)
-{
-	if (d->index < DPV_MAX_DEVS && conf.port_faults[d->index][0] != '\0')
-		return conf.port_faults[d->index];
-	return conf.faults;
-}
-
-/* Called by the device's owner when its link went up or down: every open context of
- * the device hears of it (ibv_get_async_event(3): IBV_EVENT_PORT_ACTIVE, _PORT_ERR). */
-static void port_event(struct dpv_dev *dev, bool up, void *arg)
-{
-	struct dpv_device *d = arg;
-
-	(void)dev;
-	pthread_mutex_lock(&d->contexts_lock);
-	for (struct dpv_context *c = d->contexts; c != NULL; c = c->next_on_device)
-		dpv_verbs_async_event(c, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR, NULL);
-	pthread_mutex_unlock(&d->contexts_lock);
+	pthread_mutex_unlock(&dpv_verbs_devices_lock);
 }
 
 /*
  * Open the device's port unless it is open. Opening a port waits up to @p link_wait_ms
- * for its link (dpv_port_set_link_wait()): a program that checks its port right after
+ * for its link (dpv_engine_set_link_wait()): a program that checks its port right after
  * opening it (perftest) finds it ACTIVE when its peer comes within that time, and DOWN,
  * the truth, when not, which is then said once.
  */
@@ -770,51 +127,53 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 	bool up;
 	int ret = 0;
 
-	pthread_mutex_lock(&devices_lock);
+	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	if (d->dev == NULL) {
 		/* The process's signal handlers are the program's to give (memory.md). */
-		if (conf.fault_guard)
+		if (dpv_verbs_conf.fault_guard)
 			dpv_xport_fault_guard();
-		conf.fault_guard_taken = true;
-		dpv_port_set_link_wait(link_wait_ms);
-		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4, faults_of(d),
-					  &d->dev);
+		dpv_verbs_conf.fault_guard_taken = true;
+		dpv_engine_set_link_wait(link_wait_ms);
+		ret = dpv_dev_open_faults(d->ibdev.name, d->ethdev_port, d->ipv4,
+					  dpv_verbs_faults_of(d), &d->dev);
 		if (ret == 0 && link_wait_ms > 0) {
-			d->dev->port.ops->link(&d->dev->port, &up, &speed);
+			dpv_dev_link(d->dev, &up, &speed);
 			if (!up)
-				complain("%s: the link of DPDK port %u is still down after %u ms "
-					 "(DPV_LINK_WAIT_MS): the port is DOWN until it comes up "
-					 "(a memif server's when its client connects)",
-					 d->ibdev.name, d->ethdev_port, link_wait_ms);
+				dpv_verbs_complain(
+					"%s: the link of DPDK port %u is still down after %u ms "
+					"(DPV_LINK_WAIT_MS): the port is DOWN until it comes up "
+					"(a memif server's when its client connects)",
+					d->ibdev.name, d->ethdev_port, link_wait_ms);
 		}
 		if (ret != 0)
-			complain("%s: cannot open DPDK port %u: %s", d->ibdev.name, d->ethdev_port,
-				 strerror(ret));
+			dpv_verbs_complain("%s: cannot open DPDK port %u: %s", d->ibdev.name,
+					   d->ethdev_port, strerror(ret));
 		/* Before the linger hook: atexit runs it after, the capture sees it all. */
 		if (ret == 0 && !capture_hook)
-			capture_hook = atexit(finish_captures) == 0;
+			capture_hook = atexit(dpv_verbs_capture_finish_all) == 0;
 		if (ret == 0)
-			ret = start_env_capture(d);
+			ret = dpv_verbs_capture_env(d);
 		/* Before the progress mode: nobody polls the port yet. */
 		if (ret == 0) {
-			d->dev->link_event = port_event;
+			d->dev->link_event = dpv_verbs_port_event;
 			d->dev->link_arg = d;
-			ret = dpv_port_set_arp_lifetime(&d->dev->port, conf.arp_lifetime_ms);
+			ret = dpv_dev_set_arp_lifetime(d->dev, dpv_verbs_conf.arp_lifetime_ms);
 		}
 		if (ret == 0) {
 			dpv_dev_own(d->dev);
-			ret = dpv_xport_set_linger_ms(d->dev->xport, conf.linger_ms);
+			ret = dpv_xport_set_linger_ms(d->dev->xport, dpv_verbs_conf.linger_ms);
 			dpv_dev_disown(d->dev);
 		}
 		if (ret == 0)
-			ret = dpv_verbs_apply_progress(d->dev, conf.progress);
+			ret = dpv_verbs_apply_progress(d->dev, dpv_verbs_conf.progress);
 		/* After the mode: a device that went to an lcore or a service needs no
 		 * helper. */
 		if (ret == 0) {
-			ret = dpv_engine_set_inline_idle_us(conf.inline_idle_us);
+			ret = dpv_engine_set_inline_idle_us(dpv_verbs_conf.inline_idle_us);
 			if (ret != 0)
-				complain("%s: cannot start the helper thread of inline progress: %s",
-					 d->ibdev.name, strerror(ret));
+				dpv_verbs_complain(
+					"%s: cannot start the helper thread of inline progress: %s",
+					d->ibdev.name, strerror(ret));
 		}
 		/* Before the linger hook: atexit runs it after, the dump counts the last frames. */
 		if (ret == 0)
@@ -822,40 +181,8 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 		if (ret == 0 && !linger_hook)
 			linger_hook = atexit(linger) == 0;
 	}
-	pthread_mutex_unlock(&devices_lock);
+	pthread_mutex_unlock(&dpv_verbs_devices_lock);
 	return ret;
-}
-
-int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode)
-{
-	char *end;
-	unsigned long lcore;
-	int ret;
-
-	if (mode == NULL || mode[0] == '\0' || strcmp(mode, "inline") == 0)
-		return 0;
-	if (strncmp(mode, "lcore:", 6) == 0) {
-		lcore = strtoul(mode + 6, &end, 10);
-		ret = *end == '\0' ? dpv_dev_start_lcore(dev, (unsigned int)lcore) : EINVAL;
-		if (ret != 0)
-			complain("DPV_PROGRESS=%s: lcore %s is not a free EAL worker lcore (give "
-				 "EAL one with -l)", mode, mode + 6);
-		return ret;
-	}
-	if (strcmp(mode, "service") == 0) {
-		if (rte_service_lcore_count() <= 0) {
-			complain("DPV_PROGRESS=service: EAL has no service core to run the device "
-				 "on: give it one with -s <coremask> or -S <corelist>");
-			return EINVAL;
-		}
-		ret = dpv_dev_start_service(dev);
-		if (ret != 0)
-			complain("DPV_PROGRESS=service: cannot register the service: %s",
-				 strerror(ret));
-		return ret;
-	}
-	complain("DPV_PROGRESS=%s: want inline, lcore:<id> or service", mode);
-	return EINVAL;
 }
 
 static void fill_ops(struct dpv_context *c)
@@ -918,7 +245,7 @@ struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_
 struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct dpv_device *d = container_of(device, struct dpv_device, ibdev);
-	int ret = open_dev(d, conf.link_wait_ms);
+	int ret = open_dev(d, dpv_verbs_conf.link_wait_ms);
 
 	if (ret != 0) {
 		errno = ret;
@@ -948,10 +275,10 @@ int ibv_close_device(struct ibv_context *context)
 	 * devices (their QPs resend only while it drives them, and it drives this one as
 	 * long). Not under contexts_lock: the owner takes it for a port event. */
 	if (last) {
-		pthread_mutex_lock(&devices_lock);
+		pthread_mutex_lock(&dpv_verbs_devices_lock);
 		n_own = own_ips(own);
-		pthread_mutex_unlock(&devices_lock);
-		dpv_dev_linger(c->dev, own, n_own, 2 * conf.linger_ms);
+		pthread_mutex_unlock(&dpv_verbs_devices_lock);
+		dpv_dev_linger(c->dev, own, n_own, 2 * dpv_verbs_conf.linger_ms);
 	}
 	close(context->cmd_fd);
 	close(context->async_fd);
@@ -964,7 +291,7 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 {
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "dpverbs %s", DPV_VERSION);
-	a->node_guid = node_guid(dev);
+	a->node_guid = dpv_verbs_node_guid(dev);
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = DPV_MAX_MR_SIZE;
 	a->page_size_cap = 4096;
@@ -1047,7 +374,7 @@ int dpv_verbs_query_port(struct ibv_context *context, uint8_t port_num,
 	if (port_num != 1)
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
-	dev->port.ops->link(&dev->port, &up, &speed);
+	dpv_dev_link(dev, &up, &speed);
 	a.state = up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	/* What the transport really sends: the link's IP MTU and one mbuf bound it. */
 	a.active_mtu = (enum ibv_mtu)dpv_xport_active_mtu(dev->xport);
@@ -1101,21 +428,27 @@ bool dpv_verbs_gid_ipv4(const union ibv_gid *gid, uint32_t *ipv4)
 
 int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
+	struct dpv_dev_port_info info;
+
 	if (port_num != 1 || index != 0) {
 		errno = EINVAL;
 		return -1;
 	}
-	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, gid);
+	dpv_dev_port_info(to_ctx(context)->dev, &info);
+	dpv_verbs_gid_of(info.ipv4, gid);
 	return 0;
 }
 
 int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
 		      struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
+	struct dpv_dev_port_info info;
+
 	if (flags != 0 || port_num != 1 || gid_index != 0 || entry_size < sizeof(*entry))
 		return EINVAL;
 	memset(entry, 0, sizeof(*entry));
-	dpv_verbs_gid_of(to_ctx(context)->dev->port.ipv4, &entry->gid);
+	dpv_dev_port_info(to_ctx(context)->dev, &info);
+	dpv_verbs_gid_of(info.ipv4, &entry->gid);
 	entry->gid_index = 0;
 	entry->port_num = 1;
 	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -1138,75 +471,6 @@ int ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pke
 	(void)context;
 	return port_num == 1 && pkey == 0xffff ? 0 : -1;
 }
-
-/* ---- async events ---- */
-
-void dpv_verbs_async_event(struct dpv_context *c, enum ibv_event_type type, void *obj)
-{
-	uint64_t one = 1;
-
-	pthread_mutex_lock(&c->async_lock);
-	if (c->async_tail - c->async_head < DPV_ASYNC_QUEUE) {
-		c->async_q[c->async_tail % DPV_ASYNC_QUEUE] = (struct dpv_async_event){type, obj};
-		c->async_tail++;
-		if (write(c->vctx.context.async_fd, &one, sizeof(one)) != sizeof(one))
-			c->async_lost++;
-	} else {
-		c->async_lost++;
-	}
-	pthread_mutex_unlock(&c->async_lock);
-}
-
-int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
-{
-	struct dpv_context *c = to_ctx(context);
-	struct dpv_async_event ev;
-	uint64_t n;
-
-	/* Blocks like the kernel's async fd; the engine helper keeps devices moving. */
-	if (read(context->async_fd, &n, sizeof(n)) != sizeof(n))
-		return -1;
-	pthread_mutex_lock(&c->async_lock);
-	ev = c->async_q[c->async_head % DPV_ASYNC_QUEUE];
-	c->async_head++;
-	/* Several events may be counted by one read: re-arm the fd for the rest. */
-	if (c->async_tail != c->async_head) {
-		uint64_t rest = c->async_tail - c->async_head;
-
-		if (write(context->async_fd, &rest, sizeof(rest)) != sizeof(rest))
-			c->async_lost++;
-	}
-	pthread_mutex_unlock(&c->async_lock);
-	memset(event, 0, sizeof(*event));
-	event->event_type = ev.type;
-	switch (ev.type) {
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-	case IBV_EVENT_SRQ_ERR:
-		event->element.srq = ev.obj;
-		break;
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		event->element.qp = ev.obj;
-		break;
-	case IBV_EVENT_CQ_ERR:
-		event->element.cq = ev.obj;
-		break;
-	default:
-		event->element.port_num = 1;
-		break;
-	}
-	return 0;
-}
-
-void ibv_ack_async_event(struct ibv_async_event *event)
-{
-	(void)event;
-}
-
 int ibv_fork_init(void)
 {
 	return 0;
@@ -1228,23 +492,7 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 		return NULL;
 	}
 	dpv_verbs_telemetry_register();
-	pthread_mutex_lock(&devices_lock);
-	/* The program started EAL itself: ibv_get_device_list() lists what it opened. */
-	devices_listed = true;
-	/* Of the configuration only DPV_FAULTS applies: no file is read. */
-	ret = take_faults(conf.faults, getenv("DPV_FAULTS"), NULL, NULL);
-	for (unsigned int i = 0; i < n_devices; i++)
-		if (devices[i]->ethdev_port == port_id)
-			d = devices[i];
-	if (ret == 0 && d == NULL) {
-		if (n_devices == DPV_MAX_DEVS)
-			ret = ENOSPC;
-		else
-			ret = add_device(port_id, ipv4);
-		if (ret == 0)
-			d = devices[n_devices - 1];
-	}
-	pthread_mutex_unlock(&devices_lock);
+	ret = dpv_verbs_device_of_port(port_id, ipv4, &d);
 	/* A program that starts EAL itself waits for its ports' links as it likes. */
 	if (ret == 0)
 		ret = open_dev(d, 0);
@@ -1253,6 +501,13 @@ struct ibv_context *dpv_verbs_open_port(uint16_t port_id, uint32_t ipv4)
 		return NULL;
 	}
 	return dpv_verbs_context_new(&d->ibdev, d->dev);
+}
+
+int dpv_verbs_ring_pair(const char *name, uint16_t *port_a, uint16_t *port_b)
+{
+	if (name == NULL || name[0] == '\0' || port_a == NULL || port_b == NULL)
+		return EINVAL;
+	return dpv_engine_ring_pair(name, (int)rte_socket_id(), port_a, port_b);
 }
 
 int dpv_verbs_set_progress(struct ibv_context *context, const char *mode)
@@ -1264,11 +519,11 @@ int dpv_verbs_set_inline_idle_us(uint32_t us)
 {
 	int ret;
 
-	pthread_mutex_lock(&devices_lock);
+	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	ret = dpv_engine_set_inline_idle_us(us);
 	if (ret == 0)
-		conf.inline_idle_us = us; /* devices opened later keep it */
-	pthread_mutex_unlock(&devices_lock);
+		dpv_verbs_conf.inline_idle_us = us; /* devices opened later keep it */
+	pthread_mutex_unlock(&dpv_verbs_devices_lock);
 	return ret;
 }
 
@@ -1278,12 +533,12 @@ int dpv_verbs_set_fault_guard(int on)
 
 	if (on != 0 && on != 1)
 		return EINVAL;
-	pthread_mutex_lock(&devices_lock);
-	if (conf.fault_guard_taken)
+	pthread_mutex_lock(&dpv_verbs_devices_lock);
+	if (dpv_verbs_conf.fault_guard_taken)
 		ret = EBUSY;
 	else
-		conf.fault_guard = (uint32_t)on;
-	pthread_mutex_unlock(&devices_lock);
+		dpv_verbs_conf.fault_guard = (uint32_t)on;
+	pthread_mutex_unlock(&dpv_verbs_devices_lock);
 	return ret;
 }
 
@@ -1298,44 +553,4 @@ int dpv_verbs_query_engine(struct ibv_context *context, struct dpv_verbs_engine_
 	stats->busy_polls = __atomic_load_n(&dev->stats.busy_polls, __ATOMIC_RELAXED);
 	stats->helper_polls = __atomic_load_n(&dev->stats.helper_polls, __ATOMIC_RELAXED);
 	return 0;
-}
-
-int dpv_verbs_capture_start(struct ibv_context *context, const char *path)
-{
-	const char *names[RTE_MAX_ETHPORTS];
-	struct dpv_capture_source *s;
-	struct dpv_context *c;
-	char comment[512];
-	int ret;
-
-	if (context == NULL || path == NULL || path[0] == '\0')
-		return EINVAL;
-	c = to_ctx(context);
-	pthread_mutex_lock(&devices_lock);
-	if (c->dev->port.capture != NULL) {
-		ret = EBUSY;
-	} else {
-		capture_comment(comment, sizeof(comment), c->device->ibdev.name);
-		/* The file is made before the device is touched: it runs on meanwhile. */
-		ret = dpv_capture_open(path, comment, capture_port_names(names),
-				       c->device->ibdev.name, c->dev->port.ethdev_port, &s);
-		if (ret == 0)
-			set_port_capture(c->dev, s);
-	}
-	pthread_mutex_unlock(&devices_lock);
-	return ret;
-}
-
-int dpv_verbs_capture_stop(struct ibv_context *context)
-{
-	struct dpv_context *c;
-	int ret;
-
-	if (context == NULL)
-		return EINVAL;
-	c = to_ctx(context);
-	pthread_mutex_lock(&devices_lock);
-	ret = c->dev->port.capture != NULL ? stop_capture(c->dev) : ENOENT;
-	pthread_mutex_unlock(&devices_lock);
-	return ret;
 }

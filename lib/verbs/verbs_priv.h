@@ -2,7 +2,8 @@
 /*
  * The facade's private objects: each wraps rdma-core's public struct (first, so the
  * static-inline verbs of <infiniband/verbs.h> see what they expect) around the
- * device-side object of lib/transport, with to_xxx() converters in rdma-core's style.
+ * device-side object of lib/transport, with to_xxx() converters in rdma-core's style;
+ * and what the facade's files share.
  */
 #ifndef DPV_VERBS_PRIV_H
 #define DPV_VERBS_PRIV_H
@@ -37,7 +38,7 @@ struct dpv_device {
 	/* Every SRQ of the device, for telemetry (verbs_telemetry.c): linked and unlinked
 	 * by whoever owns the device (dpv_dev_own), so an owner finds each one whole. */
 	struct dpv_srq_v *srqs;
-	/* Its open contexts, each told of port events (verbs_device.c). */
+	/* Its open contexts, each told of port events (verbs_async.c). */
 	pthread_mutex_t contexts_lock;
 	struct dpv_context *contexts;
 };
@@ -166,6 +167,75 @@ static inline struct dpv_channel *to_channel(struct ibv_comp_channel *c)
 {
 	return container_of(c, struct dpv_channel, ibch);
 }
+
+/* ---- verbs_config.c: the settings, environment first, then the DPV_CONFIG file ---- */
+
+#define DPV_VERBS_CONFIG_LEN 1024
+
+struct dpv_verbs_conf {
+	char eal_args[DPV_VERBS_CONFIG_LEN];
+	char ipv4[DPV_VERBS_CONFIG_LEN];
+	char progress[64];
+	char capture[DPV_VERBS_CONFIG_LEN];
+	char faults[DPV_FAULTS_SPEC_MAX];   /* every port's, unless it has its own */
+	char port_faults[DPV_MAX_DEVS][DPV_FAULTS_SPEC_MAX]; /* [portN] faults */
+	unsigned int ring_pairs;
+	uint32_t inline_idle_us;
+	uint32_t arp_lifetime_ms;
+	uint32_t link_wait_ms;
+	uint32_t linger_ms;
+	uint32_t fault_guard;   /* 1: dpv_xport_fault_guard() before the first device */
+	bool fault_guard_taken; /* a device opened: the choice is made */
+};
+
+/* Read once, by dpv_verbs_load_config() (or dpv_verbs_load_faults_env()), under
+ * dpv_verbs_devices_lock; inline_idle_us changes later under it too. */
+extern struct dpv_verbs_conf dpv_verbs_conf;
+
+/* Say what is wrong once, on stderr, in words a person can act on. */
+void dpv_verbs_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Every setting, environment first; 0, or EINVAL (said why). */
+int dpv_verbs_load_config(void);
+/* DPV_FAULTS alone, for the devices of a DPDK-native program; 0, or EINVAL (said why). */
+int dpv_verbs_load_faults_env(void);
+/* Start EAL with the settings' EAL arguments: 0 (also when the program started it),
+ * ENODEV or EINVAL (said why). */
+int dpv_verbs_start_eal(void);
+/* Whether the EAL arguments carry option @p opt. */
+bool dpv_verbs_eal_has(const char *opt);
+/* The IPv4 address of the @p index-th port from DPV_PORT_IPV4; 0, or EINVAL (said why). */
+int dpv_verbs_port_ipv4(unsigned int index, uint32_t *ipv4);
+/* The fault spec of a device: its port's own ([portN] faults), else every port's. */
+const char *dpv_verbs_faults_of(const struct dpv_device *d);
+
+/* ---- verbs_devlist.c: the process's devices ---- */
+
+/* The devices, in the order they were listed or opened; each lives as long as the
+ * process. The lock guards the list, each device's open and capture, and the
+ * settings' later changes. */
+extern pthread_mutex_t dpv_verbs_devices_lock;
+extern struct dpv_device *dpv_verbs_devices[DPV_MAX_DEVS];
+extern unsigned int dpv_verbs_n_devices;
+
+/* The device of DPDK port @p port_id for a DPDK-native program, listed now if it was
+ * not (with @p ipv4): 0, EINVAL (a DPV_FAULTS spec not valid), ENOSPC or ENOMEM. */
+int dpv_verbs_device_of_port(uint16_t port_id, uint32_t ipv4, struct dpv_device **out);
+/* The node GUID of an open device: its port's MAC as an EUI-64. */
+__be64 dpv_verbs_node_guid(const struct dpv_dev *dev);
+
+/* ---- verbs_capture.c ---- */
+
+/* DPV_CAPTURE: the device @p d, just opened, joins the one file of every device
+ * (dpv_verbs_devices_lock held); 0 when nothing is to be captured. */
+int dpv_verbs_capture_env(struct dpv_device *d);
+/* At exit: finish every device's capture, so its file is whole. */
+void dpv_verbs_capture_finish_all(void);
+
+/* ---- verbs_async.c ---- */
+
+/* The device's link went up or down (its owner calls it): every open context of the
+ * device (@p arg) hears of it. */
+void dpv_verbs_port_event(struct dpv_dev *dev, bool up, void *arg);
 
 /* The opened device named @p name (dpvN), or NULL (any thread; devices live as long as
  * the process). */

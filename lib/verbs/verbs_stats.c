@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpv_faults.h"
 #include "dpv_verbs.h"
 #include "verbs_priv.h"
 
@@ -133,8 +132,8 @@ int dpv_verbs_dev_xstats(const struct dpv_dev *dev, struct dpv_verbs_xstat *xs, 
 	struct dpv_faults_stats fs;
 	char name[32];
 
-	PUT_FIELDS(&o, "port.", port_fields, &dev->port.stats);
-	if (dpv_faults_stats(&dev->port, &fs) == 0) {
+	PUT_FIELDS(&o, "port.", port_fields, dpv_dev_port_stats(dev));
+	if (dpv_dev_faults_stats(dev, &fs) == 0) {
 		PUT_FIELDS(&o, "faults.tx.", fault_fields, &fs.tx);
 		PUT_FIELDS(&o, "faults.rx.", fault_fields, &fs.rx);
 	}

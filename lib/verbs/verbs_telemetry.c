@@ -106,26 +106,25 @@ static const char *mode_name(uint8_t mode)
 static int tel_info(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct dpv_device *dv = parse(params, NULL);
-	const struct dpv_port *port;
+	struct dpv_dev_port_info port;
 	char buf[32];
 
 	(void)cmd;
 	if (dv == NULL)
 		return -EINVAL;
-	port = &dv->dev->port;
+	dpv_dev_port_info(dv->dev, &port);
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", dv->ibdev.name);
-	rte_tel_data_add_dict_int(d, "dpdk_port", port->ethdev_port);
-	snprintf(buf, sizeof(buf), "%u.%u.%u.%u", port->ipv4 >> 24, (port->ipv4 >> 16) & 255,
-		 (port->ipv4 >> 8) & 255, port->ipv4 & 255);
+	rte_tel_data_add_dict_int(d, "dpdk_port", port.ethdev_port);
+	snprintf(buf, sizeof(buf), "%u.%u.%u.%u", port.ipv4 >> 24, (port.ipv4 >> 16) & 255,
+		 (port.ipv4 >> 8) & 255, port.ipv4 & 255);
 	rte_tel_data_add_dict_string(d, "ipv4", buf);
-	rte_ether_format_addr(buf, sizeof(buf), &port->mac);
+	rte_ether_format_addr(buf, sizeof(buf), &port.mac);
 	rte_tel_data_add_dict_string(d, "mac", buf);
-	rte_tel_data_add_dict_int(d, "mtu", port->mtu);
+	rte_tel_data_add_dict_int(d, "mtu", port.mtu);
 	rte_tel_data_add_dict_string(d, "progress",
 				     mode_name(__atomic_load_n(&dv->dev->mode, __ATOMIC_RELAXED)));
-	rte_tel_data_add_dict_int(d, "capturing",
-				  __atomic_load_n(&port->capture, __ATOMIC_RELAXED) != NULL);
+	rte_tel_data_add_dict_int(d, "capturing", dpv_dev_capturing(dv->dev));
 	return 0;
 }
 

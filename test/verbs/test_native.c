@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * A DPDK-native program: it starts EAL itself, makes its own ports (a ring pair), opens
+ * A DPDK-native program: it starts EAL itself, makes its own ports (dpv_verbs_ring_pair()), opens
  * them as verbs devices with dpv_verbs_open_port() and moves one device to a dedicated
  * lcore with dpv_verbs_set_progress(); an RC SEND then crosses between them.
  */
@@ -13,9 +13,9 @@
 
 #include <cmocka.h>
 #include <rte_eal.h>
+#include <rte_ethdev.h>
 #include <rte_lcore.h>
 
-#include "dpv_port.h"
 #include "dpv_verbs.h"
 
 static int eal_argc;
@@ -75,12 +75,21 @@ static void native_program_opens_its_own_ports(void **state)
 				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED}, *bad_s;
 	struct ibv_device **list;
 	struct ibv_wc wc;
-	uint16_t pa, pb;
+	uint16_t pa, pb, xa, xb;
 	int n, got = 0;
 
 	(void)state;
 	assert_int_equal(rte_eal_init(eal_argc, eal_argv) >= 0, 1);
-	assert_int_equal(dpv_port_ring_pair("native", (int)rte_socket_id(), &pa, &pb), 0);
+	assert_int_equal(dpv_verbs_ring_pair("native", &pa, &pb), 0);
+	assert_true(rte_eth_dev_is_valid_port(pa) && rte_eth_dev_is_valid_port(pb) && pa != pb);
+	assert_int_equal(rte_eth_dev_count_avail(), 2);
+	/* A pair needs a name of its own, and somewhere to put its ports. */
+	assert_int_equal(dpv_verbs_ring_pair("native", &xa, &xb), EEXIST);
+	assert_int_equal(dpv_verbs_ring_pair(NULL, &xa, &xb), EINVAL);
+	assert_int_equal(dpv_verbs_ring_pair("", &xa, &xb), EINVAL);
+	assert_int_equal(dpv_verbs_ring_pair("native2", NULL, &xb), EINVAL);
+	assert_int_equal(dpv_verbs_ring_pair("native2", &xa, NULL), EINVAL);
+	assert_int_equal(rte_eth_dev_count_avail(), 2);
 	/* Bad requests get their errno, not a device. */
 	errno = 0;
 	assert_null(dpv_verbs_open_port(RTE_MAX_ETHPORTS - 1, 0x7f002801));
