@@ -6,7 +6,8 @@
 #   1. every IBVERBS_* symbol each of ibverbs-utils' binaries imports is defined by
 #      the drop-in in that version node (they are linked BIND_NOW: one missing symbol
 #      and the program does not start);
-#   2. every symbol of libibverbs.map is exported, in the node the map puts it in;
+#   2. every symbol of libibverbs.map is exported, in the node the map puts it in
+#      (rdma-core's IBVERBS_* nodes, and DPVERBS_0.1 for the calls of dpv_verbs.h);
 #   3. nothing else is exported (the DPDK linked in stays private);
 #   4. every IBVERBS_* symbol rdma-core's provider libraries import (ibverbs-providers:
 #      libmlx5, libefa... which perftest, UCX and pyverbs link directly) is defined, as
@@ -31,7 +32,7 @@ link_init /tmp/dpv-abi.XXXXXX
 
 # "name version" of what the library defines (a version in parentheses is a
 # non-default one, name@VERSION; it binds an import of that version all the same).
-objdump -T "$lib" | awk '$0 !~ /\*UND\*/ && / D[FO] / && /IBVERBS_/ {
+objdump -T "$lib" | awk '$0 !~ /\*UND\*/ && / D[FO] / && /(IBVERBS|DPVERBS)_/ {
 	v = $(NF - 1); gsub(/[()]/, "", v); print $NF, v }' | sort -u >"$tmp/defined"
 if [ ! -s "$tmp/defined" ]; then
 	echo "FAIL: $lib defines no IBVERBS_* symbol"
@@ -104,7 +105,7 @@ else
 fi
 
 # Every exported name of any version: none outside the map.
-objdump -T "$lib" | awk '$0 !~ /\*UND\*/ && / D[FO] / && $NF !~ /^IBVERBS_/ { print $NF }' |
+objdump -T "$lib" | awk '$0 !~ /\*UND\*/ && / D[FO] / && $NF !~ /^(IBVERBS|DPVERBS)_/ { print $NF }' |
 	sort -u >"$tmp/exported"
 cut -d' ' -f1 "$tmp/map" | sort -u >"$tmp/map_names"
 extra=$(comm -23 "$tmp/exported" "$tmp/map_names")

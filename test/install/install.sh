@@ -128,6 +128,7 @@ check "named dpv0 and dpv1" \
 	test "$(grep '^device [0-9]*:' "$tmp/run.out" | tr '\n' ' ')" = "device 0: dpv0 device 1: dpv1 "
 check "port 1 of dpv0 is active" grep -q '^port 1: PORT_ACTIVE,' "$tmp/run.out"
 check "GID 0 of dpv0 is ::ffff:127.0.0.1" grep -qx 'gid 0: ::ffff:127.0.0.1' "$tmp/run.out"
+check "dpv_verbs_query_engine() links and answers" grep -q '^engine: ' "$tmp/run.out"
 if [ $fails -ne 0 ]; then
 	sed 's/^/  stdout: /' "$tmp/run.out"
 	sed 's/^/  stderr: /' "$tmp/run.err"

@@ -4,7 +4,8 @@
  * dpverbs with `pkg-config --cflags --libs dpverbs` alone. It lists the devices, opens
  * the first, and prints its firmware version, port and GID 0, so the test sees the
  * installed drop-in start EAL, find the ports and answer queries. It includes the one
- * header dpverbs installs, dpv_verbs.h, whose DPV_VERSION the device reports.
+ * header dpverbs installs, dpv_verbs.h, whose DPV_VERSION the device reports, and calls
+ * one of its functions, which the installed drop-in exports.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,9 +22,10 @@ int main(void)
 	struct ibv_context *ctx;
 	struct ibv_device_attr dev;
 	struct ibv_port_attr port;
+	struct dpv_verbs_engine_stats engine;
 	union ibv_gid gid;
 	char text[INET6_ADDRSTRLEN];
-	int n = 0, ret = 1;
+	int n = 0, ret = 1, err;
 
 	list = ibv_get_device_list(&n);
 	if (list == NULL || n == 0) {
@@ -62,6 +64,13 @@ int main(void)
 	       128 << port.active_mtu,
 	       port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "other");
 	printf("gid 0: %s\n", inet_ntop(AF_INET6, gid.raw, text, sizeof(text)));
+	/* dpverbs' own calls come from the installed library too (DPVERBS_0.1). */
+	err = dpv_verbs_query_engine(ctx, &engine);
+	if (err != 0) {
+		fprintf(stderr, "list_devices: dpv_verbs_query_engine: %s\n", strerror(err));
+		goto close;
+	}
+	printf("engine: %s\n", engine.polls > 0 ? "polled" : "not polled");
 	ret = 0;
 close:
 	if (ibv_close_device(ctx) != 0 && ret == 0) {
