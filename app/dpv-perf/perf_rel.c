@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "dpv_engine.h"
-#include "dpv_faults.h"
 #include "dpv_verbs.h"
 #include "perf_verbs.h"
 
@@ -344,20 +343,16 @@ static bool pattern_ok(const uint8_t *p, uint32_t len, uint64_t seq)
 
 static int loss_set(struct loss_link *l, double pct, uint64_t seed)
 {
-	struct dpv_faults_spec s;
-	char spec[64], why[128];
+	char spec[64], why[128] = "";
 	int ret = 0;
 
 	/* Each device loses what it sends: a link that loses pct of the frames each way. */
 	snprintf(spec, sizeof(spec), "loss=%.6f,dir=tx,seed=%" PRIu64, pct / 100.0, seed);
-	if (dpv_faults_parse(spec, &s, why, sizeof(why)) != 0) {
+	for (unsigned int k = 0; k < 2 && ret == 0; k++)
+		ret = dpv_dev_set_faults(l->r.dev[k], spec, why, sizeof(why));
+	if (ret == EINVAL) {
 		perf_error("faults spec %s: %s", spec, why);
 		return -1;
-	}
-	for (unsigned int k = 0; k < 2 && ret == 0; k++) {
-		dpv_dev_own(l->r.dev[k]);
-		ret = dpv_faults_set(&l->r.dev[k]->port, &s);
-		dpv_dev_disown(l->r.dev[k]);
 	}
 	if (ret != 0)
 		perf_error("%s is not a faults port: run with DPV_FAULTS set (dpv-perf sets "

@@ -463,7 +463,7 @@ static void helper_sleep(uint64_t ns)
 /* A device it drives for an absent application that stays quiet this many passes in a
  * row (a few milliseconds) gets the sleep doubled on each further quiet pass, up to
  * HELPER_QUIET_SLEEP_MAX_NS: a process that waits for seconds with nothing coming
- * would otherwise spend a quarter of a core on wake-ups (measured in a KVM guest).
+ * would otherwise spend a good share of a core on wake-ups.
  * A frame that comes then waits up to a millisecond, far inside any ACK timeout;
  * the first pass with work goes back to the short sleep. */
 #define HELPER_QUIET_PASSES 64u

@@ -281,6 +281,17 @@ const struct dpv_port_stats *dpv_dev_port_stats(const struct dpv_dev *dev);
 int dpv_dev_faults_stats(const struct dpv_dev *dev, struct dpv_faults_stats *st);
 
 /**
+ * Put a new faults spec in force on the device's faults wrapper, from the next frame
+ * on, as dpv_faults_set() (for benchmarks that measure one link at several loss
+ * rates). Control thread: the call takes the device (dpv_dev_own()) for the change.
+ * @param spec  a spec as dpv_faults_parse() reads it
+ * @param[out] why  on EINVAL, the sentence dpv_faults_parse() wrote (may be NULL)
+ * @param why_len   bytes at @p why
+ * @return 0; EINVAL @p spec is not valid; ENODEV the port has no faults wrapper.
+ */
+int dpv_dev_set_faults(struct dpv_dev *dev, const char *spec, char *why, size_t why_len);
+
+/**
  * The MAC of neighbour @p ip (host order) from the port's ARP table, as
  * dpv_port_resolve(): when it is not known, an ARP request goes out (at most one per
  * DPV_ARP_RETRY_MS), and a caller that asks again once the device has been driven

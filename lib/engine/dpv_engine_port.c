@@ -29,6 +29,20 @@ int dpv_dev_faults_stats(const struct dpv_dev *dev, struct dpv_faults_stats *st)
 	return dpv_faults_stats(&dev->port, st);
 }
 
+int dpv_dev_set_faults(struct dpv_dev *dev, const char *spec, char *why, size_t why_len)
+{
+	struct dpv_faults_spec s;
+	int ret;
+
+	if (dpv_faults_parse(spec, &s, why, why_len) != 0)
+		return EINVAL;
+	/* The wrapper's generators and queues are device state: its owner's alone. */
+	dpv_dev_own(dev);
+	ret = dpv_faults_set(&dev->port, &s);
+	dpv_dev_disown(dev);
+	return ret;
+}
+
 bool dpv_dev_resolve(struct dpv_dev *dev, uint32_t ip, struct rte_ether_addr *mac)
 {
 	bool known;
