@@ -18,7 +18,7 @@
 
 #include <rte_ethdev.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define SKIP 77
 

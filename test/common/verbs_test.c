@@ -10,8 +10,6 @@
 #include "dpv_verbs.h"
 #include "verbs_test.h"
 
-/* Each side starts its PSNs just below the 24-bit wrap, so multi-packet messages
- * cross it. */
 #define PSN_A 0xfffff0u
 #define PSN_B 0xffffe8u
 #define MAX_OBJECTS 512
@@ -212,51 +210,31 @@ struct side *side_of(struct ibv_qp *qp)
 	return qp->context == A.ctx ? &A : &B;
 }
 
-static uint32_t psn_of(const struct side *s)
+uint32_t psn_of(const struct side *s)
 {
 	return s == &A ? PSN_A : PSN_B;
 }
 
-static void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+static struct qp_peer peer_of(struct ibv_qp *peer)
 {
-	struct side *me = side_of(qp), *other = side_of(peer);
-	struct ibv_qp_attr a;
+	struct side *other = side_of(peer);
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = o->access;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = psn_of(other);
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = other->gid;
-	a.ah_attr.grh.sgid_index = 0;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC |
-					       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = o->timeout != 0 ? o->timeout : 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = o->rnr_retry;
-	a.sq_psn = psn_of(me);
-	a.max_rd_atomic = 16;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	return (struct qp_peer){.qpn = peer->qp_num, .gid = other->gid, .psn = psn_of(other)};
+}
+
+static void expect_rts(struct ibv_qp *qp, int ret, const char *step)
+{
+	if (ret != 0)
+		fail_msg("QP %u to %s: %s", qp->qp_num, step, strerror(ret));
 	assert_int_equal(qp->state, IBV_QPS_RTS);
-	(void)me;
+}
+
+void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+{
+	struct qp_peer to = peer_of(peer);
+	const char *step = NULL;
+
+	expect_rts(qp, rc_qp_to_rts(qp, psn_of(side_of(qp)), &to, o, &step), step);
 }
 
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
@@ -265,40 +243,14 @@ void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
 	rc_to_rts(qb, qa, o);
 }
 
-/* ibv_modify_qp(3) for UC: RC's connection attributes without its reliability ones. */
-static void uc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, unsigned int access)
-{
-	struct side *me = side_of(qp), *other = side_of(peer);
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = psn_of(other);
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = other->gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn_of(me);
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-	assert_int_equal(qp->state, IBV_QPS_RTS);
-}
-
 void connect_uc(struct ibv_qp *qa, struct ibv_qp *qb, unsigned int access)
 {
-	uc_to_rts(qa, qb, access);
-	uc_to_rts(qb, qa, access);
+	const struct conn_opts o = {.access = access};
+	struct qp_peer to_b = peer_of(qb), to_a = peer_of(qa);
+	const char *step = NULL;
+
+	expect_rts(qa, uc_qp_to_rts(qa, psn_of(side_of(qa)), &to_b, &o, &step), step);
+	expect_rts(qb, uc_qp_to_rts(qb, psn_of(side_of(qb)), &to_a, &o, &step), step);
 }
 
 void rc_pair(struct rc_pair *p, const struct conn_opts *o)
@@ -312,22 +264,9 @@ void rc_pair(struct rc_pair *p, const struct conn_opts *o)
 
 void ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 {
-	struct ibv_qp_attr a;
+	const char *step = NULL;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qkey = qkey;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_QKEY), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn_of(side_of(qp));
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	expect_rts(qp, ud_qp_to_rts(qp, qkey, psn_of(side_of(qp)), &step), step);
 }
 
 enum ibv_qp_state qp_state_of(struct ibv_qp *qp)
@@ -445,14 +384,6 @@ uint64_t qp_xstat(struct ibv_qp *qp, const char *name)
 
 	assert_true(n > 0 && n <= 64);
 	return find_xstat(xs, n, name);
-}
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 void progress(void)
@@ -579,30 +510,6 @@ bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsig
 	return true;
 }
 
-void fill_pattern(void *buf, size_t len, uint32_t seed)
-{
-	uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
-
-bool check_pattern(const void *buf, size_t len, uint32_t seed)
-{
-	const uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		if (p[i] != (uint8_t)(x >> 16))
-			return false;
-	}
-	return true;
-}
-
 static bool parse_ipv4(const char *s, uint32_t *out)
 {
 	unsigned int a, b, c, d;
@@ -666,4 +573,28 @@ void sides_close(void)
 	if (dev_list != NULL)
 		ibv_free_device_list(dev_list);
 	dev_list = NULL;
+}
+
+void sides_env_defaults(const char *cores)
+{
+	char eal[160];
+
+	snprintf(eal, sizeof(eal), "-l %s --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
+		 "--log-level=lib.eal:error", cores);
+	setenv("DPV_EAL_ARGS", eal, 0);
+	setenv("DPV_RING_PAIRS", "1", 0);
+	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
+}
+
+int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+	int failed;
+
+	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
+		sides_close();
+		return 1;
+	}
+	failed = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+	sides_close();
+	return failed ? 1 : 0;
 }

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The connection set-up and patterns of verbs_connect.h. */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "verbs_connect.h"
+
+static uint8_t or_default(uint8_t v, uint8_t dflt)
+{
+	return v != 0 ? v : dflt;
+}
+
+static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *what,
+		  const char **step)
+{
+	int ret = ibv_modify_qp(qp, a, mask);
+
+	if (ret != 0 && step != NULL)
+		*step = what;
+	return ret;
+}
+
+static void init_attr(struct ibv_qp_attr *a, unsigned int access)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_INIT;
+	a->pkey_index = 0;
+	a->port_num = 1;
+	a->qp_access_flags = access;
+}
+
+static void rtr_attr(struct ibv_qp_attr *a, const struct qp_peer *peer,
+		     const struct conn_opts *o)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = o->mtu != 0 ? o->mtu : IBV_MTU_1024;
+	a->dest_qp_num = peer->qpn;
+	a->rq_psn = peer->psn;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = peer->gid;
+	a->ah_attr.grh.sgid_index = o->sgid_index;
+	a->ah_attr.grh.hop_limit = 64;
+	a->ah_attr.port_num = 1;
+}
+
+int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+		 const struct conn_opts *o, const char **step)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	init_attr(&a, o->access);
+	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		     IBV_QP_ACCESS_FLAGS, "INIT", step);
+	if (ret != 0)
+		return ret;
+	rtr_attr(&a, peer, o);
+	a.max_dest_rd_atomic = or_default(o->max_dest_rd_atomic, 16);
+	a.min_rnr_timer = o->min_rnr_timer;
+	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR",
+		     step);
+	if (ret != 0)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = or_default(o->timeout, 14);
+	a.retry_cnt = or_default(o->retry_cnt, 7);
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = sq_psn;
+	a.max_rd_atomic = or_default(o->max_rd_atomic, 16);
+	return modify(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+		      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS", step);
+}
+
+int uc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+		 const struct conn_opts *o, const char **step)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	init_attr(&a, o->access);
+	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		     IBV_QP_ACCESS_FLAGS, "INIT", step);
+	if (ret != 0)
+		return ret;
+	rtr_attr(&a, peer, o);
+	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		     IBV_QP_RQ_PSN, "RTR", step);
+	if (ret != 0)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS", step);
+}
+
+int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char **step)
+{
+	struct ibv_qp_attr a;
+	int ret;
+
+	init_attr(&a, 0);
+	a.qkey = qkey;
+	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY,
+		     "INIT", step);
+	if (ret != 0)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	ret = modify(qp, &a, IBV_QP_STATE, "RTR", step);
+	if (ret != 0)
+		return ret;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS", step);
+}
+
+union ibv_gid gid_of_ipv4(uint32_t ipv4)
+{
+	union ibv_gid g;
+
+	memset(&g, 0, sizeof(g));
+	g.raw[10] = g.raw[11] = 0xff;
+	g.raw[12] = (uint8_t)(ipv4 >> 24);
+	g.raw[13] = (uint8_t)(ipv4 >> 16);
+	g.raw[14] = (uint8_t)(ipv4 >> 8);
+	g.raw[15] = (uint8_t)ipv4;
+	return g;
+}
+
+void fill_pattern(void *buf, size_t len, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+bool check_pattern(const void *buf, size_t len, uint32_t seed)
+{
+	const uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		if (p[i] != (uint8_t)(x >> 16))
+			return false;
+	}
+	return true;
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}

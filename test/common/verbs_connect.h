@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Connection set-up and data patterns that every verbs test shares, the cmocka tests of
+ * one process (verbs_test.h) and the multi-process peers alike: a QP of each type to
+ * RTS with every connection attribute a test may want, a byte pattern to fill and check,
+ * and a monotonic clock for bounded waits. Only <infiniband/verbs.h>, no cmocka: the
+ * functions return an errno and leave reporting to the caller.
+ */
+#ifndef VERBS_CONNECT_H
+#define VERBS_CONNECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* The far end of a connected QP: its number, its GID and the first PSN it sends. */
+struct qp_peer {
+	uint32_t qpn;
+	union ibv_gid gid;
+	uint32_t psn;
+};
+
+/*
+ * The attributes of a connection (ibv_modify_qp(3)). RC takes them all; UC takes access,
+ * mtu and sgid_index. A field marked "0: x" takes x when left 0, so that a designated
+ * initialiser names only what a test changes.
+ */
+struct conn_opts {
+	unsigned int access;        /* IBV_ACCESS_REMOTE_* this QP lets its peer do */
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t timeout;            /* local ACK timeout exponent; 0: 14 (67 ms) */
+	uint8_t retry_cnt;          /* 0: 7 */
+	uint8_t max_rd_atomic;      /* READs and atomics this QP has outstanding; 0: 16 */
+	uint8_t max_dest_rd_atomic; /* those it answers for its peer; 0: 16 */
+	uint8_t sgid_index;
+	enum ibv_mtu mtu;           /* 0: IBV_MTU_1024 */
+};
+
+/*
+ * Take RC QP @p qp through INIT and RTR to RTS, connected to @p peer, sending from PSN
+ * @p sq_psn. Returns 0, or the errno of the first ibv_modify_qp() that failed; @p step
+ * (if not NULL) then names the state it was going to.
+ */
+int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+		 const struct conn_opts *o, const char **step);
+/* The same for a UC QP: RC's connection attributes without its reliability ones. */
+int uc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+		 const struct conn_opts *o, const char **step);
+/* Take UD QP @p qp to RTS with Q_Key @p qkey, sending from PSN @p sq_psn. */
+int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char **step);
+
+/* GID 0 of a dpverbs port: the IPv4-mapped address @p ipv4 (host order). */
+union ibv_gid gid_of_ipv4(uint32_t ipv4);
+
+/* Fill @p buf with the pattern of @p seed; check_pattern() says whether it is there. */
+void fill_pattern(void *buf, size_t len, uint32_t seed);
+bool check_pattern(const void *buf, size_t len, uint32_t seed);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
+
+#endif /* VERBS_CONNECT_H */
