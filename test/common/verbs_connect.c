@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection set-up and patterns of verbs_connect.h. */
-#include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "verbs_connect.h"
 
@@ -130,36 +128,4 @@ union ibv_gid gid_of_ipv4(uint32_t ipv4)
 	g.raw[14] = (uint8_t)(ipv4 >> 8);
 	g.raw[15] = (uint8_t)ipv4;
 	return g;
-}
-
-void fill_pattern(void *buf, size_t len, uint32_t seed)
-{
-	uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
-
-bool check_pattern(const void *buf, size_t len, uint32_t seed)
-{
-	const uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		if (p[i] != (uint8_t)(x >> 16))
-			return false;
-	}
-	return true;
-}
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }

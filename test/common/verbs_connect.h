@@ -2,9 +2,9 @@
 /*
  * Connection set-up and data patterns that every verbs test shares, the cmocka tests of
  * one process (verbs_test.h) and the multi-process peers alike: a QP of each type to
- * RTS with every connection attribute a test may want, a byte pattern to fill and check,
- * and a monotonic clock for bounded waits. Only <infiniband/verbs.h>, no cmocka: the
- * functions return an errno and leave reporting to the caller.
+ * RTS with every connection attribute a test may want (and, through helpers.h, the
+ * pattern and the clock). Only <infiniband/verbs.h>, no cmocka: the functions return an
+ * errno and leave reporting to the caller.
  */
 #ifndef VERBS_CONNECT_H
 #define VERBS_CONNECT_H
@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
+
+#include "helpers.h"
 
 /* The far end of a connected QP: its number, its GID and the first PSN it sends. */
 struct qp_peer {
@@ -54,12 +56,5 @@ int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char *
 
 /* GID 0 of a dpverbs port: the IPv4-mapped address @p ipv4 (host order). */
 union ibv_gid gid_of_ipv4(uint32_t ipv4);
-
-/* Fill @p buf with the pattern of @p seed; check_pattern() says whether it is there. */
-void fill_pattern(void *buf, size_t len, uint32_t seed);
-bool check_pattern(const void *buf, size_t len, uint32_t seed);
-
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t now_ms(void);
 
 #endif /* VERBS_CONNECT_H */

@@ -23,49 +23,24 @@
 #include <rte_ip.h>
 
 #include "dpv_port.h"
+#include "ports.h"
 
 #define POOL 2047u
 #define BURST 32u
 
 static struct dpv_port a, b;
-static int eal_argc;
-static char **eal_argv;
 
 static int ports_up(void **state)
 {
-	bool up_a = false, up_b = false;
-	uint16_t pa, pb;
-	uint32_t speed;
-	char id_a[8], id_b[8];
-
 	(void)state;
-	if (rte_eal_init(eal_argc, eal_argv) < 0)
-		return -1;
-	if (dpv_port_ring_pair("arp0", (int)rte_socket_id(), &pa, &pb) != 0)
-		return -1;
-	snprintf(id_a, sizeof(id_a), "%u", pa);
-	snprintf(id_b, sizeof(id_b), "%u", pb);
-	strcpy(a.name, "dpv0");
-	strcpy(b.name, "dpv1");
-	a.ipv4 = RTE_IPV4(127, 0, 11, 1); /* never leaves the process */
-	b.ipv4 = RTE_IPV4(127, 0, 11, 2);
-	if (dpv_port_open(&a, "ethdev", id_a, POOL) != 0 ||
-	    dpv_port_open(&b, "ethdev", id_b, POOL) != 0)
-		return -1;
-	for (int i = 0; i < 5000 && !(up_a && up_b); i++) {
-		a.ops->link(&a, &up_a, &speed);
-		b.ops->link(&b, &up_b, &speed);
-		rte_delay_ms(1);
-	}
-	return up_a && up_b ? 0 : -1;
+	return ring_pair_up("arp0", &a, RTE_IPV4(127, 0, 11, 1), &b, RTE_IPV4(127, 0, 11, 2),
+			    POOL);
 }
 
 static int ports_down(void **state)
 {
 	(void)state;
-	dpv_port_close(&a);
-	dpv_port_close(&b);
-	rte_eal_cleanup();
+	ring_pair_down(&a, &b);
 	return 0;
 }
 
@@ -420,7 +395,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(every_mbuf_returns_to_its_pool),
 	};
 
-	eal_argc = argc;
-	eal_argv = argv;
+	eal_args_keep(argc, argv);
 	return cmocka_run_group_tests_name("arp", tests, ports_up, ports_down);
 }
