@@ -2,12 +2,8 @@
 /* The connection set-up and patterns of verbs_connect.h. */
 #include <string.h>
 
+#include "helpers.h"
 #include "verbs_connect.h"
-
-static uint8_t or_default(uint8_t v, uint8_t dflt)
-{
-	return v != 0 ? v : dflt;
-}
 
 static int modify(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *what,
 		  const char **step)
@@ -55,7 +51,7 @@ int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 	if (ret != 0)
 		return ret;
 	rtr_attr(&a, peer, o);
-	a.max_dest_rd_atomic = or_default(o->max_dest_rd_atomic, 16);
+	a.max_dest_rd_atomic = o->max_dest_rd_atomic;
 	a.min_rnr_timer = o->min_rnr_timer;
 	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 		     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR",
@@ -64,11 +60,11 @@ int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 		return ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = or_default(o->timeout, 14);
-	a.retry_cnt = or_default(o->retry_cnt, 7);
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = sq_psn;
-	a.max_rd_atomic = or_default(o->max_rd_atomic, 16);
+	a.max_rd_atomic = o->max_rd_atomic;
 	return modify(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 		      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS", step);
 }
@@ -115,6 +111,16 @@ int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char *
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS", step);
+}
+
+int poll_one_for(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+	int got;
+
+	while ((got = ibv_poll_cq(cq, 1, wc)) == 0 && now_ms() <= end)
+		;
+	return got < 0 ? -1 : got;
 }
 
 union ibv_gid gid_of_ipv4(uint32_t ipv4)

@@ -2,9 +2,9 @@
 /*
  * Connection set-up and data patterns that every verbs test shares, the cmocka tests of
  * one process (verbs_test.h) and the multi-process peers alike: a QP of each type to
- * RTS with every connection attribute a test may want (and, through helpers.h, the
- * pattern and the clock). Only <infiniband/verbs.h>, no cmocka: the functions return an
- * errno and leave reporting to the caller.
+ * RTS with every connection attribute a test may want, and a bounded poll. Only
+ * <infiniband/verbs.h>, no cmocka: the functions return an errno and leave reporting
+ * to the caller.
  */
 #ifndef VERBS_CONNECT_H
 #define VERBS_CONNECT_H
@@ -15,8 +15,6 @@
 
 #include <infiniband/verbs.h>
 
-#include "helpers.h"
-
 /* The far end of a connected QP: its number, its GID and the first PSN it sends. */
 struct qp_peer {
 	uint32_t qpn;
@@ -25,20 +23,20 @@ struct qp_peer {
 };
 
 /*
- * The attributes of a connection (ibv_modify_qp(3)). RC takes them all; UC takes access,
- * mtu and sgid_index. A field marked "0: x" takes x when left 0, so that a designated
- * initialiser names only what a test changes.
+ * The attributes of a connection (ibv_modify_qp(3)), each taken as it is (0 is a value
+ * of most of them), but for mtu: left 0, IBV_MTU_1024. RC takes them all; UC takes
+ * access, mtu and sgid_index.
  */
 struct conn_opts {
 	unsigned int access;        /* IBV_ACCESS_REMOTE_* this QP lets its peer do */
 	uint8_t rnr_retry;
 	uint8_t min_rnr_timer;
-	uint8_t timeout;            /* local ACK timeout exponent; 0: 14 (67 ms) */
-	uint8_t retry_cnt;          /* 0: 7 */
-	uint8_t max_rd_atomic;      /* READs and atomics this QP has outstanding; 0: 16 */
-	uint8_t max_dest_rd_atomic; /* those it answers for its peer; 0: 16 */
+	uint8_t timeout;            /* local ACK timeout exponent (14: 67 ms) */
+	uint8_t retry_cnt;
+	uint8_t max_rd_atomic;      /* READs and atomics this QP has outstanding */
+	uint8_t max_dest_rd_atomic; /* those it answers for its peer */
 	uint8_t sgid_index;
-	enum ibv_mtu mtu;           /* 0: IBV_MTU_1024 */
+	enum ibv_mtu mtu;
 };
 
 /*
@@ -53,6 +51,10 @@ int uc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 		 const struct conn_opts *o, const char **step);
 /* Take UD QP @p qp to RTS with Q_Key @p qkey, sending from PSN @p sq_psn. */
 int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char **step);
+
+/* Poll @p cq for one completion into @p wc for up to @p ms milliseconds: 1, 0 when none
+ * came, or -1 when ibv_poll_cq() failed. */
+int poll_one_for(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int ms);
 
 /* GID 0 of a dpverbs port: the IPv4-mapped address @p ipv4 (host order). */
 union ibv_gid gid_of_ipv4(uint32_t ipv4);

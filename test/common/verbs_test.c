@@ -22,6 +22,10 @@ const struct conn_opts conn_default = {
 	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 	.rnr_retry = 7,
 	.min_rnr_timer = 1,
+	.timeout = 14,
+	.retry_cnt = 7,
+	.max_rd_atomic = 16,
+	.max_dest_rd_atomic = 16,
 };
 
 enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH };
@@ -215,13 +219,6 @@ uint32_t psn_of(const struct side *s)
 	return s == &A ? PSN_A : PSN_B;
 }
 
-static struct qp_peer peer_of(struct ibv_qp *peer)
-{
-	struct side *other = side_of(peer);
-
-	return (struct qp_peer){.qpn = peer->qp_num, .gid = other->gid, .psn = psn_of(other)};
-}
-
 static void expect_rts(struct ibv_qp *qp, int ret, const char *step)
 {
 	if (ret != 0)
@@ -229,12 +226,23 @@ static void expect_rts(struct ibv_qp *qp, int ret, const char *step)
 	assert_int_equal(qp->state, IBV_QPS_RTS);
 }
 
-void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+static struct qp_peer peer_at(struct ibv_qp *peer, uint32_t psn)
 {
-	struct qp_peer to = peer_of(peer);
+	return (struct qp_peer){.qpn = peer->qp_num, .gid = side_of(peer)->gid, .psn = psn};
+}
+
+void rc_to_rts_at(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn)
+{
+	struct qp_peer to = peer_at(peer, rq_psn);
 	const char *step = NULL;
 
-	expect_rts(qp, rc_qp_to_rts(qp, psn_of(side_of(qp)), &to, o, &step), step);
+	expect_rts(qp, rc_qp_to_rts(qp, sq_psn, &to, o, &step), step);
+}
+
+void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+{
+	rc_to_rts_at(qp, peer, o, psn_of(side_of(qp)), psn_of(side_of(peer)));
 }
 
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
@@ -245,8 +253,11 @@ void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
 
 void connect_uc(struct ibv_qp *qa, struct ibv_qp *qb, unsigned int access)
 {
-	const struct conn_opts o = {.access = access};
-	struct qp_peer to_b = peer_of(qb), to_a = peer_of(qa);
+	struct conn_opts o = conn_default;
+
+	o.access = access;
+	struct qp_peer to_b = peer_at(qb, psn_of(side_of(qb)));
+	struct qp_peer to_a = peer_at(qa, psn_of(side_of(qa)));
 	const char *step = NULL;
 
 	expect_rts(qa, uc_qp_to_rts(qa, psn_of(side_of(qa)), &to_b, &o, &step), step);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "helpers.h"
 #include "verbs_connect.h"
 
 /* How long a test waits for something that must happen. */
@@ -47,7 +48,8 @@ extern struct side A, B;
 extern struct ibv_device **dev_list;
 extern int dev_count;
 
-/* Remote READ and WRITE allowed, RNR retried for ever after 10 us. */
+/* Remote READ and WRITE allowed, RNR retried for ever after 10 us, 67 ms of ACK timeout
+ * retried 7 times, 16 READs and atomics each way. */
 extern const struct conn_opts conn_default;
 
 /* ---- the two devices ---- */
@@ -98,6 +100,9 @@ struct side *side_of(struct ibv_qp *qp);
 uint32_t psn_of(const struct side *s);
 /* Take RC QP @p qp to RTS towards @p peer (on either side) with @p o. */
 void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o);
+/* The same, sending from @p sq_psn and expecting @p rq_psn first. */
+void rc_to_rts_at(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn);
 /* Take @p qa and @p qb (on either side) to RTS, connected to each other. */
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o);
 /* Take UC QPs @p qa and @p qb to RTS, connected, each letting the other do @p access

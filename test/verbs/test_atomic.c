@@ -22,6 +22,9 @@ static const struct conn_opts atomic_conn = {
 	.rnr_retry = 7,
 	.min_rnr_timer = 1,
 	.timeout = 12,
+	.retry_cnt = 7,
+	.max_rd_atomic = 16,
+	.max_dest_rd_atomic = 16,
 };
 
 static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
@@ -381,18 +384,8 @@ int main(void)
 		VT(fetch_adds_over_a_lossy_link_apply_once),
 		VT(uc_sends_over_a_lossy_link_arrive_whole_or_not),
 	};
-	int failed;
 
-	setenv("DPV_EAL_ARGS", "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-	       "--log-level=lib.eal:error", 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
-		sides_close();
-		return 1;
-	}
-	failed = faults_on() ? cmocka_run_group_tests_name("atomic_uc_faults", lossy, NULL, NULL)
-			     : cmocka_run_group_tests_name("atomic_uc", clean, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0");
+	return faults_on() ? SIDES_RUN_GROUP("atomic_uc_faults", lossy)
+			   : SIDES_RUN_GROUP("atomic_uc", clean);
 }
