@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The patterns and clock of helpers.h. */
+#include <stdio.h>
 #include <time.h>
 
 #include "helpers.h"
@@ -34,4 +35,19 @@ uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool hugepages_free(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long n = 0;
+
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n > 0;
 }

@@ -32,4 +32,8 @@ bool check_pattern(const void *buf, size_t len, uint32_t seed);
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t now_ms(void);
 
+/* Whether the machine has free hugepages (/proc/meminfo): the hugepage variant of a
+ * test skips itself without them. */
+bool hugepages_free(void);
+
 #endif /* TEST_HELPERS_H */

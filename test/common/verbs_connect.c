@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The connection set-up and patterns of verbs_connect.h. */
+/* The connection set-up and bounded poll of verbs_connect.h. */
 #include <string.h>
 
 #include "helpers.h"
@@ -24,24 +24,13 @@ static void init_attr(struct ibv_qp_attr *a, unsigned int access)
 	a->qp_access_flags = access;
 }
 
-static void rtr_attr(struct ibv_qp_attr *a, const struct qp_peer *peer,
-		     const struct conn_opts *o)
+/* INIT, RTR, RTS of a connected QP; @p rc adds the reliability attributes. */
+static int connected_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+			    const struct conn_opts *o, bool rc, const char **step)
 {
-	memset(a, 0, sizeof(*a));
-	a->qp_state = IBV_QPS_RTR;
-	a->path_mtu = o->mtu != 0 ? o->mtu : IBV_MTU_1024;
-	a->dest_qp_num = peer->qpn;
-	a->rq_psn = peer->psn;
-	a->ah_attr.is_global = 1;
-	a->ah_attr.grh.dgid = peer->gid;
-	a->ah_attr.grh.sgid_index = o->sgid_index;
-	a->ah_attr.grh.hop_limit = 64;
-	a->ah_attr.port_num = 1;
-}
-
-int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
-		 const struct conn_opts *o, const char **step)
-{
+	const int rtr_rc = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	const int rts_rc = IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			   IBV_QP_MAX_QP_RD_ATOMIC;
 	struct ibv_qp_attr a;
 	int ret;
 
@@ -50,12 +39,20 @@ int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 		     IBV_QP_ACCESS_FLAGS, "INIT", step);
 	if (ret != 0)
 		return ret;
-	rtr_attr(&a, peer, o);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = o->mtu != 0 ? o->mtu : IBV_MTU_1024;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = peer->psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.sgid_index = o->sgid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
 	a.max_dest_rd_atomic = o->max_dest_rd_atomic;
 	a.min_rnr_timer = o->min_rnr_timer;
 	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR",
-		     step);
+		     IBV_QP_RQ_PSN | (rc ? rtr_rc : 0), "RTR", step);
 	if (ret != 0)
 		return ret;
 	memset(&a, 0, sizeof(a));
@@ -65,30 +62,19 @@ int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = o->max_rd_atomic;
-	return modify(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-		      IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS", step);
+	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | (rc ? rts_rc : 0), "RTS", step);
+}
+
+int rc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
+		 const struct conn_opts *o, const char **step)
+{
+	return connected_to_rts(qp, sq_psn, peer, o, true, step);
 }
 
 int uc_qp_to_rts(struct ibv_qp *qp, uint32_t sq_psn, const struct qp_peer *peer,
 		 const struct conn_opts *o, const char **step)
 {
-	struct ibv_qp_attr a;
-	int ret;
-
-	init_attr(&a, o->access);
-	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		     IBV_QP_ACCESS_FLAGS, "INIT", step);
-	if (ret != 0)
-		return ret;
-	rtr_attr(&a, peer, o);
-	ret = modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-		     IBV_QP_RQ_PSN, "RTR", step);
-	if (ret != 0)
-		return ret;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
-	return modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, "RTS", step);
+	return connected_to_rts(qp, sq_psn, peer, o, false, step);
 }
 
 int ud_qp_to_rts(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn, const char **step)

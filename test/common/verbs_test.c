@@ -299,45 +299,67 @@ void qp_to_err(struct ibv_qp *qp)
 
 /* ---- posting ---- */
 
+/* A send WR of one SGE, signaled or as @p flags say. */
+static void one_sge_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
+		       uint64_t wr_id, const void *addr, uint32_t len, uint32_t lkey,
+		       unsigned int flags)
+{
+	*sge = (struct ibv_sge){.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = flags;
+}
+
+/* ibv_post_send() of @p wr alone: a refused WR is the one *bad_wr names. */
+static int post_one(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret != 0)
+		assert_ptr_equal(bad, wr);
+	return ret;
+}
+
 int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	one_sge_wr(&wr, &sge, op, wr_id, addr, len, lkey, IBV_SEND_SIGNALED);
 	wr.imm_data = htobe32(imm_host);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
+	return post_one(qp, &wr);
 }
 
 int post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 	      uint32_t len, uint32_t lkey, unsigned int flags)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
+	one_sge_wr(&wr, &sge, op, wr_id, addr, len, lkey, flags);
+	return post_one(qp, &wr);
+}
+
+int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *local,
+		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+		uint64_t swap, unsigned int flags)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+
+	one_sge_wr(&wr, &sge, op, wr_id, local, len, lkey, IBV_SEND_SIGNALED | flags);
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	return post_one(qp, &wr);
 }
 
 int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
@@ -450,7 +472,7 @@ void expect_send_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode opcode
 	assert_int_equal(wc.opcode, opcode);
 }
 
-static void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
+void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cq->wr_id;

@@ -130,6 +130,10 @@ int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const vo
 	      uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
 int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey);
+/* An atomic of @p op on the 8 bytes at @p raddr, the value before into @p local. */
+int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *local,
+		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+		uint64_t swap, unsigned int flags);
 int post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
 int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
 
@@ -158,6 +162,8 @@ struct wc_ex {
 	struct ibv_wc_tm_info tm;
 };
 
+/* The completion an extended CQ's poll is at. */
+void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w);
 /* Poll an extended CQ until @p n completions or WAIT_MS; returns how many. */
 int poll_ex(struct ibv_cq_ex *cq, struct wc_ex *wc, int n);
 void expect_ex(struct ibv_cq_ex *cq, struct wc_ex *wc);

@@ -27,30 +27,6 @@ static const struct conn_opts atomic_conn = {
 	.max_dest_rd_atomic = 16,
 };
 
-static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
-		       uint64_t *local, uint32_t len, uint32_t lkey, uint64_t raddr,
-		       uint32_t rkey, uint64_t compare_add, uint64_t swap, unsigned int flags)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED | flags;
-	wr.wr.atomic.remote_addr = raddr;
-	wr.wr.atomic.rkey = rkey;
-	wr.wr.atomic.compare_add = compare_add;
-	wr.wr.atomic.swap = swap;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
-}
-
 /* ---- what the device says and what the facade accepts ---- */
 
 static void device_reports_atomic_cap_hca(void **state)

@@ -368,20 +368,6 @@ static void peer_completes_while_passive_side_spins(void **state)
 	round_against_absent_peer(PAUSE_SPIN);
 }
 
-static bool hugepages_free(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long n = 0;
-
-	if (f == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n > 0;
-}
 
 int main(void)
 {

@@ -652,18 +652,6 @@ static void on_tm_wc(struct stream *s, const struct wc_ex *wc)
 	s->recv_cqes++;
 }
 
-static void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->wr_id = cq->wr_id;
-	w->status = cq->status;
-	w->opcode = ibv_wc_read_opcode(cq);
-	w->wc_flags = ibv_wc_read_wc_flags(cq);
-	w->byte_len = ibv_wc_read_byte_len(cq);
-	w->qp_num = ibv_wc_read_qp_num(cq);
-	ibv_wc_read_tm_info(cq, &w->tm);
-}
-
 /* Take what the stream's CQs hold; the number of completions taken. */
 static int poll_stream(struct stream *s)
 {

@@ -474,18 +474,9 @@ static unsigned int drain_ex(struct ibv_cq_ex *cq, struct wc_ex *out, unsigned i
 	if (ret == ENOENT)
 		return 0;
 	assert_int_equal(ret, 0);
-	do {
-		struct wc_ex *w = &out[got++];
-
-		memset(w, 0, sizeof(*w));
-		w->wr_id = cq->wr_id;
-		w->status = cq->status;
-		w->opcode = ibv_wc_read_opcode(cq);
-		w->wc_flags = ibv_wc_read_wc_flags(cq);
-		w->byte_len = ibv_wc_read_byte_len(cq);
-		w->qp_num = ibv_wc_read_qp_num(cq);
-		ibv_wc_read_tm_info(cq, &w->tm);
-	} while (got < room && ibv_next_poll(cq) == 0);
+	do
+		read_ex(cq, &out[got++]);
+	while (got < room && ibv_next_poll(cq) == 0);
 	ibv_end_poll(cq);
 	return got;
 }

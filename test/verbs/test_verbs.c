@@ -14,20 +14,6 @@
 
 #define SKIP 77
 
-static bool hugepages_free(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long n = 0;
-
-	if (f == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n > 0;
-}
 
 /* The groups, in the order a run without arguments runs them all. */
 static const struct {
