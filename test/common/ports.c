@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The ring-pair ports of ports.h. */
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <cmocka.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
+#include <rte_ip.h>
 #include <rte_lcore.h>
 
 #include "ports.h"
@@ -62,4 +68,26 @@ void ring_pair_down(struct dpv_port *a, struct dpv_port *b)
 	dpv_port_close(a);
 	dpv_port_close(b);
 	rte_eal_cleanup();
+}
+
+struct rte_mbuf *ipv4_frame(struct dpv_port *from, uint32_t dst, uint8_t mark)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(from->pool);
+	struct rte_ether_hdr *eth;
+	struct rte_ipv4_hdr *ip;
+
+	assert_non_null(m);
+	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + sizeof(*ip) + 8);
+	memset(eth, 0, sizeof(*eth) + sizeof(*ip) + 8);
+	rte_ether_addr_copy(&from->mac, &eth->src_addr);
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	ip = (struct rte_ipv4_hdr *)(eth + 1);
+	ip->version_ihl = RTE_IPV4_VHL_DEF;
+	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + 8);
+	ip->time_to_live = 64;
+	ip->next_proto_id = IPPROTO_UDP;
+	ip->src_addr = rte_cpu_to_be_32(from->ipv4);
+	ip->dst_addr = rte_cpu_to_be_32(dst);
+	((uint8_t *)(ip + 1))[0] = mark;
+	return m;
 }

@@ -2,8 +2,8 @@
 /*
  * Two ports back to back in one process, for the tests of drivers/ and lib/transport:
  * EAL from the test's command line (meson passes the memory mode), a ring pair, and an
- * ethdev port opened on each of its ends once both links are up. Called from cmocka
- * group set-up and teardown; errors are returned, not asserted.
+ * ethdev port opened on each of its ends once both links are up, called from cmocka
+ * group set-up and teardown (errors are returned, not asserted); and frames to send.
  */
 #ifndef TEST_PORTS_H
 #define TEST_PORTS_H
@@ -30,6 +30,10 @@ int port_open_ethdev(struct dpv_port *p, const char *name, uint16_t id, uint32_t
  */
 int ring_pair_up(const char *name, struct dpv_port *a, uint32_t ipv4_a, struct dpv_port *b,
 		 uint32_t ipv4_b, unsigned int pool);
+
+/* An IPv4 frame (8 bytes of UDP payload, the first @p mark) from @p from to @p dst, in an
+ * mbuf of its pool; asserts that there is one. */
+struct rte_mbuf *ipv4_frame(struct dpv_port *from, uint32_t dst, uint8_t mark);
 
 /* Close both ports and EAL. */
 void ring_pair_down(struct dpv_port *a, struct dpv_port *b);

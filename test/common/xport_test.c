@@ -213,6 +213,43 @@ void ud_up(struct end *e, uint32_t qkey)
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
 }
 
+void uc_up_to(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t state)
+{
+	struct dpv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.access = DPV_ACCESS_REMOTE_WRITE;
+	a.path_mtu = MTU_1024;
+	a.dest_qpn = dest_qpn;
+	a.rq_psn = PSN0;
+	a.dst_ip = dst_ip;
+	a.sq_psn = PSN0;
+	if (e->qp->attr.state == DPV_QPS_RESET) {
+		a.state = DPV_QPS_INIT;
+		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
+					       DPV_QP_PORT | DPV_QP_ACCESS_FLAGS), 0);
+	}
+	if (state != DPV_QPS_INIT && e->qp->attr.state == DPV_QPS_INIT) {
+		a.state = DPV_QPS_RTR;
+		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
+					       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN |
+					       DPV_QP_RQ_PSN), 0);
+	}
+	if (state == DPV_QPS_RTS && e->qp->attr.state == DPV_QPS_RTR) {
+		a.state = DPV_QPS_RTS;
+		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
+	}
+	assert_int_equal(e->qp->attr.state, state);
+}
+
+void uc_pair(struct end *a, struct end *b, struct dpv_srq *srq_b)
+{
+	end_open(a, xa, DPV_QPT_UC, NULL, NULL);
+	end_open(b, xb, DPV_QPT_UC, srq_b, NULL);
+	uc_up_to(a, pb.ipv4, b->qp->qpn, DPV_QPS_RTS);
+	uc_up_to(b, pa.ipv4, a->qp->qpn, DPV_QPS_RTS);
+}
+
 struct dpv_swqe swqe(uint8_t opcode, uint64_t wr_id)
 {
 	struct dpv_swqe w;

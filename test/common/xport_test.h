@@ -2,8 +2,7 @@
 /*
  * What the tests of lib/transport share: two transport devices A and B on the two ports
  * of a ring pair (ports.h), driven by a pump loop of dpv_xport_tx / rx / tick that lets
- * a test look at every frame a device receives; QP ends taken to RTS (RC, UD; UC's
- * set-up is what test_xport_uc.c checks);
+ * a test look at every frame a device receives; QP ends of every type taken to RTS;
  * WQEs written into the rings as lib/verbs does; memory regions; frame hooks that lose,
  * duplicate, reorder or keep frames. Each test program is one cmocka group whose set-up
  * and teardown (xport_run_group()) open and close the devices; EAL arguments come from
@@ -104,6 +103,11 @@ void rc_pair(struct end *a, struct end *b, bool loop, struct dpv_srq *srq_b,
 	     struct dpv_cq *rcq_b, uint8_t rnr_retry);
 /* UD end @p e to RTS with Q_Key @p qkey. */
 void ud_up(struct end *e, uint32_t qkey);
+/* UC end @p e from the state it is in up to @p state (INIT, RTR or RTS), towards QP
+ * @p dest_qpn at @p dst_ip (IBTA 9.7.7). */
+void uc_up_to(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t state);
+/* a on A, b on B (on @p srq_b when not NULL), connected UC ends. */
+void uc_pair(struct end *a, struct end *b, struct dpv_srq *srq_b);
 
 /* ---- work requests ---- */
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lib/transport, UC (IBTA 9.7.7): its set-up, SENDs and WRITEs without ACKs, a lost
+ * lib/transport, UC (IBTA 9.7.7): what its set-up refuses, SENDs and WRITEs without ACKs, a lost
  * packet losing its message only, READs and atomics refused.
  */
 #include <errno.h>
@@ -14,43 +14,32 @@
 
 #include "xport_test.h"
 
-static void uc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn)
+/* UC takes neither RC's responder resources nor its timers, and needs its PSNs. */
+static void uc_set_up_refuses_rc_attributes(void **state)
 {
-	struct dpv_qp_attr a;
+	struct dpv_qp_attr rtr = {.state = DPV_QPS_RTR, .path_mtu = MTU_1024, .rq_psn = PSN0};
+	struct dpv_qp_attr rts = {.state = DPV_QPS_RTS, .sq_psn = PSN0, .timeout = 14};
+	struct end a, b;
 
-	memset(&a, 0, sizeof(a));
-	a.state = DPV_QPS_INIT;
-	a.access = DPV_ACCESS_REMOTE_WRITE;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
-				       DPV_QP_PORT | DPV_QP_ACCESS_FLAGS), 0);
-	a.state = DPV_QPS_RTR;
-	a.path_mtu = MTU_1024;
-	a.dest_qpn = dest_qpn;
-	a.rq_psn = PSN0;
-	a.dst_ip = dst_ip;
-	/* RC's responder resources are not UC's */
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
+	(void)state;
+	end_open(&a, xa, DPV_QPT_UC, NULL, NULL);
+	end_open(&b, xb, DPV_QPT_UC, NULL, NULL);
+	uc_up_to(&a, pb.ipv4, b.qp->qpn, DPV_QPS_INIT);
+	rtr.dest_qpn = b.qp->qpn;
+	rtr.dst_ip = pb.ipv4;
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &rtr, DPV_QP_STATE | DPV_QP_AV |
 				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
 				       DPV_QP_MAX_DEST_RD_ATOMIC), EINVAL);
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &rtr, DPV_QP_STATE | DPV_QP_AV |
 				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN), EINVAL);
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
-				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN), 0);
-	a.state = DPV_QPS_RTS;
-	a.sq_psn = PSN0;
-	a.timeout = 14;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN |
+	uc_up_to(&a, pb.ipv4, b.qp->qpn, DPV_QPS_RTR);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &rts, DPV_QP_STATE | DPV_QP_SQ_PSN |
 				       DPV_QP_TIMEOUT), EINVAL);
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE), EINVAL);
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
-}
-
-static void uc_pair(struct end *a, struct end *b, struct dpv_srq *srq_b)
-{
-	end_open(a, xa, DPV_QPT_UC, NULL, NULL);
-	end_open(b, xb, DPV_QPT_UC, srq_b, NULL);
-	uc_up(a, pb.ipv4, b->qp->qpn);
-	uc_up(b, pa.ipv4, a->qp->qpn);
+	assert_int_equal(dpv_qp_modify(xa, a.qp, &rts, DPV_QP_STATE), EINVAL);
+	uc_up_to(&a, pb.ipv4, b.qp->qpn, DPV_QPS_RTS);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
 }
 
 /* SENDs of one and of several packets, a WRITE and a WRITE with immediate, into an RQ
@@ -278,6 +267,7 @@ static void uc_refuses_read_and_atomics_and_drops_bad_writes(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(uc_set_up_refuses_rc_attributes),
 		cmocka_unit_test(uc_send_and_write_complete_without_acks),
 		cmocka_unit_test(uc_lost_packet_drops_its_message_only),
 		cmocka_unit_test(uc_refuses_read_and_atomics_and_drops_bad_writes),

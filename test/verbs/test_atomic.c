@@ -17,15 +17,16 @@
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define RA (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
-static const struct conn_opts atomic_conn = {
-	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
-	.rnr_retry = 7,
-	.min_rnr_timer = 1,
-	.timeout = 12,
-	.retry_cnt = 7,
-	.max_rd_atomic = 16,
-	.max_dest_rd_atomic = 16,
-};
+/* conn_default with atomics allowed and a 16.8 ms ACK timeout. */
+static const struct conn_opts *atomic_conn(void)
+{
+	static struct conn_opts o;
+
+	o = conn_default;
+	o.access |= IBV_ACCESS_REMOTE_ATOMIC;
+	o.timeout = 12;
+	return &o;
+}
 
 /* ---- what the device says and what the facade accepts ---- */
 
@@ -56,7 +57,7 @@ static void cmp_swap_and_fetch_add_complete_with_the_value_before(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	r[0] = 1000;
 	r[1] = 0xfeedfacecafebeefULL;
 	assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &l[0], 8, local->lkey,
@@ -88,7 +89,7 @@ static void post_send_refuses_atomics_that_cannot_be(void **state)
 	struct rc_pair p;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	/* one 8-byte buffer: not 4 bytes, not 16, not inline */
 	assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, l, 4, local->lkey,
 				     (uintptr_t)remote->addr, remote->rkey, 1, 0, 0), EINVAL);
@@ -115,7 +116,7 @@ static void post_send_refuses_atomics_that_cannot_be(void **state)
 static enum ibv_wc_status one_atomic(unsigned int qp_access, struct ibv_mr *remote,
 				     uint64_t raddr, uint32_t rkey, struct ibv_mr *local)
 {
-	struct conn_opts o = atomic_conn;
+	struct conn_opts o = *atomic_conn();
 	struct rc_pair p;
 	struct ibv_wc wc;
 
@@ -139,23 +140,23 @@ static void responder_checks_key_access_and_alignment(void **state)
 	uint64_t base = (uintptr_t)remote->addr;
 
 	(void)state;
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey, local),
 			 IBV_WC_SUCCESS);
 	assert_true(*(uint64_t *)remote->addr == 1);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey + 1, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey + 1, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, no_atomic, (uintptr_t)no_atomic->addr,
+	assert_int_equal(one_atomic(atomic_conn()->access, no_atomic, (uintptr_t)no_atomic->addr,
 				    no_atomic->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base + 64, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base + 64, remote->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(one_atomic(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, remote,
 				    base, remote->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base + 4, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base + 4, remote->rkey, local),
 			 IBV_WC_REM_INV_REQ_ERR);
 	/* the local buffer must be writable by the device */
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey, ro),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey, ro),
 			 IBV_WC_LOC_PROT_ERR);
 	assert_true(*(uint64_t *)remote->addr == 1);
 }
@@ -273,7 +274,7 @@ static void fetch_adds_over_a_lossy_link_apply_once(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	while (done < n) {
 		while (posted < n && posted - done < 16) {
 			assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, posted,
