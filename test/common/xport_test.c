@@ -503,10 +503,8 @@ struct dropper *drop_next(bool to_a, uint8_t opcode, int nth)
 	return d;
 }
 
-/* ---- a mixed stream ---- */
-
+/* Messages each way, and their largest length. */
 #define MIX_WQES 400
-
 #define MIX_MAX 9000
 
 struct mix_side {
