@@ -213,6 +213,14 @@ void ud_up(struct end *e, uint32_t qkey)
 	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
 }
 
+void pair_close(struct end *a, struct end *b, uint32_t ks, uint32_t kd)
+{
+	end_close(a);
+	end_close(b);
+	mr_dereg(ta, ks);
+	mr_dereg(tb, kd);
+}
+
 void uc_up_to(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t state)
 {
 	struct dpv_qp_attr a;

@@ -88,6 +88,9 @@ struct end {
 void end_open(struct end *e, struct dpv_xport *x, uint8_t type, struct dpv_srq *srq,
 	      struct dpv_cq *rcq);
 void end_close(struct end *e);
+/* How a test between A and B ends: both ends closed, then region @p ks of A and
+ * region @p kd of B deregistered. */
+void pair_close(struct end *a, struct end *b, uint32_t ks, uint32_t kd);
 
 /* The local ACK timeout and retry count rc_up() gives (tests of loss change them). */
 extern uint8_t rc_timeout, rc_retry_cnt;

@@ -134,10 +134,7 @@ static void lost_last_packet_ack_nak_and_read_responses_are_recovered(void **sta
 	a_rx_hook = b_rx_hook = NULL;
 	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	mr_dereg(ta, kb);
 	free(src);
 	free(dst);

@@ -100,10 +100,7 @@ static void lost_packet_is_resent_after_a_sequence_nak(void **state)
 	assert_int_equal(stats(xa).tx_packets - sa.tx_packets -
 				 (stats(xa).qps.retrans_probe - sa.qps.retrans_probe),
 			 10 + 7);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	free(src);
 	free(dst);
 }
@@ -222,10 +219,7 @@ static void duplicates_are_acknowledged_and_reads_answered_again(void **state)
 	assert_int_equal(cq_left(a.scq), 0);
 	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	mr_dereg(ta, kb);
 }
 

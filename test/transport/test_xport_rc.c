@@ -48,10 +48,7 @@ static void rc_send_single_packet(void **state)
 	assert_int_equal(cq_left(a.scq) + cq_left(b.rcq), 0);
 	/* the WQE left the SQ ring only when acknowledged */
 	assert_int_equal(dpv_ring_used(a.qp->sq), 0);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void rc_send_64k_multi_packet_sges(void **state)
@@ -91,10 +88,7 @@ static void rc_send_64k_multi_packet_sges(void **state)
 	assert_int_equal(stats(xa).tx_packets - before.tx_packets -
 				 (stats(xa).qps.retrans_probe - before.qps.retrans_probe),
 			 64);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	free(src);
 	free(dst);
 }
@@ -143,10 +137,7 @@ static void rc_send_with_imm_solicited_notifies(void **state)
 	assert_int_equal(b.rcq->armed, 0);
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void rc_write_multi_packet_and_unsignaled(void **state)
@@ -180,10 +171,7 @@ static void rc_write_multi_packet_and_unsignaled(void **state)
 		assert_int_equal(dst[i] | dst[32 + len + i], 0);
 	assert_int_equal(cq_left(b.rcq), 0);
 	assert_int_equal(dpv_ring_used(a.qp->sq), 0);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	free(src);
 	free(dst);
 }
@@ -218,10 +206,7 @@ static void rc_write_with_imm_consumes_a_receive(void **state)
 	assert_memory_equal(dst, src, len);
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
 	assert_int_equal(c.status, DPV_WC_SUCCESS);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	free(src);
 	free(dst);
 }
@@ -387,10 +372,7 @@ static void messages_of_4_mib_on_send_write_and_read(void **state)
 	 * would take a timeout per window, 16 at the least); a process kept off its core
 	 * for the 67 ms of the timer may see one */
 	assert_true(DELTA(xa, ack_timeouts, sa) <= 2);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 	mr_dereg(ta, kb);
 	free(src);
 	free(dst);

@@ -170,10 +170,7 @@ static void rnr_nak_then_success_when_a_receive_comes(void **state)
 	assert_int_equal(c.status, DPV_WC_SUCCESS);
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
 	assert_int_equal(c.wr_id, 3);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void rnr_retry_zero_fails_with_rnr_retry_exc_err(void **state)

@@ -66,10 +66,7 @@ static void bad_rkey_gives_rem_access_err_and_ends_the_responder(void **state)
 	post_send(a.qp, &w);
 	assert_int_equal(poll_n(a.scq, c, 1), 1);
 	assert_int_equal(c[0].status, DPV_WC_REM_ACCESS_ERR);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void bad_lkey_on_a_receive_gives_loc_prot_err(void **state)
@@ -116,10 +113,7 @@ static void bad_lkey_on_a_receive_gives_loc_prot_err(void **state)
 		assert_int_equal(cc[1].status, DPV_WC_LOC_PROT_ERR);
 		assert_int_equal(cc[2].status, DPV_WC_WR_FLUSH_ERR);
 	}
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void too_small_receive_gives_loc_len_err_and_rem_inv_req_err(void **state)
@@ -143,10 +137,7 @@ static void too_small_receive_gives_loc_len_err_and_rem_inv_req_err(void **state
 	assert_int_equal(c.status, DPV_WC_REM_INV_REQ_ERR);
 	assert_int_equal(a.qp->attr.state, DPV_QPS_ERR);
 	assert_int_equal(b.qp->attr.state, DPV_QPS_ERR);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 static void err_state_flushes_posted_and_later_work(void **state)
@@ -358,10 +349,7 @@ static void sqd_drains_then_rts_resumes(void **state)
 	assert_int_equal(poll_n(b.rcq, &c, 1), 1);
 	assert_int_equal(poll_n(a.scq, &c, 1), 1);
 	assert_int_equal(c.status, DPV_WC_SUCCESS);
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 int main(int argc, char **argv)

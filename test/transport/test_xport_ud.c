@@ -92,10 +92,7 @@ static void ud_send_places_the_grh_and_checks_the_qkey(void **state)
 		assert_int_equal(dpv_qp_modify(xa, a.qp, &at, DPV_QP_STATE), 0);
 		mr_dereg(ta, kbig);
 	}
-	end_close(&a);
-	end_close(&b);
-	mr_dereg(ta, ks);
-	mr_dereg(tb, kd);
+	pair_close(&a, &b, ks, kd);
 }
 
 int main(int argc, char **argv)
