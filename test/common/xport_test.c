@@ -153,39 +153,46 @@ void end_close(struct end *e)
 }
 
 uint8_t rc_timeout = 14, rc_retry_cnt = 7;
-
 uint8_t rc_max_rd = DPV_MAX_RD_ATOMIC, rc_max_dest_rd = DPV_MAX_RD_ATOMIC;
-
 uint32_t rc_qp_access = ACCESS_ALL | DPV_ACCESS_REMOTE_ATOMIC;
+
+#define INIT_MASK (DPV_QP_PKEY_INDEX | DPV_QP_PORT)
+#define RTR_MASK (DPV_QP_AV | DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN)
+
+static void modify_ok(struct end *e, struct dpv_qp_attr *a, uint8_t state, uint32_t mask)
+{
+	a->state = state;
+	assert_int_equal(dpv_qp_modify(e->x, e->qp, a, DPV_QP_STATE | mask), 0);
+}
+
+/* What a connected end (RC, UC) takes towards QP @p dest_qpn at @p dst_ip. */
+static void connected_attr(struct dpv_qp_attr *a, uint32_t access, uint32_t dst_ip,
+			   uint32_t dest_qpn)
+{
+	memset(a, 0, sizeof(*a));
+	a->access = access;
+	a->path_mtu = MTU_1024;
+	a->dest_qpn = dest_qpn;
+	a->rq_psn = PSN0;
+	a->dst_ip = dst_ip;
+	a->sq_psn = PSN0;
+}
 
 void rc_up(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t rnr_retry)
 {
 	struct dpv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.state = DPV_QPS_INIT;
-	a.access = rc_qp_access;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
-				       DPV_QP_PORT | DPV_QP_ACCESS_FLAGS), 0);
-	a.state = DPV_QPS_RTR;
-	a.path_mtu = MTU_1024;
-	a.dest_qpn = dest_qpn;
-	a.rq_psn = PSN0;
-	a.dst_ip = dst_ip;
+	connected_attr(&a, rc_qp_access, dst_ip, dest_qpn);
 	a.min_rnr_timer = 1; /* 10 us */
 	a.max_dest_rd_atomic = rc_max_dest_rd;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
-				       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN | DPV_QP_RQ_PSN |
-				       DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER), 0);
-	a.state = DPV_QPS_RTS;
-	a.sq_psn = PSN0;
 	a.timeout = rc_timeout;
 	a.retry_cnt = rc_retry_cnt;
 	a.rnr_retry = rnr_retry;
 	a.max_rd_atomic = rc_max_rd;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN |
-				       DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY |
-				       DPV_QP_MAX_QP_RD_ATOMIC), 0);
+	modify_ok(e, &a, DPV_QPS_INIT, INIT_MASK | DPV_QP_ACCESS_FLAGS);
+	modify_ok(e, &a, DPV_QPS_RTR, RTR_MASK | DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER);
+	modify_ok(e, &a, DPV_QPS_RTS, DPV_QP_SQ_PSN | DPV_QP_TIMEOUT | DPV_QP_RETRY_CNT |
+		  DPV_QP_RNR_RETRY | DPV_QP_MAX_QP_RD_ATOMIC);
 }
 
 void rc_pair(struct end *a, struct end *b, bool loop, struct dpv_srq *srq_b,
@@ -202,15 +209,11 @@ void ud_up(struct end *e, uint32_t qkey)
 	struct dpv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
-	a.state = DPV_QPS_INIT;
 	a.qkey = qkey;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
-				       DPV_QP_PORT | DPV_QP_QKEY), 0);
-	a.state = DPV_QPS_RTR;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE), 0);
-	a.state = DPV_QPS_RTS;
 	a.sq_psn = 7;
-	assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
+	modify_ok(e, &a, DPV_QPS_INIT, INIT_MASK | DPV_QP_QKEY);
+	modify_ok(e, &a, DPV_QPS_RTR, 0);
+	modify_ok(e, &a, DPV_QPS_RTS, DPV_QP_SQ_PSN);
 }
 
 void pair_close(struct end *a, struct end *b, uint32_t ks, uint32_t kd)
@@ -225,28 +228,13 @@ void uc_up_to(struct end *e, uint32_t dst_ip, uint32_t dest_qpn, uint8_t state)
 {
 	struct dpv_qp_attr a;
 
-	memset(&a, 0, sizeof(a));
-	a.access = DPV_ACCESS_REMOTE_WRITE;
-	a.path_mtu = MTU_1024;
-	a.dest_qpn = dest_qpn;
-	a.rq_psn = PSN0;
-	a.dst_ip = dst_ip;
-	a.sq_psn = PSN0;
-	if (e->qp->attr.state == DPV_QPS_RESET) {
-		a.state = DPV_QPS_INIT;
-		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_PKEY_INDEX |
-					       DPV_QP_PORT | DPV_QP_ACCESS_FLAGS), 0);
-	}
-	if (state != DPV_QPS_INIT && e->qp->attr.state == DPV_QPS_INIT) {
-		a.state = DPV_QPS_RTR;
-		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_AV |
-					       DPV_QP_PATH_MTU | DPV_QP_DEST_QPN |
-					       DPV_QP_RQ_PSN), 0);
-	}
-	if (state == DPV_QPS_RTS && e->qp->attr.state == DPV_QPS_RTR) {
-		a.state = DPV_QPS_RTS;
-		assert_int_equal(dpv_qp_modify(e->x, e->qp, &a, DPV_QP_STATE | DPV_QP_SQ_PSN), 0);
-	}
+	connected_attr(&a, DPV_ACCESS_REMOTE_WRITE, dst_ip, dest_qpn);
+	if (e->qp->attr.state == DPV_QPS_RESET)
+		modify_ok(e, &a, DPV_QPS_INIT, INIT_MASK | DPV_QP_ACCESS_FLAGS);
+	if (state != DPV_QPS_INIT && e->qp->attr.state == DPV_QPS_INIT)
+		modify_ok(e, &a, DPV_QPS_RTR, RTR_MASK);
+	if (state == DPV_QPS_RTS && e->qp->attr.state == DPV_QPS_RTR)
+		modify_ok(e, &a, DPV_QPS_RTS, DPV_QP_SQ_PSN);
 	assert_int_equal(e->qp->attr.state, state);
 }
 
