@@ -3,13 +3,10 @@
  * lib/transport, the local ACK timer: a lost last packet, ACK, NAK or READ response
  * recovered, and a vanished peer ending in RETRY_EXC_ERR within the bound.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <infiniband/tm_types.h>
 #include <rte_cycles.h>
-#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "xport_test.h"

@@ -3,14 +3,7 @@
  * lib/transport, atomics (IBTA 9.4.5): the value before, the replay cache, key, access,
  * range and alignment checks, applied once over a lossy link.
  */
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <infiniband/tm_types.h>
 #include <rte_cycles.h>
-#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "xport_test.h"

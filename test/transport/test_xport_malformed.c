@@ -3,12 +3,9 @@
  * lib/transport, malformed and random frames: counted and dropped, never a touch of
  * memory outside a region.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
 #include <rte_ip.h>
 #include <rte_mbuf.h>
 

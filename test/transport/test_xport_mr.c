@@ -3,14 +3,7 @@
  * lib/transport, the key table: what dpv_mr_check() lets through and the generations of
  * dpv_mr_gen().
  */
-#include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

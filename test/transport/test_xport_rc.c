@@ -4,14 +4,8 @@
  * WRITE and READ of one packet to 4 MiB, immediates, solicited events, inline data, the
  * READs a QP may have outstanding, a mixed stream both ways.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

@@ -3,14 +3,8 @@
  * lib/transport, shared receive queues and receiver-not-ready: an SRQ of 16 QPs, its
  * limit event, RNR NAKs and their retry count, a responder bounded while it NAKs.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

@@ -4,13 +4,7 @@
  * bad keys, short receives, flushes, SQD, QP numbers running out.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

@@ -3,14 +3,10 @@
  * lib/transport, tag matching on the transport: expected and unexpected eager messages,
  * no-tag and op completions, rendezvous READs and their FIN.
  */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
 
 #include "xport_test.h"
 

@@ -7,11 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
-
 #include "xport_test.h"
 
 /* UC takes neither RC's responder resources nor its timers, and needs its PSNs. */

@@ -2,15 +2,6 @@
 /*
  * lib/transport, UD: the GRH a receive gets, Q_Key checks, messages above the MTU.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <infiniband/tm_types.h>
-#include <rte_cycles.h>
-#include <rte_ip.h>
-#include <rte_mbuf.h>
-
 #include "xport_test.h"
 
 static void ud_send_places_the_grh_and_checks_the_qkey(void **state)
