@@ -2,8 +2,8 @@
 /*
  * What the verbs tests share: the two devices of one ring pair (dpv0 and dpv1, "A" and
  * "B"), objects created per test and destroyed by the test's teardown (also when an
- * assertion ends the test early), RC connection set-up, and polling bounded in time so
- * a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used, and
+ * assertion ends the test early), QPs of every type connected (verbs_connect.h), and
+ * polling bounded in time so a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used, and
  * dpverbs' counters (dpv_verbs.h) where a test reads them.
  */
 #ifndef VERBS_TEST_H
@@ -70,7 +70,8 @@ void sides_close(void);
 void sides_env_defaults(const char *cores);
 /* Open the sides, run cmocka group @p name of @p n tests, close them: 0 when all pass. */
 int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
-#define SIDES_RUN_GROUP(name, tests) sides_run_group(name, tests, sizeof(tests) / sizeof(tests[0]))
+#define SIDES_RUN_GROUP(name, tests)                                                        \
+	sides_run_group(name, tests, sizeof(tests) / sizeof(tests[0]))
 
 /* ---- objects destroyed by teardown_objects(), newest first ---- */
 
