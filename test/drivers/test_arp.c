@@ -23,71 +23,25 @@
 #include <rte_ip.h>
 
 #include "dpv_port.h"
+#include "ports.h"
 
 #define POOL 2047u
 #define BURST 32u
 
 static struct dpv_port a, b;
-static int eal_argc;
-static char **eal_argv;
 
 static int ports_up(void **state)
 {
-	bool up_a = false, up_b = false;
-	uint16_t pa, pb;
-	uint32_t speed;
-	char id_a[8], id_b[8];
-
 	(void)state;
-	if (rte_eal_init(eal_argc, eal_argv) < 0)
-		return -1;
-	if (dpv_port_ring_pair("arp0", (int)rte_socket_id(), &pa, &pb) != 0)
-		return -1;
-	snprintf(id_a, sizeof(id_a), "%u", pa);
-	snprintf(id_b, sizeof(id_b), "%u", pb);
-	strcpy(a.name, "dpv0");
-	strcpy(b.name, "dpv1");
-	a.ipv4 = RTE_IPV4(127, 0, 11, 1); /* never leaves the process */
-	b.ipv4 = RTE_IPV4(127, 0, 11, 2);
-	if (dpv_port_open(&a, "ethdev", id_a, POOL) != 0 ||
-	    dpv_port_open(&b, "ethdev", id_b, POOL) != 0)
-		return -1;
-	for (int i = 0; i < 5000 && !(up_a && up_b); i++) {
-		a.ops->link(&a, &up_a, &speed);
-		b.ops->link(&b, &up_b, &speed);
-		rte_delay_ms(1);
-	}
-	return up_a && up_b ? 0 : -1;
+	return ring_pair_up("arp0", &a, RTE_IPV4(127, 0, 11, 1), &b, RTE_IPV4(127, 0, 11, 2),
+			    POOL);
 }
 
 static int ports_down(void **state)
 {
 	(void)state;
-	dpv_port_close(&a);
-	dpv_port_close(&b);
-	rte_eal_cleanup();
+	ring_pair_down(&a, &b);
 	return 0;
-}
-
-static struct rte_mbuf *ipv4_frame(struct dpv_port *from, uint32_t dst)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(from->pool);
-	struct rte_ether_hdr *eth;
-	struct rte_ipv4_hdr *ip;
-
-	assert_non_null(m);
-	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + sizeof(*ip) + 8);
-	memset(eth, 0, sizeof(*eth) + sizeof(*ip) + 8);
-	rte_ether_addr_copy(&from->mac, &eth->src_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	ip = (struct rte_ipv4_hdr *)(eth + 1);
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + 8);
-	ip->time_to_live = 64;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->src_addr = rte_cpu_to_be_32(from->ipv4);
-	ip->dst_addr = rte_cpu_to_be_32(dst);
-	return m;
 }
 
 /* An ARP frame as any host on the link could forge it, from @p from's pool. */
@@ -194,7 +148,7 @@ static void a_flood_of_spoofed_arp_leaves_room_for_a_new_peer(void **state)
 	assert_int_equal(b.stats.arp_evicted, 0);
 	/* The table is full of fresh entries, yet b reaches a new peer: one spoofed entry
 	 * goes. */
-	m = ipv4_frame(&b, a.ipv4);
+	m = ipv4_frame(&b, a.ipv4, 0);
 	assert_int_equal(dpv_port_tx(&b, &m, 1), 0); /* held while ARP runs */
 	assert_int_equal(pump(&a, 1), 1);
 	assert_int_equal(b.stats.arp_evicted, 1);
@@ -214,7 +168,7 @@ static void a_flood_of_spoofed_arp_leaves_room_for_a_new_peer(void **state)
 	pump(NULL, 0);
 	assert_int_equal(b.stats.arp_ignored_unsolicited, 1000 - DPV_ARP_ENTRIES + 300);
 	assert_int_equal(b.stats.arp_evicted, 1);
-	m = ipv4_frame(&b, a.ipv4);
+	m = ipv4_frame(&b, a.ipv4, 0);
 	assert_int_equal(dpv_port_tx(&b, &m, 1), 1); /* resolved: out at once */
 	assert_int_equal(pump(&a, 1), 1);
 	assert_int_equal(b.stats.arp_requests_sent, requests);
@@ -260,7 +214,7 @@ static void a_peer_changing_its_mac_by_gratuitous_arp_is_followed(void **state)
 	assert_true(dpv_port_resolve(&a, b.ipv4, &mac));
 	assert_true(rte_is_same_ether_addr(&mac, &moved));
 	assert_int_equal(a.stats.arp_mac_changed, changed + 1);
-	m = ipv4_frame(&a, b.ipv4);
+	m = ipv4_frame(&a, b.ipv4, 0);
 	assert_int_equal(dpv_port_tx(&a, &m, 1), 1);
 	for (int i = 0; i < 1000 && k == 0; i++)
 		k = dpv_port_rx(&b, rx, 4);
@@ -297,7 +251,7 @@ static void an_entry_past_its_lifetime_is_used_while_asked_again(void **state)
 	assert_true(dpv_port_resolve(&a, b.ipv4, &mac));
 	assert_int_equal(a.stats.arp_requests_sent, requests + 1);
 	assert_int_equal(a.stats.arp_expired, expired + 1);
-	m = ipv4_frame(&a, b.ipv4);
+	m = ipv4_frame(&a, b.ipv4, 0);
 	assert_int_equal(dpv_port_tx(&a, &m, 1), 1);
 	assert_int_equal(pump(&b, 1), 1); /* b's reply confirms it */
 	assert_true(dpv_port_resolve(&a, b.ipv4, &mac));
@@ -323,7 +277,7 @@ static void an_entry_past_its_lifetime_is_used_while_asked_again(void **state)
 	/* DPV_ARP_PROBES unicast requests, then a broadcast one */
 	assert_int_equal(a.stats.arp_requests_sent, requests + DPV_ARP_PROBES + 1);
 	/* Frames for it are held now, and leave when it answers again. */
-	m = ipv4_frame(&a, ghost);
+	m = ipv4_frame(&a, ghost, 0);
 	assert_int_equal(dpv_port_tx(&a, &m, 1), 0);
 	assert_int_equal(held_frames(&a), 1);
 	raw_send(&b, arp_frame(&b, RTE_ARP_OP_REPLY, &ghost_mac, ghost, a.ipv4));
@@ -343,7 +297,7 @@ static void a_full_table_evicts_but_never_drops_held_frames(void **state)
 	 * slot. Once all 256 hold frames, the rest have nowhere to wait. */
 	assert_int_equal(held_frames(&a), 0);
 	for (unsigned int i = 0; i < targets; i++) {
-		struct rte_mbuf *m = ipv4_frame(&a, RTE_IPV4(127, 1, i >> 8, i & 0xff));
+		struct rte_mbuf *m = ipv4_frame(&a, RTE_IPV4(127, 1, i >> 8, i & 0xff), 0);
 
 		assert_int_equal(dpv_port_tx(&a, &m, 1), 0);
 		if (i % BURST == BURST - 1)
@@ -376,7 +330,7 @@ static void frames_for_a_silent_neighbour_are_dropped_in_the_end(void **state)
 
 	(void)state;
 	for (int i = 0; i < 4; i++) {
-		struct rte_mbuf *m = ipv4_frame(&a, silent);
+		struct rte_mbuf *m = ipv4_frame(&a, silent, 0);
 
 		assert_int_equal(dpv_port_tx(&a, &m, 1), 0);
 	}
@@ -420,7 +374,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(every_mbuf_returns_to_its_pool),
 	};
 
-	eal_argc = argc;
-	eal_argv = argv;
+	eal_args_keep(argc, argv);
 	return cmocka_run_group_tests_name("arp", tests, ports_up, ports_down);
 }

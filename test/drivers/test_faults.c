@@ -25,6 +25,7 @@
 
 #include "dpv_faults.h"
 #include "dpv_port.h"
+#include "ports.h"
 #include "dpv_wire.h"
 
 #define PORT_POOL 2047u
@@ -35,15 +36,11 @@
 static struct dpv_port a, b;
 static uint16_t pa, pb;
 static struct rte_mempool *tpool;
-static int eal_argc;
-static char **eal_argv;
 
 static int setup(void **state)
 {
 	(void)state;
-	if (rte_eal_init(eal_argc, eal_argv) < 0)
-		return -1;
-	if (dpv_port_ring_pair("fpair", (int)rte_socket_id(), &pa, &pb) != 0)
+	if (ring_pair_create("fpair", &pa, &pb) != 0)
 		return -1;
 	tpool = rte_pktmbuf_pool_create("faults_test", TEST_POOL, 256, 0,
 					RTE_MBUF_DEFAULT_BUF_SIZE, (int)rte_socket_id());
@@ -63,16 +60,15 @@ static void open_one(struct dpv_port *p, const char *name, uint32_t ip, uint16_t
 {
 	char args[DPV_FAULTS_SPEC_MAX + 32];
 
+	if (spec == NULL) {
+		assert_int_equal(port_open_ethdev(p, name, id, ip, PORT_POOL), 0);
+		return;
+	}
 	memset(p, 0, sizeof(*p));
 	strcpy(p->name, name);
 	p->ipv4 = ip;
-	if (spec == NULL) {
-		snprintf(args, sizeof(args), "%u", id);
-		assert_int_equal(dpv_port_open(p, "ethdev", args, PORT_POOL), 0);
-	} else {
-		snprintf(args, sizeof(args), "%s@ethdev:%u", spec, id);
-		assert_int_equal(dpv_port_open(p, "faults", args, PORT_POOL), 0);
-	}
+	snprintf(args, sizeof(args), "%s@ethdev:%u", spec, id);
+	assert_int_equal(dpv_port_open(p, "faults", args, PORT_POOL), 0);
 }
 
 /* a sends, b receives; either may be a faults port (spec NULL: a plain ethdev one). */
@@ -639,7 +635,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(bad_specs_are_refused),
 	};
 
-	eal_argc = argc;
-	eal_argv = argv;
+	eal_args_keep(argc, argv);
 	return cmocka_run_group_tests_name("faults", tests, setup, teardown);
 }

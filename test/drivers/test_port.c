@@ -22,69 +22,22 @@
 #include <rte_ip.h>
 
 #include "dpv_port.h"
+#include "ports.h"
 
 static struct dpv_port a, b;
-static int eal_argc;
-static char **eal_argv;
 
 static int ports_up(void **state)
 {
-	bool up_a = false, up_b = false;
-	uint16_t pa, pb;
-	uint32_t speed;
-	char id_a[8], id_b[8];
-
 	(void)state;
-	if (rte_eal_init(eal_argc, eal_argv) < 0)
-		return -1;
-	if (dpv_port_ring_pair("pair0", (int)rte_socket_id(), &pa, &pb) != 0)
-		return -1;
-	snprintf(id_a, sizeof(id_a), "%u", pa);
-	snprintf(id_b, sizeof(id_b), "%u", pb);
-	strcpy(a.name, "dpv0");
-	strcpy(b.name, "dpv1");
-	a.ipv4 = RTE_IPV4(127, 0, 10, 1); /* never leaves the process */
-	b.ipv4 = RTE_IPV4(127, 0, 10, 2);
-	if (dpv_port_open(&a, "ethdev", id_a, 2047) != 0 ||
-	    dpv_port_open(&b, "ethdev", id_b, 2047) != 0)
-		return -1;
-	for (int i = 0; i < 5000 && !(up_a && up_b); i++) {
-		a.ops->link(&a, &up_a, &speed);
-		b.ops->link(&b, &up_b, &speed);
-		rte_delay_ms(1);
-	}
-	return up_a && up_b ? 0 : -1;
+	return ring_pair_up("pair0", &a, RTE_IPV4(127, 0, 10, 1), &b, RTE_IPV4(127, 0, 10, 2),
+			    2047);
 }
 
 static int ports_down(void **state)
 {
 	(void)state;
-	dpv_port_close(&a);
-	dpv_port_close(&b);
-	rte_eal_cleanup();
+	ring_pair_down(&a, &b);
 	return 0;
-}
-
-static struct rte_mbuf *ipv4_frame(struct dpv_port *from, uint32_t dst, uint8_t mark)
-{
-	struct rte_mbuf *m = rte_pktmbuf_alloc(from->pool);
-	struct rte_ether_hdr *eth;
-	struct rte_ipv4_hdr *ip;
-
-	assert_non_null(m);
-	eth = (struct rte_ether_hdr *)rte_pktmbuf_append(m, sizeof(*eth) + sizeof(*ip) + 8);
-	memset(eth, 0, sizeof(*eth) + sizeof(*ip) + 8);
-	rte_ether_addr_copy(&from->mac, &eth->src_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	ip = (struct rte_ipv4_hdr *)(eth + 1);
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->total_length = rte_cpu_to_be_16(sizeof(*ip) + 8);
-	ip->time_to_live = 64;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->src_addr = rte_cpu_to_be_32(from->ipv4);
-	ip->dst_addr = rte_cpu_to_be_32(dst);
-	((uint8_t *)(ip + 1))[0] = mark;
-	return m;
 }
 
 /* Poll both ports (ARP is answered inside dpv_port_rx) until b has IPv4 frames. */
@@ -333,7 +286,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(unknown_driver_and_bad_port_are_refused),
 	};
 
-	eal_argc = argc;
-	eal_argv = argv;
+	eal_args_keep(argc, argv);
 	return cmocka_run_group_tests_name("port", tests, ports_up, ports_down);
 }

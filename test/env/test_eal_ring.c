@@ -14,23 +14,11 @@
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 
+#include "helpers.h"
+
 #define BURST 32
 #define SKIP 77
 
-static int hugepages_free(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long n = 0;
-
-	if (f == NULL)
-		return 0;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n > 0;
-}
 
 static int want_hugepages(int argc, char **argv)
 {

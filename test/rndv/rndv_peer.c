@@ -62,6 +62,8 @@
 #include <infiniband/tm_types.h>
 #include <infiniband/verbs.h>
 
+#include "verbs_connect.h"
+
 #define MAX_QPS 8
 #define TMH_LEN ((uint32_t)sizeof(struct ibv_tmh))
 #define RVH_LEN ((uint32_t)sizeof(struct ibv_rvh))
@@ -508,42 +510,19 @@ static void exchange(void)
  * @p rd_atomic, the sender's answers up to 16. */
 static void connect_qp(uint32_t i, int access, uint8_t rd_atomic)
 {
-	struct ibv_qp_attr a;
+	const struct conn_opts c = {
+		.access = (unsigned int)access, .rnr_retry = 7,
+		.min_rnr_timer = 12, /* 0.64 ms */
+		.timeout = o.ack_timeout, .retry_cnt = 7, .max_rd_atomic = rd_atomic,
+		.max_dest_rd_atomic = 16, .sgid_index = (uint8_t)o.gid_index, .mtu = mtu,
+	};
+	struct qp_peer to = {.qpn = peer.qpn[i], .psn = peer.psn[i]};
+	const char *step = "";
+	int ret;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access;
-	CHECK(ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS) == 0,
-	      "QP %u to INIT: %s", i, strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = peer.qpn[i];
-	a.rq_psn = peer.psn[i];
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = 12; /* 0.64 ms */
-	a.ah_attr.is_global = 1;
-	memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-	a.ah_attr.grh.sgid_index = (uint8_t)o.gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
-	      "QP %u to RTR: %s", i, strerror(errno));
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = my_psn[i];
-	a.timeout = o.ack_timeout;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = rd_atomic;
-	CHECK(ibv_modify_qp(qps[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-					       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-					       IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-	      "QP %u to RTS: %s", i, strerror(errno));
+	memcpy(to.gid.raw, peer.gid, 16);
+	ret = rc_qp_to_rts(qps[i], my_psn[i], &to, &c, &step);
+	CHECK(ret == 0, "QP %u to %s: %s", i, step, strerror(ret));
 }
 
 /* PSNs just below the 2^24 wrap, so that the run crosses it. */

@@ -30,21 +30,16 @@
 
 #include "dpv_port.h"
 #include "dpv_verbs.h"
+#include "helpers.h"
+#include "verbs_connect.h"
 
 #define RECVS 10
 #define SENDS1 3
 #define SENDS2 5
 #define TAGS 4
 #define MSG 64
-
-#define CHECK(x)                                                                            \
-	do {                                                                                \
-		if (!(x)) {                                                                 \
-			fprintf(stderr, "telemetry_verbs: %s:%d: %s failed (errno %d)\n",  \
-				__FILE__, __LINE__, #x, errno);                             \
-			exit(1);                                                            \
-		}                                                                           \
-	} while (0)
+/* How long a completion may take. */
+#define WAIT_MS 10000u
 
 struct side {
 	struct ibv_context *ctx;
@@ -73,51 +68,31 @@ static void side_close(struct side *s)
 	free(s->buf);
 }
 
+/* One QP on each device: 1 s of ACK timeout, so that nothing is sent again on a
+ * lossless ring pair however loaded the machine. */
+static const struct conn_opts conn = {
+	.rnr_retry = 7, .min_rnr_timer = 12, .timeout = 18, .retry_cnt = 7,
+	.max_rd_atomic = 1, .max_dest_rd_atomic = 1,
+};
+
 static void to_rts(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid)
 {
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
+	const struct qp_peer peer = {.qpn = dest_qpn, .gid = *dgid};
 
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest_qpn;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 18; /* 1 s: no retransmit on a lossless ring pair, however loaded */
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	CHECK(rc_qp_to_rts(qp, 0, &peer, &conn, NULL) == 0);
 }
 
-/* Poll @p cq until @p n successful completions. */
+/* Poll @p cq until @p n successful completions, each within WAIT_MS. */
 static void wait_wc(struct ibv_cq *cq, int n)
 {
 	struct ibv_wc wc;
 
-	while (n > 0) {
-		int got = ibv_poll_cq(cq, 1, &wc);
-
-		CHECK(got >= 0);
-		if (got == 1) {
-			if (wc.status != IBV_WC_SUCCESS) {
-				fprintf(stderr, "telemetry_verbs: completion %s\n",
-					ibv_wc_status_str(wc.status));
-				exit(1);
-			}
-			n--;
+	for (; n > 0; n--) {
+		CHECK(poll_one_for(cq, &wc, WAIT_MS) == 1);
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "telemetry_verbs: completion %s\n",
+				ibv_wc_status_str(wc.status));
+			exit(1);
 		}
 	}
 }

@@ -29,10 +29,6 @@
 #define GRH 40u
 #define QKEY 0x22220000u
 
-static const char default_eal[] = "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-				  "--log-level=lib.eal:error";
-static const char default_ipv4[] = "127.0.20.1,127.0.20.2";
-
 /* ==== without a device ==== */
 
 /* Each rate with its nominal Gb/s times 10, and whether it is a multiple of 2.5 Gb/s
@@ -907,9 +903,7 @@ int main(void)
 	/* Before EAL: these need no device, and one of them forks. */
 	failed = run_pure_tests();
 
-	setenv("DPV_EAL_ARGS", default_eal, 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", default_ipv4, 0);
+	sides_env_defaults("0");
 	ipv4 = getenv("DPV_PORT_IPV4");
 	if (!sides_open(ipv4))
 		failed++;

@@ -17,35 +17,15 @@
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define RA (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
 
-static const struct conn_opts atomic_conn = {
-	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
-	.rnr_retry = 7,
-	.min_rnr_timer = 1,
-	.timeout = 12,
-};
-
-static int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id,
-		       uint64_t *local, uint32_t len, uint32_t lkey, uint64_t raddr,
-		       uint32_t rkey, uint64_t compare_add, uint64_t swap, unsigned int flags)
+/* conn_default with atomics allowed and a 16.8 ms ACK timeout. */
+static const struct conn_opts *atomic_conn(void)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)local, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
+	static struct conn_opts o;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED | flags;
-	wr.wr.atomic.remote_addr = raddr;
-	wr.wr.atomic.rkey = rkey;
-	wr.wr.atomic.compare_add = compare_add;
-	wr.wr.atomic.swap = swap;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
+	o = conn_default;
+	o.access |= IBV_ACCESS_REMOTE_ATOMIC;
+	o.timeout = 12;
+	return &o;
 }
 
 /* ---- what the device says and what the facade accepts ---- */
@@ -77,7 +57,7 @@ static void cmp_swap_and_fetch_add_complete_with_the_value_before(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	r[0] = 1000;
 	r[1] = 0xfeedfacecafebeefULL;
 	assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, &l[0], 8, local->lkey,
@@ -109,7 +89,7 @@ static void post_send_refuses_atomics_that_cannot_be(void **state)
 	struct rc_pair p;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	/* one 8-byte buffer: not 4 bytes, not 16, not inline */
 	assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, l, 4, local->lkey,
 				     (uintptr_t)remote->addr, remote->rkey, 1, 0, 0), EINVAL);
@@ -136,7 +116,7 @@ static void post_send_refuses_atomics_that_cannot_be(void **state)
 static enum ibv_wc_status one_atomic(unsigned int qp_access, struct ibv_mr *remote,
 				     uint64_t raddr, uint32_t rkey, struct ibv_mr *local)
 {
-	struct conn_opts o = atomic_conn;
+	struct conn_opts o = *atomic_conn();
 	struct rc_pair p;
 	struct ibv_wc wc;
 
@@ -160,23 +140,23 @@ static void responder_checks_key_access_and_alignment(void **state)
 	uint64_t base = (uintptr_t)remote->addr;
 
 	(void)state;
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey, local),
 			 IBV_WC_SUCCESS);
 	assert_true(*(uint64_t *)remote->addr == 1);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey + 1, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey + 1, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, no_atomic, (uintptr_t)no_atomic->addr,
+	assert_int_equal(one_atomic(atomic_conn()->access, no_atomic, (uintptr_t)no_atomic->addr,
 				    no_atomic->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base + 64, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base + 64, remote->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
 	assert_int_equal(one_atomic(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, remote,
 				    base, remote->rkey, local),
 			 IBV_WC_REM_ACCESS_ERR);
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base + 4, remote->rkey, local),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base + 4, remote->rkey, local),
 			 IBV_WC_REM_INV_REQ_ERR);
 	/* the local buffer must be writable by the device */
-	assert_int_equal(one_atomic(atomic_conn.access, remote, base, remote->rkey, ro),
+	assert_int_equal(one_atomic(atomic_conn()->access, remote, base, remote->rkey, ro),
 			 IBV_WC_LOC_PROT_ERR);
 	assert_true(*(uint64_t *)remote->addr == 1);
 }
@@ -294,7 +274,7 @@ static void fetch_adds_over_a_lossy_link_apply_once(void **state)
 	struct ibv_wc wc;
 
 	(void)state;
-	rc_pair(&p, &atomic_conn);
+	rc_pair(&p, atomic_conn());
 	while (done < n) {
 		while (posted < n && posted - done < 16) {
 			assert_int_equal(post_atomic(p.a, IBV_WR_ATOMIC_FETCH_AND_ADD, posted,
@@ -381,18 +361,8 @@ int main(void)
 		VT(fetch_adds_over_a_lossy_link_apply_once),
 		VT(uc_sends_over_a_lossy_link_arrive_whole_or_not),
 	};
-	int failed;
 
-	setenv("DPV_EAL_ARGS", "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-	       "--log-level=lib.eal:error", 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
-		sides_close();
-		return 1;
-	}
-	failed = faults_on() ? cmocka_run_group_tests_name("atomic_uc_faults", lossy, NULL, NULL)
-			     : cmocka_run_group_tests_name("atomic_uc", clean, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0");
+	return faults_on() ? SIDES_RUN_GROUP("atomic_uc_faults", lossy)
+			   : SIDES_RUN_GROUP("atomic_uc", clean);
 }

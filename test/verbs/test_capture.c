@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "dpv_verbs.h"
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define MESSAGES 8u

@@ -7,7 +7,7 @@
 #include <poll.h>
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 

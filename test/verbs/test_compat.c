@@ -18,7 +18,7 @@
 
 #include <rte_ethdev.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 
@@ -178,7 +178,9 @@ static struct ibv_qp_ex *qp_ex_pair(struct ibv_cq *acq, struct ibv_cq *bcq, stru
 	*b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
 	connect_rc(a, *b, &(struct conn_opts){.access = IBV_ACCESS_REMOTE_WRITE |
 						  IBV_ACCESS_REMOTE_READ |
-						  IBV_ACCESS_REMOTE_ATOMIC});
+						  IBV_ACCESS_REMOTE_ATOMIC,
+						  .timeout = 14, .retry_cnt = 7, .max_rd_atomic = 16,
+						  .max_dest_rd_atomic = 16});
 	return ibv_qp_to_qp_ex(a);
 }
 
@@ -355,7 +357,9 @@ static void on_demand_regions(void **state)
 	assert_non_null(odp);
 	/* The QP takes the region's access word; what is only a region's means nothing. */
 	connect_rc(a, b, &(struct conn_opts){.access = IBV_ACCESS_REMOTE_WRITE |
-						  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB});
+						  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB,
+						  .timeout = 14, .retry_cnt = 7, .max_rd_atomic = 16,
+						  .max_dest_rd_atomic = 16});
 	fill_pattern(src->addr, len, 31);
 	assert_int_equal(post_rdma(b, IBV_WR_RDMA_WRITE, 1, src->addr, (uint32_t)len, src->lkey,
 				   (uintptr_t)p, odp->rkey), 0);

@@ -2,7 +2,7 @@
 /* Devices and ports: the list, query_device_ex's tag-matching caps, port, GID, P_Key. */
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 static void device_list_has_dpv0_and_dpv1(void **state)
 {

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 

@@ -22,9 +22,7 @@
 #include <unistd.h>
 
 #include <rte_eal.h>
-#include <rte_lcore.h>
 
-#include "dpv_port.h"
 #include "dpv_verbs.h"
 #include "verbs_test.h"
 
@@ -246,7 +244,7 @@ static void native_off_body(void)
 		argv[argc++] = tok;
 	argv[argc] = NULL;
 	assert_true(rte_eal_init(argc, argv) >= 0);
-	assert_int_equal(dpv_port_ring_pair("guard", (int)rte_socket_id(), &pa, &pb), 0);
+	assert_int_equal(dpv_verbs_ring_pair("guard", &pa, &pb), 0);
 	assert_int_equal(dpv_verbs_set_fault_guard(2), EINVAL);
 	assert_int_equal(dpv_verbs_set_fault_guard(0), 0);
 	install_program_handler(SIGSEGV);

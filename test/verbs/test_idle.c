@@ -112,9 +112,6 @@ static bool end_open(const char *eal, const char *ipv4)
 			.max_recv_sge = 1},
 		.qp_type = IBV_QPT_RC,
 	};
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
-				.qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						   IBV_ACCESS_REMOTE_READ};
 	struct ibv_device **list;
 	int n;
 
@@ -137,10 +134,7 @@ static bool end_open(const char *eal, const char *ipv4)
 	me.mr = ibv_reg_mr(me.pd, me.mem, MEM_LEN, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	ia.send_cq = ia.recv_cq = me.cq;
-	if (me.mr == NULL || (me.qp = ibv_create_qp(me.pd, &ia)) == NULL)
-		return false;
-	return ibv_modify_qp(me.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS) == 0;
+	return me.mr != NULL && (me.qp = ibv_create_qp(me.pd, &ia)) != NULL;
 }
 
 static void my_info(struct qp_info *info, uint32_t psn)
@@ -152,28 +146,17 @@ static void my_info(struct qp_info *info, uint32_t psn)
 	info->addr = (uintptr_t)me.mem;
 }
 
+/* ibv_rc_pingpong's attributes. */
 static bool end_connect(uint32_t peer_ipv4, uint32_t my_psn)
 {
-	struct ibv_qp_attr rtr = {.qp_state = IBV_QPS_RTR, .path_mtu = TEST_MTU,
-				  .dest_qp_num = peer.qpn, .rq_psn = peer.psn,
-				  .max_dest_rd_atomic = 16, .min_rnr_timer = 1,
-				  .ah_attr = {.is_global = 1, .port_num = 1,
-					      .grh = {.hop_limit = 64}}};
-	/* ibv_rc_pingpong's attributes. */
-	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				  .rnr_retry = 7, .sq_psn = my_psn, .max_rd_atomic = 16};
-	union ibv_gid *g = &rtr.ah_attr.grh.dgid;
+	const struct conn_opts o = {.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+				    .rnr_retry = 7, .min_rnr_timer = 1, .timeout = 14,
+				    .retry_cnt = 7, .max_rd_atomic = 16,
+				    .max_dest_rd_atomic = 16};
+	const struct qp_peer to = {.qpn = peer.qpn, .gid = gid_of_ipv4(peer_ipv4),
+				   .psn = peer.psn};
 
-	g->raw[10] = g->raw[11] = 0xff;
-	g->raw[12] = (uint8_t)(peer_ipv4 >> 24);
-	g->raw[13] = (uint8_t)(peer_ipv4 >> 16);
-	g->raw[14] = (uint8_t)(peer_ipv4 >> 8);
-	g->raw[15] = (uint8_t)peer_ipv4;
-	return ibv_modify_qp(me.qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER) == 0 &&
-	       ibv_modify_qp(me.qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+	return rc_qp_to_rts(me.qp, my_psn, &to, &o, NULL) == 0;
 }
 
 static void end_close(void)
@@ -385,20 +368,6 @@ static void peer_completes_while_passive_side_spins(void **state)
 	round_against_absent_peer(PAUSE_SPIN);
 }
 
-static bool hugepages_free(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long n = 0;
-
-	if (f == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n > 0;
-}
 
 int main(void)
 {

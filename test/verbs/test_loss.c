@@ -652,18 +652,6 @@ static void on_tm_wc(struct stream *s, const struct wc_ex *wc)
 	s->recv_cqes++;
 }
 
-static void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
-{
-	memset(w, 0, sizeof(*w));
-	w->wr_id = cq->wr_id;
-	w->status = cq->status;
-	w->opcode = ibv_wc_read_opcode(cq);
-	w->wc_flags = ibv_wc_read_wc_flags(cq);
-	w->byte_len = ibv_wc_read_byte_len(cq);
-	w->qp_num = ibv_wc_read_qp_num(cq);
-	ibv_wc_read_tm_info(cq, &w->tm);
-}
-
 /* Take what the stream's CQs hold; the number of completions taken. */
 static int poll_stream(struct stream *s)
 {
@@ -971,7 +959,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		VT(many_messages_with_faults),
 	};
-	int c, failed;
+	int c;
 
 	while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
 		switch (c) {
@@ -996,15 +984,6 @@ int main(int argc, char **argv)
 		usage(argv[0]);
 		return 2;
 	}
-	setenv("DPV_EAL_ARGS", "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-	       "--log-level=lib.eal:error", 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
-		sides_close();
-		return 1;
-	}
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0");
+	return SIDES_RUN_GROUP("loss", tests);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dpv_verbs.h"
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 
@@ -329,42 +329,6 @@ static void misuse_bad_rkey_write_access_err_at_responder(void **state)
 	assert_false(wait_event_of(B.ctx, IBV_EVENT_QP_FATAL, p.b, QUIET_MS));
 }
 
-/* Take @p qp to RTS towards @p peer, accepting @p max_dest_rd_atomic READs. */
-static void to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const union ibv_gid *peer_gid,
-		   uint8_t max_dest_rd_atomic)
-{
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = 0x300;
-	a.max_dest_rd_atomic = max_dest_rd_atomic;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *peer_gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.sq_psn = 0x300;
-	a.max_rd_atomic = 16;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
-
 /*
  * Two READs at a responder that accepts one outstanding (max_dest_rd_atomic 1, the
  * requester told it may have 16): the second is an invalid request (IBTA 9.5), and the
@@ -377,14 +341,19 @@ static void misuse_too_many_reads_req_err_at_responder(void **state)
 	struct ibv_mr *smr, *rmr;
 	struct ibv_cq *acq, *bcq;
 	struct ibv_qp *qa, *qb;
+	struct conn_opts o = {.access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE,
+			      .timeout = 14, .retry_cnt = 7, .max_rd_atomic = 16};
 
 	(void)state;
 	acq = new_cq(&A, 16, NULL, NULL);
 	bcq = new_cq(&B, 16, NULL, NULL);
 	qa = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 16, 4);
 	qb = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 4);
-	to_rts(qa, qb, &B.gid, 16);
-	to_rts(qb, qa, &A.gid, 1);
+	/* the requester may have 16 READs outstanding, the responder takes 1 */
+	o.max_dest_rd_atomic = 16;
+	rc_to_rts_at(qa, qb, &o, 0x300, 0x300);
+	o.max_dest_rd_atomic = 1;
+	rc_to_rts_at(qb, qa, &o, 0x300, 0x300);
 	smr = new_mr(&A, 128, LW);
 	rmr = new_mr(&B, 128, LW | IBV_ACCESS_REMOTE_READ);
 	memset(wr, 0, sizeof(wr));

@@ -18,10 +18,6 @@
 /* DPV_MAX_MR_SIZE, the longest region a device registers. */
 #define MAX_MR_SIZE (64ull << 30)
 
-static const char default_eal[] = "-l 0 --no-huge --no-shconf -m 512 --no-pci --no-telemetry "
-				  "--log-level=lib.eal:error";
-static const char default_ipv4[] = "127.0.20.1,127.0.20.2";
-
 static size_t page(void)
 {
 	return (size_t)getpagesize();
@@ -238,7 +234,9 @@ static void keys_of_successive_regions_are_not_predictable(void **state)
 static void a_deregistered_key_is_refused_and_not_handed_out_again(void **state)
 {
 	enum { N = 2000 };
-	const struct conn_opts o = {.access = IBV_ACCESS_REMOTE_WRITE};
+	const struct conn_opts o = {.access = IBV_ACCESS_REMOTE_WRITE, .timeout = 14,
+				    .retry_cnt = 7, .max_rd_atomic = 16,
+				    .max_dest_rd_atomic = 16};
 	struct ibv_mr *smr = new_mr(&A, 256, LW), *rmr;
 	struct ibv_mr **more = calloc(N, sizeof(*more));
 	struct ibv_wc wc;
@@ -306,15 +304,7 @@ int main(void)
 		VT(a_deregistered_key_is_refused_and_not_handed_out_again),
 		VT(qp_numbers_of_successive_qps_are_not_sequential),
 	};
-	int failed;
 
-	setenv("DPV_EAL_ARGS", default_eal, 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", default_ipv4, 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4")))
-		failed = 1;
-	else
-		failed = cmocka_run_group_tests_name("mr", tests, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0");
+	return SIDES_RUN_GROUP("mr", tests);
 }

@@ -17,6 +17,7 @@
 #include <rte_lcore.h>
 
 #include "dpv_verbs.h"
+#include "verbs_connect.h"
 
 static int eal_argc;
 static char **eal_argv;
@@ -34,7 +35,6 @@ struct end {
 static void end_open(struct end *e, uint16_t port, uint32_t ipv4)
 {
 	struct ibv_qp_init_attr ia = {.cap = {4, 4, 1, 1, 0}, .qp_type = IBV_QPT_RC};
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1};
 
 	e->ctx = dpv_verbs_open_port(port, ipv4);
 	assert_non_null(e->ctx);
@@ -44,26 +44,15 @@ static void end_open(struct end *e, uint16_t port, uint32_t ipv4)
 	assert_non_null(e->qp = ibv_create_qp(e->pd, &ia));
 	assert_non_null(e->mr = ibv_reg_mr(e->pd, e->buf, sizeof(e->buf), IBV_ACCESS_LOCAL_WRITE));
 	assert_int_equal(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
-	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       IBV_QP_ACCESS_FLAGS), 0);
 }
 
 static void end_connect(struct end *e, const struct end *peer)
 {
-	struct ibv_qp_attr rtr = {.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-				  .dest_qp_num = peer->qp->qp_num, .max_dest_rd_atomic = 1,
-				  .min_rnr_timer = 1,
-				  .ah_attr = {.is_global = 1, .port_num = 1,
-					      .grh = {.dgid = peer->gid, .hop_limit = 64}}};
-	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				  .rnr_retry = 7, .max_rd_atomic = 1};
+	const struct conn_opts o = {.rnr_retry = 7, .min_rnr_timer = 1, .timeout = 14,
+				    .retry_cnt = 7, .max_rd_atomic = 1, .max_dest_rd_atomic = 1};
+	const struct qp_peer to = {.qpn = peer->qp->qp_num, .gid = peer->gid};
 
-	assert_int_equal(ibv_modify_qp(e->qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	assert_int_equal(ibv_modify_qp(e->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				       IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(rc_qp_to_rts(e->qp, 0, &to, &o, NULL), 0);
 }
 
 static void native_program_opens_its_own_ports(void **state)

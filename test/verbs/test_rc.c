@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "dpv_verbs.h"
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 

@@ -126,51 +126,21 @@ static struct {
 
 /* ---- set-up ---- */
 
-static void to_rts(struct ibv_qp *qp, struct ibv_qp *peer, unsigned int access,
-		   uint8_t rd_atomic, uint8_t dest_rd_atomic, uint8_t timeout, uint8_t retry,
-		   uint32_t sq_psn, uint32_t rq_psn)
-{
-	struct side *other = side_of(peer);
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = dest_rd_atomic;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = other->gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC |
-					       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = timeout;
-	a.retry_cnt = retry;
-	a.rnr_retry = 7;
-	a.sq_psn = sq_psn;
-	a.max_rd_atomic = rd_atomic;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-	assert_int_equal(qp->state, IBV_QPS_RTS);
-}
-
 static void connect_link(struct ibv_qp *s, struct ibv_qp *r, const struct link *l)
 {
-	to_rts(s, r, l->s_access, 16, l->s_dest_rd_atomic, l->s_timeout, 7, PSN_S, PSN_R);
-	to_rts(r, s, RR | RW, l->r_rd_atomic, 16, l->r_timeout, l->r_retry, PSN_R, PSN_S);
+	const struct conn_opts so = {
+		.access = l->s_access, .rnr_retry = 7, .min_rnr_timer = 1,
+		.timeout = l->s_timeout, .retry_cnt = 7, .max_rd_atomic = 16,
+		.max_dest_rd_atomic = l->s_dest_rd_atomic,
+	};
+	const struct conn_opts ro = {
+		.access = RR | RW, .rnr_retry = 7, .min_rnr_timer = 1,
+		.timeout = l->r_timeout, .retry_cnt = l->r_retry, .max_rd_atomic = l->r_rd_atomic,
+		.max_dest_rd_atomic = 16,
+	};
+
+	rc_to_rts_at(s, r, &so, PSN_S, PSN_R);
+	rc_to_rts_at(r, s, &ro, PSN_R, PSN_S);
 }
 
 static struct ibv_srq *tm_srq(struct side *s, struct ibv_cq_ex *cq, uint32_t max_num_tags)
@@ -504,18 +474,9 @@ static unsigned int drain_ex(struct ibv_cq_ex *cq, struct wc_ex *out, unsigned i
 	if (ret == ENOENT)
 		return 0;
 	assert_int_equal(ret, 0);
-	do {
-		struct wc_ex *w = &out[got++];
-
-		memset(w, 0, sizeof(*w));
-		w->wr_id = cq->wr_id;
-		w->status = cq->status;
-		w->opcode = ibv_wc_read_opcode(cq);
-		w->wc_flags = ibv_wc_read_wc_flags(cq);
-		w->byte_len = ibv_wc_read_byte_len(cq);
-		w->qp_num = ibv_wc_read_qp_num(cq);
-		ibv_wc_read_tm_info(cq, &w->tm);
-	} while (got < room && ibv_next_poll(cq) == 0);
+	do
+		read_ex(cq, &out[got++]);
+	while (got < room && ibv_next_poll(cq) == 0);
 	ibv_end_poll(cq);
 	return got;
 }
@@ -1697,18 +1658,7 @@ int main(void)
 		VT(rndv_over_a_lossy_link),
 	};
 	bool lossy = faults_on();
-	int failed;
 
-	setenv("DPV_EAL_ARGS", "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-	       "--log-level=lib.eal:error", 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
-		sides_close();
-		return 1;
-	}
-	failed = lossy ? cmocka_run_group_tests_name("rndv_faults", faulty, NULL, NULL)
-		       : cmocka_run_group_tests_name("rndv", clean, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0");
+	return lossy ? SIDES_RUN_GROUP("rndv_faults", faulty) : SIDES_RUN_GROUP("rndv", clean);
 }

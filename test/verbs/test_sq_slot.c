@@ -51,18 +51,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		VT(post_after_completion_finds_a_free_slot),
 	};
-	int failed;
 
 	setenv("DPV_PROGRESS", "lcore:1", 0);
-	setenv("DPV_EAL_ARGS", "-l 0,1 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-	       "--log-level=lib.eal:error", 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
-	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
-		sides_close();
-		return 1;
-	}
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
-	sides_close();
-	return failed ? 1 : 0;
+	sides_env_defaults("0,1");
+	return SIDES_RUN_GROUP("sq_slot", tests);
 }

@@ -4,7 +4,7 @@
 #include <poll.h>
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define NQP 16

@@ -12,7 +12,7 @@
 #include <infiniband/tm_types.h>
 
 #include "dpv_verbs.h"
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define TMH_LEN ((uint32_t)sizeof(struct ibv_tmh))

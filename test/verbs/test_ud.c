@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define GRH 40u

@@ -10,28 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verbs_test.h"
+#include "test_verbs.h"
 
 #define SKIP 77
 
-static const char default_eal[] = "-l 0 --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
-				  "--log-level=lib.eal:error";
-static const char default_ipv4[] = "127.0.20.1,127.0.20.2";
-
-static bool hugepages_free(void)
-{
-	FILE *f = fopen("/proc/meminfo", "r");
-	char line[128];
-	long n = 0;
-
-	if (f == NULL)
-		return false;
-	while (fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "HugePages_Free: %ld", &n) == 1)
-			break;
-	fclose(f);
-	return n > 0;
-}
 
 /* The groups, in the order a run without arguments runs them all. */
 static const struct {
@@ -79,9 +61,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	setenv("DPV_EAL_ARGS", default_eal, 0);
-	setenv("DPV_RING_PAIRS", "1", 0);
-	setenv("DPV_PORT_IPV4", default_ipv4, 0);
+	sides_env_defaults("0");
 	eal = getenv("DPV_EAL_ARGS");
 	ipv4 = getenv("DPV_PORT_IPV4");
 	if (strstr(eal, "--no-huge") == NULL && !hugepages_free()) {

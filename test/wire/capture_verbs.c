@@ -19,17 +19,11 @@
 #include <infiniband/tm_types.h>
 #include <infiniband/verbs.h>
 
+#include "helpers.h"
+#include "verbs_connect.h"
+
 #define BUF 65536
 #define MTU_PAYLOAD 1024
-
-#define CHECK(x)                                                                            \
-	do {                                                                                \
-		if (!(x)) {                                                                 \
-			fprintf(stderr, "capture_verbs: %s:%d: %s failed (errno %d)\n",    \
-				__FILE__, __LINE__, #x, errno);                             \
-			exit(1);                                                            \
-		}                                                                           \
-	} while (0)
 
 struct side {
 	struct ibv_context *ctx;
@@ -42,20 +36,6 @@ struct side {
 	uint8_t *buf;
 	union ibv_gid gid;
 };
-
-static void qp_init(struct ibv_qp *qp, bool ud)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT,
-		.port_num = 1,
-		.qkey = 0x11111111,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   (qp->qp_type == IBV_QPT_RC ? IBV_ACCESS_REMOTE_ATOMIC : 0),
-	};
-
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)) == 0);
-}
 
 static void side_open(struct side *s, struct ibv_device *dev)
 {
@@ -75,39 +55,23 @@ static void side_open(struct side *s, struct ibv_device *dev)
 				  IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 				  IBV_ACCESS_REMOTE_ATOMIC)) != NULL);
 	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0);
-	qp_init(s->qp, false);
-	qp_init(s->ud, true);
-	qp_init(s->uc, false);
 }
 
 static void side_connect(struct side *s, const struct side *peer)
 {
-	struct ibv_qp_attr rtr = {
-		.qp_state = IBV_QPS_RTR,
-		.path_mtu = IBV_MTU_1024,
-		.dest_qp_num = peer->qp->qp_num,
-		.max_dest_rd_atomic = 1,
-		.min_rnr_timer = 1,
-		.ah_attr = {.is_global = 1, .port_num = 1,
-			    .grh = {.dgid = peer->gid, .hop_limit = 64}},
+	const struct conn_opts rc = {
+		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			  IBV_ACCESS_REMOTE_ATOMIC,
+		.rnr_retry = 7, .min_rnr_timer = 1, .timeout = 14, .retry_cnt = 7,
+		.max_rd_atomic = 1, .max_dest_rd_atomic = 1,
 	};
-	struct ibv_qp_attr rts = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
-				  .rnr_retry = 7, .max_rd_atomic = 1};
+	const struct conn_opts uc = {.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ};
+	struct qp_peer to = {.qpn = peer->qp->qp_num, .gid = peer->gid};
 
-	CHECK(ibv_modify_qp(s->qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0);
-	CHECK(ibv_modify_qp(s->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-	rtr.dest_qp_num = peer->uc->qp_num;
-	CHECK(ibv_modify_qp(s->uc, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN) == 0);
-	rts = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	CHECK(ibv_modify_qp(s->uc, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
-	rtr = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTR};
-	CHECK(ibv_modify_qp(s->ud, &rtr, IBV_QP_STATE) == 0);
-	rts = (struct ibv_qp_attr){.qp_state = IBV_QPS_RTS};
-	CHECK(ibv_modify_qp(s->ud, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0);
+	CHECK(rc_qp_to_rts(s->qp, 0, &to, &rc, NULL) == 0);
+	to.qpn = peer->uc->qp_num;
+	CHECK(uc_qp_to_rts(s->uc, 0, &to, &uc, NULL) == 0);
+	CHECK(ud_qp_to_rts(s->ud, 0x11111111, 0, NULL) == 0);
 }
 
 /* Wait for @p n successful completions on either side. */

@@ -10,8 +10,6 @@
 #include "dpv_verbs.h"
 #include "verbs_test.h"
 
-/* Each side starts its PSNs just below the 24-bit wrap, so multi-packet messages
- * cross it. */
 #define PSN_A 0xfffff0u
 #define PSN_B 0xffffe8u
 #define MAX_OBJECTS 512
@@ -24,6 +22,10 @@ const struct conn_opts conn_default = {
 	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
 	.rnr_retry = 7,
 	.min_rnr_timer = 1,
+	.timeout = 14,
+	.retry_cnt = 7,
+	.max_rd_atomic = 16,
+	.max_dest_rd_atomic = 16,
 };
 
 enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH };
@@ -212,51 +214,35 @@ struct side *side_of(struct ibv_qp *qp)
 	return qp->context == A.ctx ? &A : &B;
 }
 
-static uint32_t psn_of(const struct side *s)
+uint32_t psn_of(const struct side *s)
 {
 	return s == &A ? PSN_A : PSN_B;
 }
 
-static void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+static void expect_rts(struct ibv_qp *qp, int ret, const char *step)
 {
-	struct side *me = side_of(qp), *other = side_of(peer);
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qp_access_flags = o->access;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = psn_of(other);
-	a.max_dest_rd_atomic = 16;
-	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = other->gid;
-	a.ah_attr.grh.sgid_index = 0;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC |
-					       IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = o->timeout != 0 ? o->timeout : 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = o->rnr_retry;
-	a.sq_psn = psn_of(me);
-	a.max_rd_atomic = 16;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	if (ret != 0)
+		fail_msg("QP %u to %s: %s", qp->qp_num, step, strerror(ret));
 	assert_int_equal(qp->state, IBV_QPS_RTS);
-	(void)me;
+}
+
+static struct qp_peer peer_at(struct ibv_qp *peer, uint32_t psn)
+{
+	return (struct qp_peer){.qpn = peer->qp_num, .gid = side_of(peer)->gid, .psn = psn};
+}
+
+void rc_to_rts_at(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn)
+{
+	struct qp_peer to = peer_at(peer, rq_psn);
+	const char *step = NULL;
+
+	expect_rts(qp, rc_qp_to_rts(qp, sq_psn, &to, o, &step), step);
+}
+
+void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o)
+{
+	rc_to_rts_at(qp, peer, o, psn_of(side_of(qp)), psn_of(side_of(peer)));
 }
 
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
@@ -265,40 +251,17 @@ void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o)
 	rc_to_rts(qb, qa, o);
 }
 
-/* ibv_modify_qp(3) for UC: RC's connection attributes without its reliability ones. */
-static void uc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, unsigned int access)
-{
-	struct side *me = side_of(qp), *other = side_of(peer);
-	struct ibv_qp_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	a.qp_access_flags = access;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = TEST_MTU;
-	a.dest_qp_num = peer->qp_num;
-	a.rq_psn = psn_of(other);
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = other->gid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn_of(me);
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
-	assert_int_equal(qp->state, IBV_QPS_RTS);
-}
-
 void connect_uc(struct ibv_qp *qa, struct ibv_qp *qb, unsigned int access)
 {
-	uc_to_rts(qa, qb, access);
-	uc_to_rts(qb, qa, access);
+	struct conn_opts o = conn_default;
+
+	o.access = access;
+	struct qp_peer to_b = peer_at(qb, psn_of(side_of(qb)));
+	struct qp_peer to_a = peer_at(qa, psn_of(side_of(qa)));
+	const char *step = NULL;
+
+	expect_rts(qa, uc_qp_to_rts(qa, psn_of(side_of(qa)), &to_b, &o, &step), step);
+	expect_rts(qb, uc_qp_to_rts(qb, psn_of(side_of(qb)), &to_a, &o, &step), step);
 }
 
 void rc_pair(struct rc_pair *p, const struct conn_opts *o)
@@ -312,22 +275,9 @@ void rc_pair(struct rc_pair *p, const struct conn_opts *o)
 
 void ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
 {
-	struct ibv_qp_attr a;
+	const char *step = NULL;
 
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = 1;
-	a.qkey = qkey;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_QKEY), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = psn_of(side_of(qp));
-	assert_int_equal(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	expect_rts(qp, ud_qp_to_rts(qp, qkey, psn_of(side_of(qp)), &step), step);
 }
 
 enum ibv_qp_state qp_state_of(struct ibv_qp *qp)
@@ -349,45 +299,67 @@ void qp_to_err(struct ibv_qp *qp)
 
 /* ---- posting ---- */
 
+/* A send WR of one SGE, signaled or as @p flags say. */
+static void one_sge_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, enum ibv_wr_opcode op,
+		       uint64_t wr_id, const void *addr, uint32_t len, uint32_t lkey,
+		       unsigned int flags)
+{
+	*sge = (struct ibv_sge){.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = wr_id;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = flags;
+}
+
+/* ibv_post_send() of @p wr alone: a refused WR is the one *bad_wr names. */
+static int post_one(struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ibv_post_send(qp, wr, &bad);
+
+	if (ret != 0)
+		assert_ptr_equal(bad, wr);
+	return ret;
+}
+
 int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = IBV_SEND_SIGNALED;
+	one_sge_wr(&wr, &sge, op, wr_id, addr, len, lkey, IBV_SEND_SIGNALED);
 	wr.imm_data = htobe32(imm_host);
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
+	return post_one(qp, &wr);
 }
 
 int post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 	      uint32_t len, uint32_t lkey, unsigned int flags)
 {
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr, *bad = NULL;
-	int ret;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
 
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = wr_id;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	wr.opcode = op;
-	wr.send_flags = flags;
-	ret = ibv_post_send(qp, &wr, &bad);
-	if (ret != 0)
-		assert_ptr_equal(bad, &wr);
-	return ret;
+	one_sge_wr(&wr, &sge, op, wr_id, addr, len, lkey, flags);
+	return post_one(qp, &wr);
+}
+
+int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *local,
+		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+		uint64_t swap, unsigned int flags)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr;
+
+	one_sge_wr(&wr, &sge, op, wr_id, local, len, lkey, IBV_SEND_SIGNALED | flags);
+	wr.wr.atomic.remote_addr = raddr;
+	wr.wr.atomic.rkey = rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	return post_one(qp, &wr);
 }
 
 int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
@@ -447,14 +419,6 @@ uint64_t qp_xstat(struct ibv_qp *qp, const char *name)
 	return find_xstat(xs, n, name);
 }
 
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void progress(void)
 {
 	struct ibv_wc wc;
@@ -508,7 +472,7 @@ void expect_send_ok(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode opcode
 	assert_int_equal(wc.opcode, opcode);
 }
 
-static void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
+void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w)
 {
 	memset(w, 0, sizeof(*w));
 	w->wr_id = cq->wr_id;
@@ -579,30 +543,6 @@ bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsig
 	return true;
 }
 
-void fill_pattern(void *buf, size_t len, uint32_t seed)
-{
-	uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
-
-bool check_pattern(const void *buf, size_t len, uint32_t seed)
-{
-	const uint8_t *p = buf;
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < len; i++) {
-		x = x * 1103515245u + 12345u;
-		if (p[i] != (uint8_t)(x >> 16))
-			return false;
-	}
-	return true;
-}
-
 static bool parse_ipv4(const char *s, uint32_t *out)
 {
 	unsigned int a, b, c, d;
@@ -666,4 +606,28 @@ void sides_close(void)
 	if (dev_list != NULL)
 		ibv_free_device_list(dev_list);
 	dev_list = NULL;
+}
+
+void sides_env_defaults(const char *cores)
+{
+	char eal[160];
+
+	snprintf(eal, sizeof(eal), "-l %s --no-pci --no-huge --no-shconf -m 512 --no-telemetry "
+		 "--log-level=lib.eal:error", cores);
+	setenv("DPV_EAL_ARGS", eal, 0);
+	setenv("DPV_RING_PAIRS", "1", 0);
+	setenv("DPV_PORT_IPV4", "127.0.20.1,127.0.20.2", 0);
+}
+
+int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n)
+{
+	int failed;
+
+	if (!sides_open(getenv("DPV_PORT_IPV4"))) {
+		sides_close();
+		return 1;
+	}
+	failed = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+	sides_close();
+	return failed ? 1 : 0;
 }

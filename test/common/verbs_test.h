@@ -2,8 +2,8 @@
 /*
  * What the verbs tests share: the two devices of one ring pair (dpv0 and dpv1, "A" and
  * "B"), objects created per test and destroyed by the test's teardown (also when an
- * assertion ends the test early), RC connection set-up, and polling bounded in time so
- * a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used, and
+ * assertion ends the test early), QPs of every type connected (verbs_connect.h), and
+ * polling bounded in time so a bug fails a test instead of hanging it. Only <infiniband/verbs.h> is used, and
  * dpverbs' counters (dpv_verbs.h) where a test reads them.
  */
 #ifndef VERBS_TEST_H
@@ -20,12 +20,16 @@
 #include <cmocka.h>
 #include <infiniband/verbs.h>
 
+#include "helpers.h"
+#include "verbs_connect.h"
+
 /* How long a test waits for something that must happen. */
 #define WAIT_MS 2000u
 /* How long a test watches for something that must not happen. */
 #define QUIET_MS 50u
 
-/* The path MTU tests connect with (the active MTU of a ring-pair port). */
+/* The path MTU tests connect with (the active MTU of a ring-pair port, and the one
+ * struct conn_opts defaults to). */
 #define TEST_MTU IBV_MTU_1024
 #define TEST_MTU_BYTES 1024u
 
@@ -44,14 +48,8 @@ extern struct side A, B;
 extern struct ibv_device **dev_list;
 extern int dev_count;
 
-/* Connection parameters of connect_rc(). */
-struct conn_opts {
-	unsigned int access;      /* IBV_ACCESS_REMOTE_* the responder allows */
-	uint8_t rnr_retry;
-	uint8_t min_rnr_timer;
-	uint8_t timeout;          /* local ACK timeout exponent; 0 means 14 (67 ms) */
-};
-
+/* Remote READ and WRITE allowed, RNR retried for ever after 10 us, 67 ms of ACK timeout
+ * retried 7 times, 16 READs and atomics each way. */
 extern const struct conn_opts conn_default;
 
 /* ---- the two devices ---- */
@@ -64,6 +62,16 @@ extern const struct conn_opts conn_default;
  */
 bool sides_open(const char *ipv4);
 void sides_close(void);
+/*
+ * The settings of a one-process test on one ring pair, each unless the environment has
+ * it already: EAL on cores @p cores ("0", "0,1"), --no-huge, one ring pair, addresses
+ * 127.0.20.1 and 127.0.20.2.
+ */
+void sides_env_defaults(const char *cores);
+/* Open the sides, run cmocka group @p name of @p n tests, close them: 0 when all pass. */
+int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
+#define SIDES_RUN_GROUP(name, tests)                                                        \
+	sides_run_group(name, tests, sizeof(tests) / sizeof(tests[0]))
 
 /* ---- objects destroyed by teardown_objects(), newest first ---- */
 
@@ -88,6 +96,14 @@ int teardown_objects(void **state);
 /* ---- connections ---- */
 
 struct side *side_of(struct ibv_qp *qp);
+/* The first PSN a QP of side @p s sends: each side starts just below the 24-bit wrap,
+ * so multi-packet messages cross it. */
+uint32_t psn_of(const struct side *s);
+/* Take RC QP @p qp to RTS towards @p peer (on either side) with @p o. */
+void rc_to_rts(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o);
+/* The same, sending from @p sq_psn and expecting @p rq_psn first. */
+void rc_to_rts_at(struct ibv_qp *qp, struct ibv_qp *peer, const struct conn_opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn);
 /* Take @p qa and @p qb (on either side) to RTS, connected to each other. */
 void connect_rc(struct ibv_qp *qa, struct ibv_qp *qb, const struct conn_opts *o);
 /* Take UC QPs @p qa and @p qb to RTS, connected, each letting the other do @p access
@@ -115,6 +131,10 @@ int post_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const vo
 	      uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey);
 int post_send_imm(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, const void *addr,
 		  uint32_t len, uint32_t lkey, uint32_t imm_host, uint64_t raddr, uint32_t rkey);
+/* An atomic of @p op on the 8 bytes at @p raddr, the value before into @p local. */
+int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64_t *local,
+		uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t compare_add,
+		uint64_t swap, unsigned int flags);
 int post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
 int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
 
@@ -143,6 +163,8 @@ struct wc_ex {
 	struct ibv_wc_tm_info tm;
 };
 
+/* The completion an extended CQ's poll is at. */
+void read_ex(struct ibv_cq_ex *cq, struct wc_ex *w);
 /* Poll an extended CQ until @p n completions or WAIT_MS; returns how many. */
 int poll_ex(struct ibv_cq_ex *cq, struct wc_ex *wc, int n);
 void expect_ex(struct ibv_cq_ex *cq, struct wc_ex *wc);
@@ -155,23 +177,6 @@ bool wait_async_event(struct ibv_context *ctx, struct ibv_async_event *ev, unsig
  * (dpv_verbs_query_qp_xstats()); a name that is not there fails the test. */
 uint64_t dev_xstat(struct ibv_context *ctx, const char *name);
 uint64_t qp_xstat(struct ibv_qp *qp, const char *name);
-
-uint64_t now_ms(void);
-void fill_pattern(void *buf, size_t len, uint32_t seed);
-bool check_pattern(const void *buf, size_t len, uint32_t seed);
-
-/* ---- the groups, one per file ---- */
-
-int run_device_tests(void);
-int run_rc_tests(void);
-int run_srq_tests(void);
-int run_tm_tests(void);
-int run_ud_tests(void);
-int run_error_tests(void);
-int run_channel_tests(void);
-int run_misuse_tests(void);
-int run_capture_tests(void);
-int run_compat_tests(void);
 
 /* A test that destroys what it created, whatever happens. */
 #define VT(f) cmocka_unit_test_teardown(f, teardown_objects)

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What every test shares whatever layer it tests, in plain C: a byte pattern to fill a
+ * buffer with and check it by, a monotonic clock for waits bounded in time, and the
+ * check of the programs that do not run under cmocka.
+ */
+#ifndef TEST_HELPERS_H
+#define TEST_HELPERS_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* For programs without cmocka (the multi-process peers): end the process, saying where
+ * and with errno, when @p x is false. */
+#define CHECK(x)                                                                            \
+	do {                                                                                \
+		if (!(x)) {                                                                 \
+			fprintf(stderr, "%s:%d: %s failed (errno %d)\n", __FILE__, __LINE__,  \
+				#x, errno);                                                 \
+			exit(1);                                                            \
+		}                                                                           \
+	} while (0)
+
+/* Fill @p buf with the pattern of @p seed; check_pattern() says whether it is there. */
+void fill_pattern(void *buf, size_t len, uint32_t seed);
+bool check_pattern(const void *buf, size_t len, uint32_t seed);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
+
+/* Whether the machine has free hugepages (/proc/meminfo): the hugepage variant of a
+ * test skips itself without them. */
+bool hugepages_free(void);
+
+#endif /* TEST_HELPERS_H */
