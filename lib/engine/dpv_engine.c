@@ -94,12 +94,9 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 		return ret;
 	}
 	dev->port.ops->link(&dev->port, &dev->link_up, &speed);
-	dev->mrs = rte_zmalloc_socket("dpv_mrs", sizeof(*dev->mrs), RTE_CACHE_LINE_SIZE,
-				      dev->port.socket);
-	if (dev->mrs == NULL) {
-		ret = ENOMEM;
+	ret = dpv_mr_table_create(dev->port.socket, &dev->mrs);
+	if (ret != 0)
 		goto fail;
-	}
 	ret = dpv_xport_create(&dev->port, dev->mrs, &dev->xport);
 	if (ret != 0)
 		goto fail;
@@ -111,7 +108,7 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 	*out = dev;
 	return 0;
 fail:
-	rte_free(dev->mrs);
+	dpv_mr_table_destroy(dev->mrs);
 	dpv_port_close(&dev->port);
 	rte_free(dev);
 	return ret;
@@ -223,7 +220,7 @@ void dpv_dev_close(struct dpv_dev *dev)
 	helper_reconcile();
 	dpv_xport_destroy(dev->xport);
 	dpv_port_close(&dev->port);
-	rte_free(dev->mrs);
+	dpv_mr_table_destroy(dev->mrs);
 	rte_free(dev);
 }
 

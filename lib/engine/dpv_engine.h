@@ -60,7 +60,8 @@ struct dpv_dev {
 	char name[16];               /**< dpv0, dpv1, ... */
 	struct dpv_port port;
 	struct dpv_xport *xport;
-	struct dpv_mr_table *mrs;
+	struct dpv_mr_table *mrs;    /**< the transport's key table: made at open, destroyed
+	                                  at close after the transport */
 	uint32_t owner;              /**< 0 free, 1 owned (atomic) */
 	/** Bumped by every dpv_engine_progress() that drives the device or finds it
 	 * owned (relaxed atomic; beside owner, on the line the try-lock writes anyway):

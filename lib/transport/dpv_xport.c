@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The device side of the transport: memory-region checks, CQs, SRQs (and their TM
- * ops), building and sending frames, the loopback of frames a device sends itself,
- * and the rx / tx / tick loops that hand packets to the requester, responder and
- * completer (dpv_xport_req.c, _resp.c, _comp.c).
+ * The device side of the transport: CQs, SRQs, building and sending frames, the
+ * loopback of frames a device sends itself, and the rx / tx / tick loops that hand
+ * packets to the requester, responder and completer (dpv_xport_req.c, _resp.c,
+ * _comp.c).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,26 +16,6 @@
 #include <rte_mbuf.h>
 
 #include "dpv_xport_priv.h"
-
-/* ---- memory regions (IBTA 10.6: the key, the PD, the range, the access) ---- */
-
-const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
-				  uint64_t addr, uint64_t len, uint32_t access)
-{
-	const struct dpv_mr *mr;
-	uint32_t idx = dpv_mr_key_slot(key);
-
-	mr = __atomic_load_n(&t->slot[idx], __ATOMIC_ACQUIRE);
-	/* The whole key must match: it carries the generation, so a stale or guessed key
-	 * does not name the region in its slot. */
-	if (mr == NULL || mr->lkey != key || mr->pd != pd || (mr->access & access) != access)
-		return NULL;
-	if (len == 0)
-		return mr;
-	if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
-		return NULL;
-	return mr;
-}
 
 /*
  * Copies through registered memory that survive its unmapping. A program that unmaps

@@ -152,11 +152,12 @@ static inline uint32_t dpv_mr_key_slot(uint32_t key)
 }
 
 /**
- * Key table. Registration writes the dpv_mr and then publishes its pointer (release);
- * the device reads it (acquire). A deregistered key's slot is NULL, and its generation
- * changes at reuse, so a stale key never finds a new region. Slot 0 is never used, so
- * key 0 is never valid. gen, free_slot, free_head, free_count and seeded belong to
- * lib/verbs (under its lock); the device reads only slot.
+ * Key table of one device (dpv_xport_mr.c owns it: every write goes through the
+ * dpv_mr_*() calls below). A registered region's pointer is published (release) once
+ * the region is whole, and the device reads it (acquire). A deregistered key's slot is
+ * NULL, and its generation changes at reuse, so a stale key never finds a new region.
+ * Slot 0 is never used, so key 0 is never valid. A table all zeros is an empty one:
+ * its secrets are drawn at its first registration.
  */
 struct dpv_mr_table {
 	struct dpv_mr *slot[DPV_MAX_MR];
@@ -168,9 +169,62 @@ struct dpv_mr_table {
 	bool seeded;                    /**< gen and free_slot drawn */
 };
 
+/*
+ * Threads of the key table. Registration, deregistration and the control-path look-ups
+ * (dpv_mr_find(), dpv_mr_next()) are the control path's, one call on a table at a time:
+ * the caller serialises them (lib/verbs holds its MR lock). The device's owner thread
+ * reads the table meanwhile, in dpv_mr_check(), without a lock.
+ */
+
 /**
- * The region a key names if it covers [addr, addr + len) with @p access in @p pd.
- * len 0 is always covered. Device side.
+ * Create an empty key table in memory of NUMA node @p socket (control path). The
+ * device's transport reads it (dpv_xport_create()); it outlives that transport.
+ * @return 0; ENOMEM.
+ */
+int dpv_mr_table_create(int socket, struct dpv_mr_table **out);
+
+/**
+ * Destroy a key table (control path, after dpv_xport_destroy() of the transport that
+ * read it). The regions still registered are their registrars' to free. NULL: nothing.
+ */
+void dpv_mr_table_destroy(struct dpv_mr_table *t);
+
+/**
+ * Register @p mr, whose addr, length, access and pd the caller has set: give it a key
+ * slot and its key (the slot's next generation), in mr->lkey and mr->rkey, then
+ * publish it to the device. @p mr is the caller's and must stay until
+ * dpv_mr_deregister(); the caller may change its addr, length, access and pd later
+ * only while the device is owned (no copy in progress through it). Control path.
+ * @return 0; ENOMEM every slot holds a region, or the table's first registration
+ *         could not hold the numbers of its shuffle.
+ */
+int dpv_mr_register(struct dpv_mr_table *t, struct dpv_mr *mr);
+
+/**
+ * Deregister @p mr: its key names no region from now on, and its slot goes to the back
+ * of the free list with its next generation. Control path, while the device's owner
+ * thread does not run (the caller owns the device, dpv_dev_own(), or drives it itself):
+ * when it returns no copy goes through the region, and @p mr may be freed.
+ */
+void dpv_mr_deregister(struct dpv_mr_table *t, struct dpv_mr *mr);
+
+/**
+ * The region whose whole key is @p key, or NULL (control path: the region stays while
+ * the caller keeps its deregistration out).
+ */
+const struct dpv_mr *dpv_mr_find(const struct dpv_mr_table *t, uint32_t key);
+
+/**
+ * The registered region in the lowest slot above *@p slot, *@p slot set to that slot;
+ * NULL when there is none. Start with *@p slot = 0 to visit every region (control
+ * path).
+ */
+const struct dpv_mr *dpv_mr_next(const struct dpv_mr_table *t, uint32_t *slot);
+
+/**
+ * The region a key names if it covers [addr, addr + len) with @p access in @p pd,
+ * else NULL. len 0 is always covered. The device's owner thread (any thread may call
+ * it, for a region it keeps registered).
  */
 const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
 				  uint64_t addr, uint64_t len, uint32_t access);
@@ -601,7 +655,8 @@ struct dpv_xport_stats {
 
 /**
  * Create the transport of a device over an open port.
- * @param mrs  the device's key table (lib/verbs registers into it)
+ * @param mrs  the device's key table (dpv_mr_table_create(); registered into with
+ *             dpv_mr_register())
  * @return 0; ENOMEM.
  */
 int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv_xport **out);

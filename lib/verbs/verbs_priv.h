@@ -70,8 +70,7 @@ struct dpv_pd {
 
 struct dpv_mr_v {
 	struct ibv_mr ibmr;
-	struct dpv_mr mr;
-	uint32_t slot;
+	struct dpv_mr mr;             /* registered in the device's key table */
 };
 
 #define DPV_CHANNEL_QUEUE 1024u
