@@ -375,7 +375,7 @@ static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx
 	return w;
 }
 
-/* dpv_xport_rndv.c (doc/guides/rendezvous.md) */
+/* dpv_xport_tm.c (doc/guides/rendezvous.md) */
 /* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
  * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
 uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);
