@@ -363,6 +363,10 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 			rte_free(mem);
 			goto fail;
 		}
+		/* Last: the device and the poll side find it whole. */
+		ret = xp_tm_srq_add(x, srq);
+		if (ret != 0)
+			goto fail;
 	}
 	*out = srq;
 	return 0;
@@ -373,9 +377,9 @@ fail:
 
 void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq)
 {
-	(void)x;
 	if (srq == NULL)
 		return;
+	xp_tm_srq_del(x, srq);
 	/* Lanes were laid out in one block starting at lane 0. */
 	if (srq->lanes.nlanes)
 		rte_free(srq->lanes.lane[0]);
@@ -458,58 +462,6 @@ struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
 	/* doc/guides/srq.md §2: the CQ of a TM SRQ receives every completion of its
 	 * messages. */
 	return srq != NULL && srq->tm != NULL ? srq->cq : q->qp.init.recv_cq;
-}
-
-/* Op execution: a TM op's completion needs a CQ slot, checked before it runs so that
- * an op whose completion could not be written stays posted. */
-struct srq_ops_ctx {
-	struct dpv_xport *x;
-	struct dpv_srq *srq;
-};
-
-static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
-{
-	static const uint8_t wc_opcode[] = {
-		[DPV_TM_OP_ADD] = DPV_WC_TM_ADD,
-		[DPV_TM_OP_DEL] = DPV_WC_TM_DEL,
-		[DPV_TM_OP_SYNC] = DPV_WC_TM_SYNC,
-	};
-	struct srq_ops_ctx *c = arg;
-	const struct dpv_tm_op *op = slot;
-	struct dpv_tm_cqe t;
-	struct dpv_cqe cqe;
-	uint32_t first;
-
-	(void)lane;
-	if (dpv_ring_reserve(c->srq->cq->ring, 1, &first) == 0)
-		return false;
-	dpv_tm_exec(c->srq->tm, op, &t);
-	if (!t.visible && !t.release)
-		return true;
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = t.wr_id;
-	cqe.tm_handle = t.handle;
-	cqe.srq_id = c->srq->id;
-	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
-	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
-	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)
-		cqe.flags |= DPV_WC_F_TM_SYNC_REQ;
-	if (t.release)
-		cqe.flags |= DPV_WC_F_TM_RELEASE;
-	/* An unsignaled DEL still ends its entry: the poll side releases and skips it. */
-	if (!t.visible)
-		cqe.flags |= DPV_WC_F_HIDDEN;
-	xp_cq_put(c->x, c->srq->cq, &cqe, false);
-	return true;
-}
-
-uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
-{
-	struct srq_ops_ctx c = {.x = x, .srq = srq};
-
-	if (srq->tm == NULL)
-		return 0;
-	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, &c);
 }
 
 /* ---- frames ---- */

@@ -65,6 +65,8 @@ struct dpv_xport;
 #define DPV_MAX_QP_WR 16384u
 #define DPV_MAX_CQE 1048576u
 #define DPV_MAX_SRQ_WR 65536u
+/** TM SRQs one device runs at once (a power of two: the slots of its table by id) */
+#define DPV_MAX_TM_SRQ 64u
 #define DPV_UD_GRH_LEN 40u
 /** RDMA READs and atomics a requester keeps outstanding, and a responder accepts, per
  *  QP; also the size of the responder's atomic replay cache. */
@@ -271,7 +273,8 @@ enum dpv_wc_flags {
 	DPV_WC_F_TM_SYNC_REQ = 1u << 2,
 	DPV_WC_F_TM_MATCH = 1u << 3,
 	DPV_WC_F_TM_DATA_VALID = 1u << 4,
-	/** The poll side gives tm_handle back to lib/tm when it reads this cqe */
+	/** The poll side gives tm_handle of SRQ srq_id back when it reads this cqe
+	 *  (dpv_xport_tm_release()) */
 	DPV_WC_F_TM_RELEASE = 1u << 6,
 	/** Not for the application: skipped by the poll side (after giving tm_handle back
 	 *  with DPV_WC_F_TM_RELEASE): lib/tm's own entries, and the completions of a QP
@@ -405,8 +408,19 @@ struct dpv_swqe {
 		struct dpv_sge sge[DPV_MAX_SGE];
 		uint8_t inline_data[DPV_MAX_INLINE];
 	};
-	uint8_t pad2[512 - 64 - DPV_MAX_INLINE];
+	/** Transport-private: the tag entry that a READ the device makes for a rendezvous
+	 *  fills, and the FIN after it names (doc/guides/rendezvous.md). */
+	struct {
+		uint64_t tag;          /**< the TMH tag */
+		uint32_t len;          /**< the data length (the RVH's) */
+		uint32_t app_ctx;      /**< the TMH app_ctx */
+		uint32_t handle;       /**< the entry's handle (lib/tm) */
+		uint32_t pad;
+	} rndv;
+	uint8_t pad2[512 - 64 - DPV_MAX_INLINE - 24];
 };
+
+_Static_assert(sizeof(struct dpv_swqe) == 512, "a send WQE is one 512-byte ring slot");
 
 /** A receive WQE: one RQ / SRQ ring slot (272 bytes rounded to 320). */
 struct dpv_rwqe {
@@ -454,12 +468,19 @@ struct dpv_srq_init {
 
 /**
  * Create an SRQ: its lanes (rte_malloc_socket on the port's node) and, for a TM SRQ,
- * its lib/tm engine and op lanes. Any thread (it is not yet visible to the device).
- * @return 0; EINVAL bad sizes; ENOMEM.
+ * its lib/tm engine and op lanes. A TM SRQ enters the device's table of TM SRQs: the
+ * device runs its ops (dpv_xport_tm_ops()) and the poll side gives its handles back
+ * by its id (dpv_xport_tm_release()). Threads: a basic SRQ, any thread (it is not yet
+ * visible to the device); a TM SRQ, the owner (the control path owning the device).
+ * @return 0; EINVAL bad sizes; ENOMEM, also when the device runs DPV_MAX_TM_SRQ TM
+ *         SRQs already.
  */
 int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out);
 
-/** Destroy an SRQ (owner; no QP may still use it). */
+/**
+ * Destroy an SRQ (owner; no QP may still use it). A TM SRQ leaves the device's table
+ * first; the completions of its CQ that still name it give nothing back.
+ */
 void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq);
 
 /* ---- queue pairs ---- */
@@ -700,8 +721,30 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
  */
 void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
 
-/** Execute posted TM ops of an SRQ (owner): lib/tm, then completions. */
+/**
+ * Execute posted TM ops of an SRQ, at most @p budget (owner): lib/tm, then their
+ * completions. An op whose completion finds the CQ full stays posted.
+ * @return the ops executed; 0 for a basic SRQ.
+ */
 uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget);
+
+/**
+ * Execute the posted TM ops of every TM SRQ of the device, at most @p budget of each
+ * (owner; once per poll, before the received frames, so that an op posted before a
+ * message arrived is in the tag list when it is matched). Nothing to do costs a load.
+ * @return the ops executed.
+ */
+uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget);
+
+/**
+ * Give back tag entry @p handle of the TM SRQ whose id is @p srq_id: the poll side of
+ * a CQ, as it consumes a completion with DPV_WC_F_TM_RELEASE (its srq_id and
+ * tm_handle). Threads: the CQ's consumer (lib/verbs holds its poll lock), while the
+ * owner runs; the SRQ is not destroyed while its CQ is polled (ibv_destroy_srq(3)).
+ * @return 0; ENOENT no TM SRQ of that id (destroyed since the completion was
+ *         written); or dpv_tm_release()'s errno.
+ */
+int dpv_xport_tm_release(struct dpv_xport *x, uint32_t srq_id, uint32_t handle);
 
 /** Counters of the device (owner, or a stale snapshot from any thread). */
 void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st);

@@ -2,7 +2,9 @@
 /*
  * The transport's own state, shared by dpv_xport.c (device, CQs, SRQs, frames),
  * dpv_xport_qp.c (QPs and their state machine), dpv_xport_req.c (requester),
- * dpv_xport_resp.c (responder) and dpv_xport_comp.c (completer). Not installed.
+ * dpv_xport_resp.c (responder), dpv_xport_comp.c (completer), dpv_xport_tm.c (tag
+ * matching: TM SRQs, their ops, matching, rendezvous) and dpv_xport_mr.c (the key
+ * table). Not installed.
  */
 #ifndef DPV_XPORT_PRIV_H
 #define DPV_XPORT_PRIV_H
@@ -173,6 +175,22 @@ enum xp_resp_op {
 	XP_OP_WRITE,
 };
 
+/*
+ * The TM SRQs of a device, one table by id (dpv_xport_tm.c). A TM SRQ's id is drawn
+ * so that slot id % DPV_MAX_TM_SRQ is free, and it sits in that slot: a look-up is one
+ * load and a compare of the id. The control path writes the table at create and
+ * destroy while it owns the device, as every SRQ a QP names is set while owned; the
+ * owner reads it without a lock. Pollers releasing a handle read a slot too: an SRQ
+ * is whole before its slot is published (release; they load it acquire), and it is
+ * not destroyed while its CQ is polled (ibv_destroy_srq(3)), as with every object an
+ * application polls through.
+ */
+struct xp_tm_srqs {
+	struct dpv_srq *by_id[DPV_MAX_TM_SRQ];
+	struct dpv_srq *live[DPV_MAX_TM_SRQ]; /**< the same SRQs, dense: the ops loop */
+	uint32_t n;
+};
+
 /* A QP and everything the transport keeps for it. */
 struct xp_qp {
 	struct dpv_qp qp;
@@ -272,6 +290,7 @@ struct dpv_xport {
 	struct xp_qp *ackq[XP_ACKQ];
 	bool cq_overrun;                 /**< a completion found its CQ full since the last
 	                                      xp_cq_overruns() */
+	struct xp_tm_srqs tm_srqs;       /**< the TM SRQs (dpv_xport_tm.c) */
 };
 
 static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
@@ -347,10 +366,6 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 	      const uint8_t *frame);
 void xp_uc_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 	      const uint8_t *frame);
-/* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
- * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
- * an end (with DPV_WC_F_TM_RELEASE). */
-void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags);
 /* The responder's replay cache starts empty (a new connection: RTR). */
 void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
@@ -375,7 +390,21 @@ static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx
 	return w;
 }
 
-/* dpv_xport_tm.c (doc/guides/rendezvous.md) */
+/* dpv_xport_tm.c (doc/guides/srq.md §4, rendezvous.md) */
+/* Take a TM SRQ into the device's table, its id drawn for a free slot (create):
+ * ENOMEM when the table is full. */
+int xp_tm_srq_add(struct dpv_xport *x, struct dpv_srq *srq);
+/* Take @p srq out of the table, if it is in it (destroy). */
+void xp_tm_srq_del(struct dpv_xport *x, struct dpv_srq *srq);
+/* The first packet @p p of a SEND on a TM SRQ: match it (or take an ordinary WQE for
+ * an unexpected or no-tag message) into @p q->rcv. false: nothing to take it, nothing
+ * consumed, the caller RNR NAKs. */
+bool xp_tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		 const uint8_t *payload);
+/* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
+ * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
+ * an end (with DPV_WC_F_TM_RELEASE). */
+void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags);
 /* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
  * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
 uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Tag-matching rendezvous (doc/guides/rendezvous.md, srq.md §4). The header of an
+ * Tag matching on the device side (doc/guides/srq.md §4): the device's table of TM
+ * SRQs by id, the execution of their posted ops, the match of a SEND's first packet
+ * against the tag list, the completions of tag entries, the release of an entry's
+ * handle by the poll side, and the rendezvous.
+ *
+ * Rendezvous (doc/guides/rendezvous.md). The header of an
  * expected rendezvous message (TMH RNDV, then the RVH naming the data at the sender)
  * matched an entry whose buffers hold the data: the responder reports the match and
  * queues, on the QP the header came on, an RDMA READ of the data into the entry's
@@ -15,13 +20,219 @@
  * holds one slot of the ring, for its READ and then its FIN, and a QP runs at most
  * XP_RNDV_MAX at once (the responder RNR NAKs the header of one more).
  *
- * The entry travels in the READ's WQE, in fields that an RC READ does not use
- * otherwise: the tag in compare_add, the data length in swap, app_ctx in imm and the
- * entry's handle in ud_remote_qkey.
+ * The entry travels in the READ's WQE, in its rndv fields.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "dpv_xport_priv.h"
+
+/* ---- the TM SRQs of a device, by id ---- */
+
+static struct dpv_srq **tm_slot(struct dpv_xport *x, uint32_t id)
+{
+	return &x->tm_srqs.by_id[id % DPV_MAX_TM_SRQ];
+}
+
+int xp_tm_srq_add(struct dpv_xport *x, struct dpv_srq *srq)
+{
+	struct xp_tm_srqs *t = &x->tm_srqs;
+
+	if (t->n == DPV_MAX_TM_SRQ)
+		return ENOMEM;
+	/* Ids stay unique (CQs and SRQs draw from one counter): the id moves on to one
+	 * whose slot is free. */
+	while (*tm_slot(x, srq->id) != NULL)
+		srq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
+	t->live[t->n++] = srq;
+	__atomic_store_n(tm_slot(x, srq->id), srq, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void xp_tm_srq_del(struct dpv_xport *x, struct dpv_srq *srq)
+{
+	struct xp_tm_srqs *t = &x->tm_srqs;
+
+	if (*tm_slot(x, srq->id) != srq)
+		return;
+	__atomic_store_n(tm_slot(x, srq->id), NULL, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < t->n; i++) {
+		if (t->live[i] == srq) {
+			t->live[i] = t->live[--t->n];
+			break;
+		}
+	}
+}
+
+int dpv_xport_tm_release(struct dpv_xport *x, uint32_t srq_id, uint32_t handle)
+{
+	const struct dpv_srq *srq = __atomic_load_n(tm_slot(x, srq_id), __ATOMIC_ACQUIRE);
+
+	if (srq == NULL || srq->id != srq_id)
+		return ENOENT;
+	return dpv_tm_release(srq->tm, handle);
+}
+
+/* ---- TM ops (ibv_post_srq_ops(3) onto lib/tm) ---- */
+
+/* Op execution: a TM op's completion needs a CQ slot, checked before it runs so that
+ * an op whose completion could not be written stays posted. */
+struct srq_ops_ctx {
+	struct dpv_xport *x;
+	struct dpv_srq *srq;
+};
+
+static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
+{
+	static const uint8_t wc_opcode[] = {
+		[DPV_TM_OP_ADD] = DPV_WC_TM_ADD,
+		[DPV_TM_OP_DEL] = DPV_WC_TM_DEL,
+		[DPV_TM_OP_SYNC] = DPV_WC_TM_SYNC,
+	};
+	struct srq_ops_ctx *c = arg;
+	const struct dpv_tm_op *op = slot;
+	struct dpv_tm_cqe t;
+	struct dpv_cqe cqe;
+	uint32_t first;
+
+	(void)lane;
+	if (dpv_ring_reserve(c->srq->cq->ring, 1, &first) == 0)
+		return false;
+	dpv_tm_exec(c->srq->tm, op, &t);
+	if (!t.visible && !t.release)
+		return true;
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = t.wr_id;
+	cqe.tm_handle = t.handle;
+	cqe.srq_id = c->srq->id;
+	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
+	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
+	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)
+		cqe.flags |= DPV_WC_F_TM_SYNC_REQ;
+	if (t.release)
+		cqe.flags |= DPV_WC_F_TM_RELEASE;
+	/* An unsignaled DEL still ends its entry: the poll side releases and skips it. */
+	if (!t.visible)
+		cqe.flags |= DPV_WC_F_HIDDEN;
+	xp_cq_put(c->x, c->srq->cq, &cqe, false);
+	return true;
+}
+
+uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
+{
+	struct srq_ops_ctx c = {.x = x, .srq = srq};
+
+	if (srq->tm == NULL)
+		return 0;
+	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, &c);
+}
+
+uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget)
+{
+	struct xp_tm_srqs *t = &x->tm_srqs;
+	uint32_t work = 0;
+
+	for (uint32_t i = 0; i < t->n; i++)
+		work += dpv_xport_srq_ops(x, t->live[i], budget);
+	return work;
+}
+
+/* ---- matching a message (doc/guides/srq.md §4) ---- */
+
+void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags)
+{
+	const struct xp_recv *r = &q->rcv;
+	struct dpv_cqe cqe;
+
+	memset(&cqe, 0, sizeof(cqe));
+	cqe.wr_id = r->wr_id;
+	cqe.status = status;
+	cqe.opcode = DPV_WC_TM_RECV;
+	cqe.flags = flags;
+	cqe.qp_num = q->qp.qpn;
+	cqe.src_qp = q->qp.attr.dest_qpn;
+	cqe.tm_tag = r->tm_tag;
+	cqe.tm_priv = r->tm_priv;
+	cqe.tm_handle = r->tm_handle;
+	cqe.srq_id = q->qp.init.srq->id;
+	xp_cq_put(x, xp_recv_cq(q), &cqe, false);
+}
+
+bool xp_tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		 const uint8_t *payload)
+{
+	struct dpv_srq *srq = q->qp.init.srq;
+	struct xp_recv *r = &q->rcv;
+	struct dpv_tm_tmh tmh;
+	struct dpv_tm_match m;
+	uint32_t i;
+
+	dpv_tm_parse_tmh(payload, p->payload_len, &tmh);
+	/* A rendezvous the QP has no room to run waits at the sender: it may match. */
+	if (dpv_tm_tmh_is_rndv(&tmh) && q->rv_active >= XP_RNDV_MAX) {
+		return false;
+	}
+	dpv_tm_match(srq->tm, &tmh, xp_srq_ready(srq), &m);
+	switch (m.kind) {
+	case DPV_TM_RNR:
+		return false;
+	case DPV_TM_NO_TAG:
+		xp_take_recv(x, q, r);
+		r->kind = XP_RECV_TM_NO_TAG;
+		x->stats.tm_no_tag++;
+		return true;
+	case DPV_TM_UNEXPECTED:
+		xp_take_recv(x, q, r);
+		r->kind = XP_RECV_TM_UNEXPECTED;
+		r->flags = (m.flags & DPV_TM_CQE_F_SYNC_REQ) ? DPV_WC_F_TM_SYNC_REQ : 0;
+		x->stats.tm_unexpected++;
+		return true;
+	default:
+		break;
+	}
+	memset(r, 0, offsetof(struct xp_recv, sge));
+	r->active = true;
+	r->pd = srq->pd;
+	r->wr_id = m.recv_wr_id;
+	r->num_sge = m.num_sge < DPV_MAX_SGE ? m.num_sge : DPV_MAX_SGE;
+	for (i = 0; i < r->num_sge; i++) {
+		r->sge[i].addr = m.sg_list[i].addr;
+		r->sge[i].length = m.sg_list[i].length;
+		r->sge[i].lkey = m.sg_list[i].lkey;
+		r->cap += m.sg_list[i].length;
+	}
+	r->tm_handle = m.handle;
+	r->tm_tag = tmh.tag;
+	r->tm_priv = tmh.app_ctx;
+	x->stats.tm_expected++;
+	if (m.kind == DPV_TM_EXPECTED_RNDV) {
+		r->flags = DPV_WC_F_TM_MATCH;
+		/* doc/guides/rendezvous.md: the device reads data that fits the buffer (and
+		 * one READ, IBTA 9.4: at most 2^31 bytes), and places none of the header
+		 * message. Data that does not fit leaves the whole header message (TMH,
+		 * RVH, application header) to software. */
+		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap &&
+		    r->rvh.len <= 1u << 31) {
+			r->kind = XP_RECV_TM_RNDV_READ;
+			r->skip = UINT32_MAX;
+		} else {
+			r->kind = XP_RECV_TM_RNDV;
+		}
+		return true;
+	}
+	r->kind = XP_RECV_TM_EAGER;
+	r->skip = DPV_TM_TMH_SIZE;
+	/* doc/guides/srq.md §4: a message of more than one packet reports the match at
+	 * once (a DEL of the entry fails from now on) and its data at the last packet. */
+	if (p->opcode == DPV_OP_RC_SEND_FIRST)
+		xp_tm_cqe(x, q, DPV_WC_SUCCESS, DPV_WC_F_TM_MATCH);
+	else
+		r->flags = DPV_WC_F_TM_MATCH;
+	return true;
+}
+
+/* ---- rendezvous ---- */
+
 
 static struct dpv_swqe *xq_push(struct xp_qp *q, uint8_t origin, const struct xp_recv *r)
 {
@@ -37,10 +248,10 @@ static struct dpv_swqe *xq_push(struct xp_qp *q, uint8_t origin, const struct xp
 	w->origin = origin;
 	if (r != NULL) {
 		w->wr_id = r->wr_id;
-		w->compare_add = r->tm_tag;
-		w->swap = r->rvh.len;
-		w->imm = r->tm_priv;
-		w->ud_remote_qkey = r->tm_handle;
+		w->rndv.tag = r->tm_tag;
+		w->rndv.len = r->rvh.len;
+		w->rndv.app_ctx = r->tm_priv;
+		w->rndv.handle = r->tm_handle;
 	}
 	return w;
 }
@@ -59,7 +270,7 @@ static void rndv_cqe(const struct xp_qp *q, const struct dpv_swqe *w, struct dpv
 	cqe->opcode = DPV_WC_TM_RECV;
 	cqe->qp_num = q->qp.qpn;
 	cqe->src_qp = q->qp.attr.dest_qpn;
-	cqe->tm_handle = w->ud_remote_qkey;
+	cqe->tm_handle = w->rndv.handle;
 	cqe->srq_id = q->qp.init.srq->id;
 }
 
@@ -137,11 +348,11 @@ void xp_rndv_wqe_done(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swq
 			fin->opcode = DPV_WR_SEND;
 			fin->flags = DPV_WR_F_INLINE;
 			fin->length = DPV_TM_TMH_SIZE;
-			dpv_tm_write_fin(fin->inline_data, w->imm, w->compare_add);
+			dpv_tm_write_fin(fin->inline_data, w->rndv.app_ctx, w->rndv.tag);
 			xq_commit(q);
 			cqe.flags |= DPV_WC_F_TM_DATA_VALID;
-			cqe.byte_len = (uint32_t)w->swap;
-			x->stats.tm_rndv_bytes += w->swap;
+			cqe.byte_len = w->rndv.len;
+			x->stats.tm_rndv_bytes += w->rndv.len;
 		} else {
 			cqe.status = DPV_WC_GENERAL_ERR;
 		}

@@ -266,8 +266,8 @@ static void drain(struct dev *d)
 
 	while ((n = dpv_ring_dequeue_burst(d->cq->ring, c, 64)) != 0)
 		for (uint32_t i = 0; i < n; i++)
-			if ((c[i].flags & DPV_WC_F_TM_RELEASE) && c[i].srq_id == d->tm_srq->id)
-				dpv_tm_release(d->tm_srq->tm, c[i].tm_handle);
+			if (c[i].flags & DPV_WC_F_TM_RELEASE)
+				dpv_xport_tm_release(d->x, c[i].srq_id, c[i].tm_handle);
 }
 
 static void pump(unsigned int rounds)
@@ -280,7 +280,7 @@ static void pump(unsigned int rounds)
 			dpv_xport_tx(dv[k].x, 64);
 			while ((n = dpv_port_rx(&dv[k].port, pkts, 64)) != 0)
 				dpv_xport_rx(dv[k].x, pkts, n);
-			dpv_xport_srq_ops(dv[k].x, dv[k].tm_srq, 64);
+			dpv_xport_tm_ops(dv[k].x, 64);
 			dpv_xport_tick(dv[k].x, rte_get_tsc_cycles());
 			drain(&dv[k]);
 		}
