@@ -329,6 +329,7 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 	if (srq == NULL)
 		return ENOMEM;
 	srq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
+	srq->xport = x;
 	srq->pd = init->pd;
 	srq->max_wr = init->max_wr;
 	srq->max_sge = init->max_sge;

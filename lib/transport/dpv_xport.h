@@ -435,6 +435,7 @@ struct dpv_rwqe {
 
 struct dpv_srq {
 	uint32_t id;
+	struct dpv_xport *xport;     /**< the device (transport-private: its TM ops run there) */
 	uint32_t pd;
 	uint32_t max_wr;
 	uint32_t max_sge;

@@ -75,13 +75,8 @@ int dpv_xport_tm_release(struct dpv_xport *x, uint32_t srq_id, uint32_t handle)
 
 /* ---- TM ops (ibv_post_srq_ops(3) onto lib/tm) ---- */
 
-/* Op execution: a TM op's completion needs a CQ slot, checked before it runs so that
- * an op whose completion could not be written stays posted. */
-struct srq_ops_ctx {
-	struct dpv_xport *x;
-	struct dpv_srq *srq;
-};
-
+/* Op execution (@p arg: the SRQ): a TM op's completion needs a CQ slot, checked before
+ * it runs so that an op whose completion could not be written stays posted. */
 static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 {
 	static const uint8_t wc_opcode[] = {
@@ -89,22 +84,22 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 		[DPV_TM_OP_DEL] = DPV_WC_TM_DEL,
 		[DPV_TM_OP_SYNC] = DPV_WC_TM_SYNC,
 	};
-	struct srq_ops_ctx *c = arg;
+	struct dpv_srq *srq = arg;
 	const struct dpv_tm_op *op = slot;
 	struct dpv_tm_cqe t;
 	struct dpv_cqe cqe;
 	uint32_t first;
 
 	(void)lane;
-	if (dpv_ring_reserve(c->srq->cq->ring, 1, &first) == 0)
+	if (dpv_ring_reserve(srq->cq->ring, 1, &first) == 0)
 		return false;
-	dpv_tm_exec(c->srq->tm, op, &t);
+	dpv_tm_exec(srq->tm, op, &t);
 	if (!t.visible && !t.release)
 		return true;
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.wr_id = t.wr_id;
 	cqe.tm_handle = t.handle;
-	cqe.srq_id = c->srq->id;
+	cqe.srq_id = srq->id;
 	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
 	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
 	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)
@@ -114,27 +109,39 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 	/* An unsignaled DEL still ends its entry: the poll side releases and skips it. */
 	if (!t.visible)
 		cqe.flags |= DPV_WC_F_HIDDEN;
-	xp_cq_put(c->x, c->srq->cq, &cqe, false);
+	xp_cq_put(srq->xport, srq->cq, &cqe, false);
 	return true;
+}
+
+static uint32_t srq_ops(struct dpv_srq *srq, uint32_t budget)
+{
+	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, srq);
 }
 
 uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
 {
-	struct srq_ops_ctx c = {.x = x, .srq = srq};
-
-	if (srq->tm == NULL)
-		return 0;
-	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, &c);
+	(void)x;
+	return srq->tm != NULL ? srq_ops(srq, budget) : 0;
 }
 
-uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget)
+/* Two TM SRQs or more: apart, so that the loop's registers are saved only for them. */
+static __attribute__((noinline)) uint32_t srq_ops_each(const struct xp_tm_srqs *t, uint32_t budget)
 {
-	struct xp_tm_srqs *t = &x->tm_srqs;
 	uint32_t work = 0;
 
 	for (uint32_t i = 0; i < t->n; i++)
-		work += dpv_xport_srq_ops(x, t->live[i], budget);
+		work += srq_ops(t->live[i], budget);
 	return work;
+}
+
+/* Once per poll: a device with no TM SRQ pays a load, one with one a jump. */
+uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget)
+{
+	const struct xp_tm_srqs *t = &x->tm_srqs;
+
+	if (t->n > 1)
+		return srq_ops_each(t, budget);
+	return t->n == 1 ? srq_ops(t->live[0], budget) : 0;
 }
 
 /* ---- matching a message (doc/guides/srq.md §4) ---- */
