@@ -225,8 +225,8 @@ const struct dpv_mr *dpv_mr_next(const struct dpv_mr_table *t, uint32_t *slot);
 
 /**
  * The region a key names if it covers [addr, addr + len) with @p access in @p pd,
- * else NULL. len 0 is always covered. The device's owner thread (any thread may call
- * it, for a region it keeps registered).
+ * else NULL. len 0 is always covered. Device side: the owner thread, without a lock
+ * (and the control path, for a region it keeps registered).
  */
 const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
 				  uint64_t addr, uint64_t len, uint32_t access);
@@ -740,8 +740,8 @@ uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget);
 /**
  * Give back tag entry @p handle of the TM SRQ whose id is @p srq_id: the poll side of
  * a CQ, as it consumes a completion with DPV_WC_F_TM_RELEASE (its srq_id and
- * tm_handle). Threads: the CQ's consumer (lib/verbs holds its poll lock), while the
- * owner runs; the SRQ is not destroyed while its CQ is polled (ibv_destroy_srq(3)).
+ * tm_handle). Threads: the CQ's consumer (lib/verbs holds its poll lock), alongside
+ * the owner; the SRQ is not destroyed while its CQ is polled (ibv_destroy_srq(3)).
  * @return 0; ENOENT no TM SRQ of that id (destroyed since the completion was
  *         written); or dpv_tm_release()'s errno.
  */

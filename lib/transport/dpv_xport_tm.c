@@ -5,12 +5,12 @@
  * against the tag list, the completions of tag entries, the release of an entry's
  * handle by the poll side, and the rendezvous.
  *
- * Rendezvous (doc/guides/rendezvous.md). The header of an
- * expected rendezvous message (TMH RNDV, then the RVH naming the data at the sender)
- * matched an entry whose buffers hold the data: the responder reports the match and
- * queues, on the QP the header came on, an RDMA READ of the data into the entry's
- * buffers; when its last response has landed, the FIN (a SEND of a FIN TMH) to the
- * sender is queued and the receive completes with DATA_VALID.
+ * Rendezvous (doc/guides/rendezvous.md). The header of an expected rendezvous message
+ * (TMH RNDV, then the RVH naming the data at the sender) matched an entry whose
+ * buffers hold the data: the responder reports the match and queues, on the QP the
+ * header came on, an RDMA READ of the data into the entry's buffers; when its last
+ * response has landed, the FIN (a SEND of a FIN TMH) to the sender is queued and the
+ * receive completes with DATA_VALID.
  *
  * The READ and the FIN are WQEs of the device's own, in the QP's device ring (xq)
  * between the application's WQEs: the requester sends them, retransmits them and
