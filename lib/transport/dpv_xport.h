@@ -469,10 +469,10 @@ struct dpv_srq_init {
 
 /**
  * Create an SRQ: its lanes (rte_malloc_socket on the port's node) and, for a TM SRQ,
- * its lib/tm engine and op lanes. A TM SRQ enters the device's table of TM SRQs: the
- * device runs its ops (dpv_xport_tm_ops()) and the poll side gives its handles back
- * by its id (dpv_xport_tm_release()). Threads: a basic SRQ, any thread (it is not yet
- * visible to the device); a TM SRQ, the owner (the control path owning the device).
+ * its lib/tm engine and op lanes. A TM SRQ enters the device's table of TM SRQs as
+ * the last step, whole: from then on the device runs its ops (dpv_xport_tm_ops()) and
+ * the poll side gives its handles back by its id (dpv_xport_tm_release()). Any thread,
+ * while the device runs (the table has a lock of its own for its writers).
  * @return 0; EINVAL bad sizes; ENOMEM, also when the device runs DPV_MAX_TM_SRQ TM
  *         SRQs already.
  */

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <rte_spinlock.h>
+
 #include "dpv_xport.h"
 #include "dpv_xport_linger.h"
 
@@ -178,17 +180,20 @@ enum xp_resp_op {
 /*
  * The TM SRQs of a device, one table by id (dpv_xport_tm.c). A TM SRQ's id is drawn
  * so that slot id % DPV_MAX_TM_SRQ is free, and it sits in that slot: a look-up is one
- * load and a compare of the id. The control path writes the table at create and
- * destroy while it owns the device, as every SRQ a QP names is set while owned; the
- * owner reads it without a lock. Pollers releasing a handle read a slot too: an SRQ
- * is whole before its slot is published (release; they load it acquire), and it is
- * not destroyed while its CQ is polled (ibv_destroy_srq(3)), as with every object an
- * application polls through.
+ * load and a compare of the id. The control path writes the table under lock, which
+ * only writers take. An SRQ enters it whole, at the end of dpv_srq_create() (any
+ * thread, as the device runs): its slot and then n are published with release
+ * stores, and the owner (n) and pollers releasing a handle (a slot) load them
+ * acquire. It leaves it in dpv_srq_destroy(), while the device is owned, so the owner
+ * is not in the ops loop; a poller is not releasing into it, as no CQ that carries
+ * its completions is polled while it is destroyed (ibv_destroy_srq(3)), the rule for
+ * every object an application polls through.
  */
 struct xp_tm_srqs {
 	struct dpv_srq *by_id[DPV_MAX_TM_SRQ];
 	struct dpv_srq *live[DPV_MAX_TM_SRQ]; /**< the same SRQs, dense: the ops loop */
 	uint32_t n;
+	rte_spinlock_t lock;                  /**< writers; zero is unlocked */
 };
 
 /* A QP and everything the transport keeps for it. */

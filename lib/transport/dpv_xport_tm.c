@@ -38,14 +38,19 @@ int xp_tm_srq_add(struct dpv_xport *x, struct dpv_srq *srq)
 {
 	struct xp_tm_srqs *t = &x->tm_srqs;
 
-	if (t->n == DPV_MAX_TM_SRQ)
+	rte_spinlock_lock(&t->lock);
+	if (t->n == DPV_MAX_TM_SRQ) {
+		rte_spinlock_unlock(&t->lock);
 		return ENOMEM;
+	}
 	/* Ids stay unique (CQs and SRQs draw from one counter): the id moves on to one
 	 * whose slot is free. */
 	while (*tm_slot(x, srq->id) != NULL)
 		srq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
-	t->live[t->n++] = srq;
 	__atomic_store_n(tm_slot(x, srq->id), srq, __ATOMIC_RELEASE);
+	t->live[t->n] = srq;
+	__atomic_store_n(&t->n, t->n + 1, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&t->lock);
 	return 0;
 }
 
@@ -53,15 +58,18 @@ void xp_tm_srq_del(struct dpv_xport *x, struct dpv_srq *srq)
 {
 	struct xp_tm_srqs *t = &x->tm_srqs;
 
-	if (*tm_slot(x, srq->id) != srq)
-		return;
-	__atomic_store_n(tm_slot(x, srq->id), NULL, __ATOMIC_RELEASE);
-	for (uint32_t i = 0; i < t->n; i++) {
-		if (t->live[i] == srq) {
-			t->live[i] = t->live[--t->n];
-			break;
+	rte_spinlock_lock(&t->lock);
+	if (*tm_slot(x, srq->id) == srq) {
+		__atomic_store_n(tm_slot(x, srq->id), NULL, __ATOMIC_RELEASE);
+		for (uint32_t i = 0; i < t->n; i++) {
+			if (t->live[i] == srq) {
+				t->live[i] = t->live[t->n - 1];
+				__atomic_store_n(&t->n, t->n - 1, __ATOMIC_RELEASE);
+				break;
+			}
 		}
 	}
+	rte_spinlock_unlock(&t->lock);
 }
 
 int dpv_xport_tm_release(struct dpv_xport *x, uint32_t srq_id, uint32_t handle)
@@ -125,12 +133,13 @@ uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t bu
 }
 
 /* Two TM SRQs or more: apart, so that the loop's registers are saved only for them. */
-static __attribute__((noinline)) uint32_t srq_ops_each(const struct xp_tm_srqs *t, uint32_t budget)
+static __attribute__((noinline)) uint32_t srq_ops_each(struct dpv_srq *const *live, uint32_t n,
+						      uint32_t budget)
 {
 	uint32_t work = 0;
 
-	for (uint32_t i = 0; i < t->n; i++)
-		work += srq_ops(t->live[i], budget);
+	for (uint32_t i = 0; i < n; i++)
+		work += srq_ops(live[i], budget);
 	return work;
 }
 
@@ -138,10 +147,11 @@ static __attribute__((noinline)) uint32_t srq_ops_each(const struct xp_tm_srqs *
 uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget)
 {
 	const struct xp_tm_srqs *t = &x->tm_srqs;
+	uint32_t n = __atomic_load_n(&t->n, __ATOMIC_ACQUIRE);
 
-	if (t->n > 1)
-		return srq_ops_each(t, budget);
-	return t->n == 1 ? srq_ops(t->live[0], budget) : 0;
+	if (n > 1)
+		return srq_ops_each(t->live, n, budget);
+	return n == 1 ? srq_ops(t->live[0], budget) : 0;
 }
 
 /* ---- matching a message (doc/guides/srq.md §4) ---- */

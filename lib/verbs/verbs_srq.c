@@ -93,31 +93,27 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	init.max_sge = attr->attr.max_sge;
 	init.lanes = DPV_VERBS_SRQ_LANES;
 	init.limit = attr->attr.srq_limit;
-	srq->ctx = c;
-	srq->tm = type == IBV_SRQT_TM;
-	srq->max_sge = attr->attr.max_sge;
-	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
-		pthread_spin_init(&srq->lane_lock[i], PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&srq->ops_lock, PTHREAD_PROCESS_PRIVATE);
-	/* A TM SRQ enters the device's table of TM SRQs as it is made: while owned. Its
-	 * events are set before a QP can use it. */
-	dpv_dev_own(c->dev);
 	ret = dpv_srq_create(c->dev->xport, &init, &srq->srq);
-	if (ret == 0) {
-		srq->srq->limit_event = srq_limit;
-		srq->srq->error_event = srq_error;
-		srq->srq->event_arg = srq;
-		if (cq != NULL)
-			cq->users++;
-		srq->next_on_dev = c->device->srqs;
-		c->device->srqs = srq;
-	}
-	dpv_dev_disown(c->dev);
 	if (ret != 0) {
 		free(srq);
 		errno = ret;
 		return NULL;
 	}
+	srq->ctx = c;
+	srq->tm = type == IBV_SRQT_TM;
+	srq->max_sge = attr->attr.max_sge;
+	srq->srq->limit_event = srq_limit;
+	srq->srq->error_event = srq_error;
+	srq->srq->event_arg = srq;
+	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
+		pthread_spin_init(&srq->lane_lock[i], PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&srq->ops_lock, PTHREAD_PROCESS_PRIVATE);
+	dpv_dev_own(c->dev);
+	if (cq != NULL)
+		cq->users++;
+	srq->next_on_dev = c->device->srqs;
+	c->device->srqs = srq;
+	dpv_dev_disown(c->dev);
 	__atomic_add_fetch(&to_pd(attr->pd)->users, 1, __ATOMIC_RELAXED);
 	srq->ibsrq.context = context;
 	srq->ibsrq.srq_context = attr->srq_context;
