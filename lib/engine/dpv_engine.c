@@ -94,12 +94,9 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 		return ret;
 	}
 	dev->port.ops->link(&dev->port, &dev->link_up, &speed);
-	dev->mrs = rte_zmalloc_socket("dpv_mrs", sizeof(*dev->mrs), RTE_CACHE_LINE_SIZE,
-				      dev->port.socket);
-	if (dev->mrs == NULL) {
-		ret = ENOMEM;
+	ret = dpv_mr_table_create(dev->port.socket, &dev->mrs);
+	if (ret != 0)
 		goto fail;
-	}
 	ret = dpv_xport_create(&dev->port, dev->mrs, &dev->xport);
 	if (ret != 0)
 		goto fail;
@@ -111,7 +108,7 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 	*out = dev;
 	return 0;
 fail:
-	rte_free(dev->mrs);
+	dpv_mr_table_destroy(dev->mrs);
 	dpv_port_close(&dev->port);
 	rte_free(dev);
 	return ret;
@@ -223,7 +220,7 @@ void dpv_dev_close(struct dpv_dev *dev)
 	helper_reconcile();
 	dpv_xport_destroy(dev->xport);
 	dpv_port_close(&dev->port);
-	rte_free(dev->mrs);
+	dpv_mr_table_destroy(dev->mrs);
 	rte_free(dev);
 }
 
@@ -258,13 +255,12 @@ static void link_check(struct dpv_dev *dev)
 uint32_t dpv_dev_poll(struct dpv_dev *dev)
 {
 	struct rte_mbuf *pkts[DPV_RX_BURST];
-	uint32_t work = 0, i;
+	uint32_t work;
 	uint16_t n;
 
 	/* Tag ops first: an ADD posted before a message arrived is in the list when the
 	 * message is matched, rather than one iteration later. */
-	for (i = 0; i < dev->n_tm_srqs; i++)
-		work += dpv_xport_srq_ops(dev->xport, dev->tm_srqs[i], 64);
+	work = dpv_xport_tm_ops(dev->xport, 64);
 	n = dpv_port_rx(&dev->port, pkts, DPV_RX_BURST);
 	if (n) {
 		dpv_xport_rx(dev->xport, pkts, n);
@@ -290,24 +286,6 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 	if (work)
 		dev->stats.busy_polls++;
 	return work;
-}
-
-int dpv_dev_add_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq)
-{
-	if (dev->n_tm_srqs >= DPV_DEV_MAX_TM_SRQS)
-		return ENOSPC;
-	dev->tm_srqs[dev->n_tm_srqs++] = srq;
-	return 0;
-}
-
-void dpv_dev_del_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq)
-{
-	for (uint32_t i = 0; i < dev->n_tm_srqs; i++) {
-		if (dev->tm_srqs[i] == srq) {
-			dev->tm_srqs[i] = dev->tm_srqs[--dev->n_tm_srqs];
-			return;
-		}
-	}
 }
 
 uint32_t dpv_engine_progress(void)

@@ -42,8 +42,6 @@ extern "C" {
  * PHY: a change is seen this long after it at the latest, while the device is driven.
  * Not at every poll: for some drivers (af_packet, tap) asking is a system call. */
 #define DPV_LINK_CHECK_MS 10u
-/** TM SRQs one device runs ops for. */
-#define DPV_DEV_MAX_TM_SRQS 64u
 
 enum dpv_progress_mode {
 	DPV_PROGRESS_INLINE = 0,
@@ -62,7 +60,8 @@ struct dpv_dev {
 	char name[16];               /**< dpv0, dpv1, ... */
 	struct dpv_port port;
 	struct dpv_xport *xport;
-	struct dpv_mr_table *mrs;
+	struct dpv_mr_table *mrs;    /**< the transport's key table: made at open, destroyed
+	                                  at close after the transport */
 	uint32_t owner;              /**< 0 free, 1 owned (atomic) */
 	/** Bumped by every dpv_engine_progress() that drives the device or finds it
 	 * owned (relaxed atomic; beside owner, on the line the try-lock writes anyway):
@@ -72,8 +71,6 @@ struct dpv_dev {
 	uint8_t mode;                /**< enum dpv_progress_mode */
 	uint32_t lcore;              /**< DPV_PROGRESS_LCORE: the lcore */
 	uint32_t service_id;         /**< DPV_PROGRESS_SERVICE: the service */
-	uint32_t n_tm_srqs;
-	struct dpv_srq *tm_srqs[DPV_DEV_MAX_TM_SRQS];
 	struct dpv_dev_stats stats;
 	uint32_t tick_wait;          /**< owner: polls since the timers last ran */
 	/** The link as the device last saw it (owner; set at open), looked at every
@@ -166,12 +163,6 @@ void dpv_dev_disown(struct dpv_dev *dev);
  * @return units of work done (0: idle)
  */
 uint32_t dpv_dev_poll(struct dpv_dev *dev);
-
-/** Register a TM SRQ whose ops this device runs (control path). @return 0 or ENOSPC */
-int dpv_dev_add_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq);
-
-/** Forget a TM SRQ (control path). */
-void dpv_dev_del_tm_srq(struct dpv_dev *dev, struct dpv_srq *srq);
 
 /**
  * Drive every inline-mode device of the process once (any thread): try-lock each,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The transport's objects below the QP: the memory-region check (IBTA 10.6), CQs
- * (IBTA 11.4.2), SRQs (IBTA 10.2) and the TM ops of tag-matching SRQs. The device's
- * loops are in dpv_xport_dev.c, the guarded copies in dpv_xport_guard.c.
+ * The transport's objects below the QP: CQs (IBTA 11.4.2) and SRQs (IBTA 10.2). The
+ * key table is dpv_xport_mr.c's, the TM SRQs' table and their ops dpv_xport_tm.c's,
+ * the device's loops dpv_xport_dev.c's, the guarded copies dpv_xport_guard.c's.
  */
 #include <errno.h>
 #include <string.h>
@@ -10,26 +10,6 @@
 #include <rte_malloc.h>
 
 #include "dpv_xport_priv.h"
-
-/* ---- memory regions (IBTA 10.6: the key, the PD, the range, the access) ---- */
-
-const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
-				  uint64_t addr, uint64_t len, uint32_t access)
-{
-	const struct dpv_mr *mr;
-	uint32_t idx = dpv_mr_key_slot(key);
-
-	mr = __atomic_load_n(&t->slot[idx], __ATOMIC_ACQUIRE);
-	/* The whole key must match: it carries the generation, so a stale or guessed key
-	 * does not name the region in its slot. */
-	if (mr == NULL || mr->lkey != key || mr->pd != pd || (mr->access & access) != access)
-		return NULL;
-	if (len == 0)
-		return mr;
-	if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
-		return NULL;
-	return mr;
-}
 
 /* ---- completion queues (IBTA 11.4.2) ---- */
 
@@ -207,6 +187,7 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 	if (srq == NULL)
 		return ENOMEM;
 	srq->id = __atomic_fetch_add(&x->next_id, 1, __ATOMIC_RELAXED);
+	srq->xport = x;
 	srq->pd = init->pd;
 	srq->max_wr = init->max_wr;
 	srq->max_sge = init->max_sge;
@@ -241,6 +222,10 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 			rte_free(mem);
 			goto fail;
 		}
+		/* Last: the device and the poll side find it whole. */
+		ret = xp_tm_srq_add(x, srq);
+		if (ret != 0)
+			goto fail;
 	}
 	*out = srq;
 	return 0;
@@ -251,9 +236,9 @@ fail:
 
 void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq)
 {
-	(void)x;
 	if (srq == NULL)
 		return;
+	xp_tm_srq_del(x, srq);
 	/* Lanes were laid out in one block starting at lane 0. */
 	if (srq->lanes.nlanes)
 		rte_free(srq->lanes.lane[0]);
@@ -336,56 +321,4 @@ struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
 	/* doc/guides/srq.md §2: the CQ of a TM SRQ receives every completion of its
 	 * messages. */
 	return srq != NULL && srq->tm != NULL ? srq->cq : q->qp.init.recv_cq;
-}
-
-/* Op execution: a TM op's completion needs a CQ slot, checked before it runs so that
- * an op whose completion could not be written stays posted. */
-struct srq_ops_ctx {
-	struct dpv_xport *x;
-	struct dpv_srq *srq;
-};
-
-static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
-{
-	static const uint8_t wc_opcode[] = {
-		[DPV_TM_OP_ADD] = DPV_WC_TM_ADD,
-		[DPV_TM_OP_DEL] = DPV_WC_TM_DEL,
-		[DPV_TM_OP_SYNC] = DPV_WC_TM_SYNC,
-	};
-	struct srq_ops_ctx *c = arg;
-	const struct dpv_tm_op *op = slot;
-	struct dpv_tm_cqe t;
-	struct dpv_cqe cqe;
-	uint32_t first;
-
-	(void)lane;
-	if (dpv_ring_reserve(c->srq->cq->ring, 1, &first) == 0)
-		return false;
-	dpv_tm_exec(c->srq->tm, op, &t);
-	if (!t.visible && !t.release)
-		return true;
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = t.wr_id;
-	cqe.tm_handle = t.handle;
-	cqe.srq_id = c->srq->id;
-	cqe.opcode = t.opcode < RTE_DIM(wc_opcode) ? wc_opcode[t.opcode] : DPV_WC_TM_SYNC;
-	cqe.status = t.status == DPV_TM_ST_SUCCESS ? DPV_WC_SUCCESS : DPV_WC_TM_ERR;
-	if (t.flags & DPV_TM_CQE_F_SYNC_REQ)
-		cqe.flags |= DPV_WC_F_TM_SYNC_REQ;
-	if (t.release)
-		cqe.flags |= DPV_WC_F_TM_RELEASE;
-	/* An unsignaled DEL still ends its entry: the poll side releases and skips it. */
-	if (!t.visible)
-		cqe.flags |= DPV_WC_F_HIDDEN;
-	xp_cq_put(c->x, c->srq->cq, &cqe, false);
-	return true;
-}
-
-uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
-{
-	struct srq_ops_ctx c = {.x = x, .srq = srq};
-
-	if (srq->tm == NULL)
-		return 0;
-	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, &c);
 }

@@ -65,6 +65,8 @@ struct dpv_xport;
 #define DPV_MAX_QP_WR 16384u
 #define DPV_MAX_CQE 1048576u
 #define DPV_MAX_SRQ_WR 65536u
+/** TM SRQs one device runs at once (a power of two: the slots of its table by id) */
+#define DPV_MAX_TM_SRQ 64u
 #define DPV_UD_GRH_LEN 40u
 /** RDMA READs and atomics a requester keeps outstanding, and a responder accepts, per
  *  QP; also the size of the responder's atomic replay cache. */
@@ -152,25 +154,67 @@ static inline uint32_t dpv_mr_key_slot(uint32_t key)
 }
 
 /**
- * Key table. Registration writes the dpv_mr and then publishes its pointer (release);
- * the device reads it (acquire). A deregistered key's slot is NULL, and its generation
- * changes at reuse, so a stale key never finds a new region. Slot 0 is never used, so
- * key 0 is never valid. gen, free_slot, free_head, free_count and seeded belong to
- * lib/verbs (under its lock); the device reads only slot.
+ * Key table of one device, opaque: dpv_xport_mr.c owns it, and every access goes
+ * through the dpv_mr_*() calls below. Slot 0 is never used, so key 0 is never valid.
  */
-struct dpv_mr_table {
-	struct dpv_mr *slot[DPV_MAX_MR];
-	uint16_t gen[DPV_MAX_MR];       /**< each slot's use count (dpv_mr_gen() of it) */
-	uint64_t gen_secret;            /**< the key of dpv_mr_gen() */
-	uint16_t free_slot[DPV_MAX_MR]; /**< ring of free slot indexes, oldest first */
-	uint32_t free_head;             /**< ring index of the next slot to hand out */
-	uint32_t free_count;
-	bool seeded;                    /**< gen and free_slot drawn */
-};
+struct dpv_mr_table;
+
+/*
+ * Threads of the key table. Registration, deregistration and the control-path look-ups
+ * (dpv_mr_find(), dpv_mr_next()) are the control path's, one call on a table at a time:
+ * the caller serialises them (lib/verbs holds its MR lock). The device's owner thread
+ * reads the table meanwhile, in dpv_mr_check(), without a lock.
+ */
 
 /**
- * The region a key names if it covers [addr, addr + len) with @p access in @p pd.
- * len 0 is always covered. Device side.
+ * Create an empty key table in memory of NUMA node @p socket (control path). The
+ * device's transport reads it (dpv_xport_create()); it outlives that transport.
+ * @return 0; ENOMEM.
+ */
+int dpv_mr_table_create(int socket, struct dpv_mr_table **out);
+
+/**
+ * Destroy a key table (control path, after dpv_xport_destroy() of the transport that
+ * read it). The regions still registered are their registrars' to free. NULL: nothing.
+ */
+void dpv_mr_table_destroy(struct dpv_mr_table *t);
+
+/**
+ * Register @p mr, whose addr, length, access and pd the caller has set: give it a key
+ * slot and its key (the slot's next generation), in mr->lkey and mr->rkey, then
+ * publish it to the device. @p mr is the caller's and must stay until
+ * dpv_mr_deregister(); the caller may change its addr, length, access and pd later
+ * only while the device is owned (no copy in progress through it). Control path.
+ * @return 0; ENOMEM every slot holds a region, or the table's first registration
+ *         could not hold the numbers of its shuffle.
+ */
+int dpv_mr_register(struct dpv_mr_table *t, struct dpv_mr *mr);
+
+/**
+ * Deregister @p mr: its key names no region from now on, and its slot goes to the back
+ * of the free list with its next generation. Control path, while the device's owner
+ * thread does not run (the caller owns the device, dpv_dev_own(), or drives it itself):
+ * when it returns no copy goes through the region, and @p mr may be freed.
+ */
+void dpv_mr_deregister(struct dpv_mr_table *t, struct dpv_mr *mr);
+
+/**
+ * The region whose whole key is @p key, or NULL (control path: the region stays while
+ * the caller keeps its deregistration out).
+ */
+const struct dpv_mr *dpv_mr_find(const struct dpv_mr_table *t, uint32_t key);
+
+/**
+ * The registered region in the lowest slot above *@p slot, *@p slot set to that slot;
+ * NULL when there is none. Start with *@p slot = 0 to visit every region (control
+ * path).
+ */
+const struct dpv_mr *dpv_mr_next(const struct dpv_mr_table *t, uint32_t *slot);
+
+/**
+ * The region a key names if it covers [addr, addr + len) with @p access in @p pd,
+ * else NULL. len 0 is always covered. Device side: the owner thread, without a lock
+ * (and the control path, for a region it keeps registered).
  */
 const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
 				  uint64_t addr, uint64_t len, uint32_t access);
@@ -217,7 +261,8 @@ enum dpv_wc_flags {
 	DPV_WC_F_TM_SYNC_REQ = 1u << 2,
 	DPV_WC_F_TM_MATCH = 1u << 3,
 	DPV_WC_F_TM_DATA_VALID = 1u << 4,
-	/** The poll side gives tm_handle back to lib/tm when it reads this cqe */
+	/** The poll side gives tm_handle of SRQ srq_id back when it reads this cqe
+	 *  (dpv_xport_tm_release()) */
 	DPV_WC_F_TM_RELEASE = 1u << 6,
 	/** Not for the application: skipped by the poll side (after giving tm_handle back
 	 *  with DPV_WC_F_TM_RELEASE): lib/tm's own entries, and the completions of a QP
@@ -351,8 +396,19 @@ struct dpv_swqe {
 		struct dpv_sge sge[DPV_MAX_SGE];
 		uint8_t inline_data[DPV_MAX_INLINE];
 	};
-	uint8_t pad2[512 - 64 - DPV_MAX_INLINE];
+	/** Transport-private: the tag entry that a READ the device makes for a rendezvous
+	 *  fills, and the FIN after it names (doc/guides/rendezvous.md). */
+	struct {
+		uint64_t tag;          /**< the TMH tag */
+		uint32_t len;          /**< the data length (the RVH's) */
+		uint32_t app_ctx;      /**< the TMH app_ctx */
+		uint32_t handle;       /**< the entry's handle (lib/tm) */
+		uint32_t pad;
+	} rndv;
+	uint8_t pad2[512 - 64 - DPV_MAX_INLINE - 24];
 };
+
+_Static_assert(sizeof(struct dpv_swqe) == 512, "a send WQE is one 512-byte ring slot");
 
 /** A receive WQE: one RQ / SRQ ring slot (272 bytes rounded to 320). */
 struct dpv_rwqe {
@@ -367,6 +423,7 @@ struct dpv_rwqe {
 
 struct dpv_srq {
 	uint32_t id;
+	struct dpv_xport *xport;     /**< the device (transport-private: its TM ops run there) */
 	uint32_t pd;
 	uint32_t max_wr;
 	uint32_t max_sge;
@@ -400,12 +457,19 @@ struct dpv_srq_init {
 
 /**
  * Create an SRQ: its lanes (rte_malloc_socket on the port's node) and, for a TM SRQ,
- * its lib/tm engine and op lanes. Any thread (it is not yet visible to the device).
- * @return 0; EINVAL bad sizes; ENOMEM.
+ * its lib/tm engine and op lanes. A TM SRQ enters the device's table of TM SRQs as
+ * the last step, whole: from then on the device runs its ops (dpv_xport_tm_ops()) and
+ * the poll side gives its handles back by its id (dpv_xport_tm_release()). Any thread,
+ * while the device runs (the table has a lock of its own for its writers).
+ * @return 0; EINVAL bad sizes; ENOMEM, also when the device runs DPV_MAX_TM_SRQ TM
+ *         SRQs already.
  */
 int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out);
 
-/** Destroy an SRQ (owner; no QP may still use it). */
+/**
+ * Destroy an SRQ (owner; no QP may still use it). A TM SRQ leaves the device's table
+ * first; the completions of its CQ that still name it give nothing back.
+ */
 void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq);
 
 /* ---- queue pairs ---- */
@@ -621,7 +685,8 @@ void dpv_xport_fault_guard(void);
 /**
  * Create the transport of a device over an open port. It installs no signal handler
  * (dpv_xport_fault_guard()).
- * @param mrs  the device's key table (lib/verbs registers into it)
+ * @param mrs  the device's key table (dpv_mr_table_create(); registered into with
+ *             dpv_mr_register())
  * @return 0; ENOMEM.
  */
 int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv_xport **out);
@@ -665,8 +730,30 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
  */
 void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
 
-/** Execute posted TM ops of an SRQ (owner): lib/tm, then completions. */
+/**
+ * Execute posted TM ops of an SRQ, at most @p budget (owner): lib/tm, then their
+ * completions. An op whose completion finds the CQ full stays posted.
+ * @return the ops executed; 0 for a basic SRQ.
+ */
 uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget);
+
+/**
+ * Execute the posted TM ops of every TM SRQ of the device, at most @p budget of each
+ * (owner; once per poll, before the received frames, so that an op posted before a
+ * message arrived is in the tag list when it is matched). Nothing to do costs a load.
+ * @return the ops executed.
+ */
+uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget);
+
+/**
+ * Give back tag entry @p handle of the TM SRQ whose id is @p srq_id: the poll side of
+ * a CQ, as it consumes a completion with DPV_WC_F_TM_RELEASE (its srq_id and
+ * tm_handle). Threads: the CQ's consumer (lib/verbs holds its poll lock), alongside
+ * the owner; the SRQ is not destroyed while its CQ is polled (ibv_destroy_srq(3)).
+ * @return 0; ENOENT no TM SRQ of that id (destroyed since the completion was
+ *         written); or dpv_tm_release()'s errno.
+ */
+int dpv_xport_tm_release(struct dpv_xport *x, uint32_t srq_id, uint32_t handle);
 
 /** Counters of the device (owner, or a stale snapshot from any thread). */
 void dpv_xport_stats_get(const struct dpv_xport *x, struct dpv_xport_stats *st);

@@ -3,15 +3,17 @@
  * The transport's own state, shared by its files. Not installed.
  *   dpv_xport_dev.c     the device: create and destroy, the receive demux, the transmit
  *                       rounds, building and sending frames, timers and the tick
- *   dpv_xport.c         the memory-region check, CQs, SRQs and the TM ops of TM SRQs
+ *   dpv_xport.c         CQs and SRQs
+ *   dpv_xport_mr.c      the key table: slots, keys, registration, the check (IBTA 10.6)
  *   dpv_xport_guard.c   copies and atomics through registered memory, and the
  *                       SIGSEGV / SIGBUS handler that survives a fault in one
  *   dpv_xport_qp.c      QPs and their state machine (IBTA 10.3.1)
  *   dpv_xport_req.c     the requester (IBTA 9.7, 9.8)
- *   dpv_xport_resp.c    the RC responder (IBTA 9.7.5.1), with tag matching on TM SRQs
+ *   dpv_xport_resp.c    the RC responder (IBTA 9.7.5.1)
  *   dpv_xport_ud_uc.c   UD receive (IBTA 9.8) and UC receive (IBTA 9.7.7)
  *   dpv_xport_comp.c    the completer (IBTA 9.7.5.2, 9.9)
- *   dpv_xport_rndv.c    the tag-matching rendezvous (doc/guides/rendezvous.md)
+ *   dpv_xport_tm.c      tag matching: the TM SRQs by id, their ops, the match of a
+ *                       message, TM completions, handle release, the rendezvous
  *   dpv_xport_linger.c  destroyed RC QPs that still answer (dpv_xport_linger.h)
  */
 #ifndef DPV_XPORT_PRIV_H
@@ -19,6 +21,8 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <rte_spinlock.h>
 
 #include "dpv_xport.h"
 #include "dpv_xport_linger.h"
@@ -183,6 +187,25 @@ enum xp_resp_op {
 	XP_OP_WRITE,
 };
 
+/*
+ * The TM SRQs of a device, one table by id (dpv_xport_tm.c). A TM SRQ's id is drawn
+ * so that slot id % DPV_MAX_TM_SRQ is free, and it sits in that slot: a look-up is one
+ * load and a compare of the id. The control path writes the table under lock, which
+ * only writers take. An SRQ enters it whole, at the end of dpv_srq_create() (any
+ * thread, as the device runs): its slot and then n are published with release
+ * stores, and the owner (n) and pollers releasing a handle (a slot) load them
+ * acquire. It leaves it in dpv_srq_destroy(), while the device is owned, so the owner
+ * is not in the ops loop; a poller is not releasing into it, as no CQ that carries
+ * its completions is polled while it is destroyed (ibv_destroy_srq(3)), the rule for
+ * every object an application polls through.
+ */
+struct xp_tm_srqs {
+	struct dpv_srq *by_id[DPV_MAX_TM_SRQ];
+	struct dpv_srq *live[DPV_MAX_TM_SRQ]; /**< the same SRQs, dense: the ops loop */
+	uint32_t n;
+	rte_spinlock_t lock;                  /**< writers; zero is unlocked */
+};
+
 /* A QP and everything the transport keeps for it. */
 struct xp_qp {
 	struct dpv_qp qp;
@@ -282,6 +305,7 @@ struct dpv_xport {
 	struct xp_qp *ackq[XP_ACKQ];
 	bool cq_overrun;                 /**< a completion found its CQ full since the last
 	                                      xp_cq_overruns() */
+	struct xp_tm_srqs tm_srqs;       /**< the TM SRQs (dpv_xport_tm.c) */
 };
 
 static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
@@ -369,10 +393,6 @@ void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 /* IBTA 9.4 / 10.6: the QP may be written remotely and @p rkey covers the range. */
 bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
 		      uint64_t va, uint32_t len);
-/* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
- * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
- * an end (with DPV_WC_F_TM_RELEASE). */
-void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags);
 /* The responder's replay cache starts empty (a new connection: RTR). */
 void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
@@ -444,7 +464,21 @@ static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx
 	return w;
 }
 
-/* dpv_xport_rndv.c (doc/guides/rendezvous.md) */
+/* dpv_xport_tm.c (doc/guides/srq.md §4, rendezvous.md) */
+/* Take a TM SRQ into the device's table, its id drawn for a free slot (create):
+ * ENOMEM when the table is full. */
+int xp_tm_srq_add(struct dpv_xport *x, struct dpv_srq *srq);
+/* Take @p srq out of the table, if it is in it (destroy). */
+void xp_tm_srq_del(struct dpv_xport *x, struct dpv_srq *srq);
+/* The first packet @p p of a SEND on a TM SRQ: match it (or take an ordinary WQE for
+ * an unexpected or no-tag message) into @p q->rcv. false: nothing to take it, nothing
+ * consumed, the caller RNR NAKs. */
+bool xp_tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		 const uint8_t *payload);
+/* A completion of the tag entry @p q->rcv holds (its wr_id, tag, app_ctx, handle) on
+ * the SRQ's CQ: the MATCH of a message in progress (@p flags DPV_WC_F_TM_MATCH), or
+ * an end (with DPV_WC_F_TM_RELEASE). */
+void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags);
 /* The buffers of the rendezvous in @p q->rcv take the data (LOCAL_WRITE, in range):
  * DPV_WC_SUCCESS, or DPV_WC_LOC_PROT_ERR. */
 uint8_t xp_rndv_check(const struct dpv_xport *x, const struct xp_qp *q);

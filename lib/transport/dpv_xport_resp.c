@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The responder (IBTA 9.7.5.1): checks each request's PSN against the expected PSN,
- * places SENDs into receive WQEs (the QP's RQ, its SRQ, or a tag-matching SRQ's tag
- * list, doc/guides/srq.md §4), executes RDMA WRITEs, READs and atomics against the key
- * table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
+ * places SENDs into receive WQEs (the QP's RQ, its SRQ, or what a tag-matching SRQ's
+ * tag list matched, dpv_xport_tm.c), executes RDMA WRITEs, READs and atomics against
+ * the key table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
  * PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through xp_recv_place() and
  * xp_recv_done() here.
  */
@@ -291,104 +291,6 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		  status == DPV_WC_LOC_LEN_ERR ? DPV_AETH_NAK_INV_REQ : DPV_AETH_NAK_REM_OP, false);
 }
 
-/* ---- tag matching (doc/guides/srq.md §4) ---- */
-
-void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags)
-{
-	const struct xp_recv *r = &q->rcv;
-	struct dpv_cqe cqe;
-
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = r->wr_id;
-	cqe.status = status;
-	cqe.opcode = DPV_WC_TM_RECV;
-	cqe.flags = flags;
-	cqe.qp_num = q->qp.qpn;
-	cqe.src_qp = q->qp.attr.dest_qpn;
-	cqe.tm_tag = r->tm_tag;
-	cqe.tm_priv = r->tm_priv;
-	cqe.tm_handle = r->tm_handle;
-	cqe.srq_id = q->qp.init.srq->id;
-	xp_cq_put(x, xp_recv_cq(q), &cqe, false);
-}
-
-/* The first packet of a SEND on a TM SRQ: match it, or take an ordinary WQE.
- * false: RNR NAK sent, nothing consumed. */
-static bool tm_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-		     const uint8_t *payload)
-{
-	struct dpv_srq *srq = q->qp.init.srq;
-	struct xp_recv *r = &q->rcv;
-	struct dpv_tm_tmh tmh;
-	struct dpv_tm_match m;
-	uint32_t i;
-
-	dpv_tm_parse_tmh(payload, p->payload_len, &tmh);
-	/* A rendezvous the QP has no room to run waits at the sender: it may match. */
-	if (dpv_tm_tmh_is_rndv(&tmh) && q->rv_active >= XP_RNDV_MAX) {
-		rnr_nak(x, q, p->psn);
-		return false;
-	}
-	dpv_tm_match(srq->tm, &tmh, xp_srq_ready(srq), &m);
-	switch (m.kind) {
-	case DPV_TM_RNR:
-		rnr_nak(x, q, p->psn);
-		return false;
-	case DPV_TM_NO_TAG:
-		xp_take_recv(x, q, r);
-		r->kind = XP_RECV_TM_NO_TAG;
-		x->stats.tm_no_tag++;
-		return true;
-	case DPV_TM_UNEXPECTED:
-		xp_take_recv(x, q, r);
-		r->kind = XP_RECV_TM_UNEXPECTED;
-		r->flags = (m.flags & DPV_TM_CQE_F_SYNC_REQ) ? DPV_WC_F_TM_SYNC_REQ : 0;
-		x->stats.tm_unexpected++;
-		return true;
-	default:
-		break;
-	}
-	memset(r, 0, offsetof(struct xp_recv, sge));
-	r->active = true;
-	r->pd = srq->pd;
-	r->wr_id = m.recv_wr_id;
-	r->num_sge = m.num_sge < DPV_MAX_SGE ? m.num_sge : DPV_MAX_SGE;
-	for (i = 0; i < r->num_sge; i++) {
-		r->sge[i].addr = m.sg_list[i].addr;
-		r->sge[i].length = m.sg_list[i].length;
-		r->sge[i].lkey = m.sg_list[i].lkey;
-		r->cap += m.sg_list[i].length;
-	}
-	r->tm_handle = m.handle;
-	r->tm_tag = tmh.tag;
-	r->tm_priv = tmh.app_ctx;
-	x->stats.tm_expected++;
-	if (m.kind == DPV_TM_EXPECTED_RNDV) {
-		r->flags = DPV_WC_F_TM_MATCH;
-		/* doc/guides/rendezvous.md: the device reads data that fits the buffer (and
-		 * one READ, IBTA 9.4: at most 2^31 bytes), and places none of the header
-		 * message. Data that does not fit leaves the whole header message (TMH,
-		 * RVH, application header) to software. */
-		if (dpv_tm_parse_rvh(payload, p->payload_len, &r->rvh) && r->rvh.len <= r->cap &&
-		    r->rvh.len <= 1u << 31) {
-			r->kind = XP_RECV_TM_RNDV_READ;
-			r->skip = UINT32_MAX;
-		} else {
-			r->kind = XP_RECV_TM_RNDV;
-		}
-		return true;
-	}
-	r->kind = XP_RECV_TM_EAGER;
-	r->skip = DPV_TM_TMH_SIZE;
-	/* doc/guides/srq.md §4: a message of more than one packet reports the match at
-	 * once (a DEL of the entry fails from now on) and its data at the last packet. */
-	if (p->opcode == DPV_OP_RC_SEND_FIRST)
-		xp_tm_cqe(x, q, DPV_WC_SUCCESS, DPV_WC_F_TM_MATCH);
-	else
-		r->flags = DPV_WC_F_TM_MATCH;
-	return true;
-}
-
 /* ---- RC requests ---- */
 
 static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
@@ -398,10 +300,8 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	uint8_t st;
 
 	if (xp_op_first(p->opcode)) {
-		if (srq != NULL && srq->tm != NULL) {
-			if (!tm_start(x, q, p, payload))
-				return;
-		} else if (!xp_take_recv(x, q, &q->rcv)) {
+		if (srq != NULL && srq->tm != NULL ? !xp_tm_start(x, q, p, payload) :
+						     !xp_take_recv(x, q, &q->rcv)) {
 			rnr_nak(x, q, p->psn);
 			return;
 		}

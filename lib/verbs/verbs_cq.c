@@ -71,15 +71,11 @@ static uint8_t sl_of(uint8_t f)
 	return f & DPV_WC_F_GRH ? DPV_WC_SL_ROCEV2_IPV4 : 0;
 }
 
-/* Give a TM handle back when the application has seen its entry's end. */
+/* Give a TM handle back when the application has seen its entry's end; an SRQ
+ * destroyed since has nothing to give it back to. */
 static void tm_release(struct dpv_cq_v *cq, const struct dpv_cqe *e)
 {
-	for (uint32_t i = 0; i < cq->n_tm_srqs; i++) {
-		if (cq->tm_srqs[i]->id == e->srq_id) {
-			dpv_tm_release(cq->tm_srqs[i]->tm, e->tm_handle);
-			return;
-		}
-	}
+	dpv_xport_tm_release(cq->ctx->dev->xport, e->srq_id, e->tm_handle);
 }
 
 /*

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Protection domains and memory regions (ibv_alloc_pd(3), ibv_reg_mr(3)). */
+/*
+ * Protection domains and memory regions (ibv_alloc_pd(3), ibv_reg_mr(3)): the checks of
+ * a range, pinning, on-demand regions and the ibv_* shape. The key table, its slots
+ * and keys are the transport's (dpv_mr_register(), dpv_xport_mr.c).
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <unistd.h>
-
-#include <rte_random.h>
 
 #include "verbs_priv.h"
 
@@ -42,12 +43,11 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	const struct dpv_mr_table *t = to_ctx(pd->context)->dev->mrs;
 	const struct dpv_mr *mr;
 	bool busy = __atomic_load_n(&to_pd(pd)->users, __ATOMIC_ACQUIRE) != 0;
+	uint32_t slot = 0;
 
 	pthread_mutex_lock(&mr_lock);
-	for (uint32_t i = 1; i < DPV_MAX_MR && !busy; i++) {
-		mr = __atomic_load_n(&t->slot[i], __ATOMIC_ACQUIRE);
-		busy = mr != NULL && container_of(mr, struct dpv_mr_v, mr)->ibmr.pd == pd;
-	}
+	while (!busy && (mr = dpv_mr_next(t, &slot)) != NULL)
+		busy = container_of(mr, struct dpv_mr_v, mr)->ibmr.pd == pd;
 	pthread_mutex_unlock(&mr_lock);
 	if (busy)
 		return EBUSY;
@@ -223,80 +223,6 @@ static void unpin(struct mr_full *f)
 	f->lock_lo = f->lock_hi = 0;
 }
 
-/* ---- keys ---- */
-
-_Static_assert(DPV_MAX_MR == 1u << 16, "dpv_mr_key() holds a 16-bit slot index");
-
-/* @p len random bytes: getrandom(2), or rte_rand() where the kernel has none. */
-static void random_bytes(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = getrandom(p, len, 0);
-
-		if (n <= 0) {
-			if (n < 0 && errno == EINTR)
-				continue;
-			for (; len > 0; len--)
-				*p++ = (uint8_t)rte_rand();
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-}
-
-/*
- * Draw a device's key secrets once, at its first registration: every slot's first
- * generation and the order free slots are handed out in (a Fisher-Yates shuffle of
- * 1 .. DPV_MAX_MR-1). ENOMEM if the shuffle's random numbers cannot be held.
- */
-static int table_seed(struct dpv_mr_table *t)
-{
-	const uint32_t n = DPV_MAX_MR - 1;
-	uint32_t *r = malloc(n * sizeof(*r));
-
-	if (r == NULL)
-		return ENOMEM;
-	random_bytes(t->gen, sizeof(t->gen));
-	random_bytes(&t->gen_secret, sizeof(t->gen_secret));
-	random_bytes(r, n * sizeof(*r));
-	for (uint32_t i = 0; i < n; i++)
-		t->free_slot[i] = (uint16_t)(i + 1);
-	for (uint32_t i = n - 1; i > 0; i--) {
-		uint32_t j = r[i] % (i + 1);
-		uint16_t s = t->free_slot[i];
-
-		t->free_slot[i] = t->free_slot[j];
-		t->free_slot[j] = s;
-	}
-	free(r);
-	t->free_head = 0;
-	t->free_count = n;
-	t->seeded = true;
-	return 0;
-}
-
-/* The least recently freed slot; ENOMEM when every slot holds a region. */
-static int slot_alloc(struct dpv_mr_table *t, uint32_t *slot)
-{
-	if (!t->seeded && table_seed(t) != 0)
-		return ENOMEM;
-	if (t->free_count == 0)
-		return ENOMEM;
-	*slot = t->free_slot[t->free_head];
-	t->free_head = (t->free_head + 1) % DPV_MAX_MR;
-	t->free_count--;
-	return 0;
-}
-
-static void slot_free(struct dpv_mr_table *t, uint32_t slot)
-{
-	t->free_slot[(t->free_head + t->free_count) % DPV_MAX_MR] = (uint16_t)slot;
-	t->free_count++;
-}
-
 /* ---- ibv_reg_mr(3), ibv_dereg_mr(3), ibv_rereg_mr(3) ---- */
 
 /*
@@ -314,7 +240,6 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 	struct dpv_mr_table *t = c->dev->mrs;
 	struct mr_full *f;
 	struct dpv_mr_v *m;
-	uint32_t slot;
 	int ret;
 
 	ret = dpv_verbs_access_check(access);
@@ -334,32 +259,28 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, ui
 		return NULL;
 	}
 	m = &f->v;
+	m->mr.addr = (uintptr_t)addr;
+	m->mr.length = length;
+	m->mr.access = dpv_verbs_access_kept(access);
+	m->mr.pd = to_pd(pd)->id;
+	f->odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
 	pthread_mutex_lock(&mr_lock);
-	ret = slot_alloc(t, &slot);
+	if (!f->odp)
+		pin(f, addr, length);
+	ret = dpv_mr_register(t, &m->mr);
 	if (ret != 0) {
+		unpin(f);
 		pthread_mutex_unlock(&mr_lock);
 		free(f);
 		errno = ret;
 		return NULL;
 	}
-	f->odp = (access & IBV_ACCESS_ON_DEMAND) != 0;
-	if (!f->odp)
-		pin(f, addr, length);
-	m->slot = slot;
-	m->mr.addr = (uintptr_t)addr;
-	m->mr.length = length;
-	m->mr.lkey = dpv_mr_key(slot, dpv_mr_gen(t->gen_secret, slot, t->gen[slot]));
-	m->mr.rkey = m->mr.lkey;
-	m->mr.access = dpv_verbs_access_kept(access);
-	m->mr.pd = to_pd(pd)->id;
-	/* The region is whole before the device can find it. */
-	__atomic_store_n(&t->slot[slot], &m->mr, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&mr_lock);
 	m->ibmr.context = pd->context;
 	m->ibmr.pd = pd;
 	m->ibmr.addr = addr;
 	m->ibmr.length = length;
-	m->ibmr.handle = slot;
+	m->ibmr.handle = dpv_mr_key_slot(m->mr.lkey);
 	m->ibmr.lkey = m->mr.lkey;
 	m->ibmr.rkey = m->mr.rkey;
 	return &m->ibmr;
@@ -391,9 +312,7 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	/* Owning the device means no packet is being copied through the region. */
 	dpv_dev_own(c->dev);
 	pthread_mutex_lock(&mr_lock);
-	__atomic_store_n(&t->slot[m->slot], NULL, __ATOMIC_RELEASE);
-	t->gen[m->slot]++; /* a stale key never finds the slot's next region */
-	slot_free(t, m->slot);
+	dpv_mr_deregister(t, &m->mr);
 	unpin(to_full(m));
 	pthread_mutex_unlock(&mr_lock);
 	dpv_dev_disown(c->dev);
@@ -502,11 +421,10 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
  */
 static int advise_target(struct ibv_pd *pd, const struct ibv_sge *sge, bool write)
 {
-	struct dpv_mr_table *t = to_ctx(pd->context)->dev->mrs;
-	const struct dpv_mr *mr = t->slot[dpv_mr_key_slot(sge->lkey)];
+	const struct dpv_mr *mr = dpv_mr_find(to_ctx(pd->context)->dev->mrs, sge->lkey);
 	const struct mr_full *f;
 
-	if (mr == NULL || mr->lkey != sge->lkey || mr->pd != to_pd(pd)->id ||
+	if (mr == NULL || mr->pd != to_pd(pd)->id ||
 	    sge->addr < mr->addr || sge->length > mr->length ||
 	    sge->addr - mr->addr > mr->length - sge->length)
 		return EFAULT;

@@ -71,8 +71,7 @@ struct dpv_pd {
 
 struct dpv_mr_v {
 	struct ibv_mr ibmr;
-	struct dpv_mr mr;
-	uint32_t slot;
+	struct dpv_mr mr;             /* registered in the device's key table */
 };
 
 #define DPV_CHANNEL_QUEUE 1024u
@@ -87,9 +86,6 @@ struct dpv_channel {
 	uint32_t users;               /* CQs using it (atomics) */
 };
 
-/* TM SRQs whose completions one CQ carries. */
-#define DPV_CQ_MAX_TM_SRQS 16u
-
 struct dpv_cq_v {
 	struct ibv_cq_ex ibcq;        /* ibv_cq is its prefix: one struct for both APIs */
 	struct dpv_context *ctx;
@@ -98,8 +94,6 @@ struct dpv_cq_v {
 	uint64_t wc_flags;            /* IBV_WC_EX_WITH_* asked for */
 	struct dpv_cqe cur;           /* ibv_start_poll's current completion */
 	uint32_t users;               /* QPs and SRQs using it (control path) */
-	uint32_t n_tm_srqs;           /* set on the control path while no one polls */
-	struct dpv_srq *tm_srqs[DPV_CQ_MAX_TM_SRQS];
 };
 
 struct dpv_srq_v {

@@ -76,10 +76,6 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 			return NULL;
 		}
 		cq = to_cq(attr->cq);
-		if (cq->n_tm_srqs == DPV_CQ_MAX_TM_SRQS) {
-			errno = ENOMEM;
-			return NULL;
-		}
 		memset(&tm, 0, sizeof(tm));
 		tm.max_num_tags = attr->tm_cap.max_num_tags;
 		tm.max_ops = attr->tm_cap.max_ops;
@@ -112,22 +108,9 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
 		pthread_spin_init(&srq->lane_lock[i], PTHREAD_PROCESS_PRIVATE);
 	pthread_spin_init(&srq->ops_lock, PTHREAD_PROCESS_PRIVATE);
-	if (srq->tm) {
-		dpv_dev_own(c->dev);
-		ret = dpv_dev_add_tm_srq(c->dev, srq->srq);
-		if (ret == 0) {
-			cq->tm_srqs[cq->n_tm_srqs++] = srq->srq;
-			cq->users++;
-		}
-		dpv_dev_disown(c->dev);
-		if (ret != 0) {
-			dpv_srq_destroy(c->dev->xport, srq->srq);
-			free(srq);
-			errno = ENOMEM;
-			return NULL;
-		}
-	}
 	dpv_dev_own(c->dev);
+	if (cq != NULL)
+		cq->users++;
 	srq->next_on_dev = c->device->srqs;
 	c->device->srqs = srq;
 	dpv_dev_disown(c->dev);
@@ -185,23 +168,13 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 {
 	struct dpv_srq_v *srq = to_srq(ibsrq);
 	struct dpv_dev *dev = srq->ctx->dev;
-	struct dpv_cq_v *cq;
 
 	/* ibv_destroy_srq(3): EBUSY while a QP is attached. */
 	if (srq->users != 0)
 		return EBUSY;
 	dpv_dev_own(dev);
-	if (srq->tm) {
-		dpv_dev_del_tm_srq(dev, srq->srq);
-		cq = to_cq(srq->cq);
-		for (uint32_t i = 0; i < cq->n_tm_srqs; i++) {
-			if (cq->tm_srqs[i] == srq->srq) {
-				cq->tm_srqs[i] = cq->tm_srqs[--cq->n_tm_srqs];
-				break;
-			}
-		}
-		cq->users--;
-	}
+	if (srq->tm)
+		to_cq(srq->cq)->users--;
 	for (struct dpv_srq_v **p = &srq->ctx->device->srqs; *p != NULL; p = &(*p)->next_on_dev) {
 		if (*p == srq) {
 			*p = srq->next_on_dev;

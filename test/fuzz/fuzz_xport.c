@@ -57,6 +57,7 @@ struct dev {
 	struct dpv_srq *srq, *tm_srq;
 	struct dpv_qp *rc, *rc_srq, *ud;
 	uint8_t *mem[N_MR];       /* inside guard pages */
+	struct dpv_mr mr[N_MR];
 	uint32_t key[N_MR];
 };
 
@@ -99,20 +100,13 @@ static uint8_t *guarded(size_t len)
 	return m + GUARD + 64; /* 64 canary bytes either side, then the guard pages */
 }
 
-static uint32_t mr_reg(struct dpv_mr_table *t, void *buf, size_t len, uint32_t access)
+/* A region registered as lib/verbs registers one, its key of the real layout. */
+static uint32_t mr_reg(struct dpv_mr_table *t, struct dpv_mr *mr, void *buf, size_t len,
+		       uint32_t access)
 {
-	static uint32_t next = 1;
-	struct dpv_mr *mr = calloc(1, sizeof(*mr));
-	uint32_t idx = next++;
-
-	if (mr == NULL)
+	*mr = (struct dpv_mr){.addr = (uintptr_t)buf, .length = len, .access = access, .pd = PD};
+	if (dpv_mr_register(t, mr) != 0)
 		abort();
-	mr->addr = (uintptr_t)buf;
-	mr->length = len;
-	mr->lkey = mr->rkey = dpv_mr_key(idx, t->gen[idx]);
-	mr->access = access;
-	mr->pd = PD;
-	__atomic_store_n(&t->slot[idx], mr, __ATOMIC_RELEASE);
 	return mr->lkey;
 }
 
@@ -143,6 +137,9 @@ static void teardown(void)
 		dpv_srq_destroy(d->x, d->tm_srq);
 		dpv_cq_destroy(d->cq);
 		dpv_xport_destroy(d->x);
+		for (unsigned int i = 0; i < N_MR; i++)
+			dpv_mr_deregister(d->t, &d->mr[i]);
+		dpv_mr_table_destroy(d->t);
 		dpv_port_close(&d->port);
 	}
 }
@@ -174,8 +171,8 @@ static void setup(void)
 		snprintf(d->port.name, sizeof(d->port.name), "dpv%d", k);
 		d->port.ipv4 = RTE_IPV4(127, 0, 21, 1 + k);
 		snprintf(id, sizeof(id), "%u", k == 0 ? ida : idb);
-		d->t = calloc(1, sizeof(*d->t));
-		if (d->t == NULL || dpv_port_open(&d->port, "ethdev", id, 4095) != 0 ||
+		if (dpv_port_open(&d->port, "ethdev", id, 4095) != 0 ||
+		    dpv_mr_table_create(d->port.socket, &d->t) != 0 ||
 		    dpv_xport_create(&d->port, d->t, &d->x) != 0 ||
 		    dpv_cq_create(d->x, 4096, &d->cq) != 0 ||
 		    dpv_srq_create(d->x, &si, &d->srq) != 0)
@@ -187,7 +184,7 @@ static void setup(void)
 		for (unsigned int i = 0; i < N_MR; i++) {
 			d->mem[i] = guarded(MR_LEN);
 			memset(d->mem[i], 0, MR_LEN);
-			d->key[i] = mr_reg(d->t, d->mem[i], MR_LEN, access[i]);
+			d->key[i] = mr_reg(d->t, &d->mr[i], d->mem[i], MR_LEN, access[i]);
 		}
 		d->rc = qp_new(d, DPV_QPT_RC, k == 1 ? d->tm_srq : NULL);
 		d->rc_srq = qp_new(d, DPV_QPT_RC, d->srq);
@@ -271,8 +268,8 @@ static void drain(struct dev *d)
 
 	while ((n = dpv_ring_dequeue_burst(d->cq->ring, c, 64)) != 0)
 		for (uint32_t i = 0; i < n; i++)
-			if ((c[i].flags & DPV_WC_F_TM_RELEASE) && c[i].srq_id == d->tm_srq->id)
-				dpv_tm_release(d->tm_srq->tm, c[i].tm_handle);
+			if (c[i].flags & DPV_WC_F_TM_RELEASE)
+				dpv_xport_tm_release(d->x, c[i].srq_id, c[i].tm_handle);
 }
 
 static void pump(unsigned int rounds)
@@ -285,7 +282,7 @@ static void pump(unsigned int rounds)
 			dpv_xport_tx(dv[k].x, 64);
 			while ((n = dpv_port_rx(&dv[k].port, pkts, 64)) != 0)
 				dpv_xport_rx(dv[k].x, pkts, n);
-			dpv_xport_srq_ops(dv[k].x, dv[k].tm_srq, 64);
+			dpv_xport_tm_ops(dv[k].x, 64);
 			dpv_xport_tick(dv[k].x, rte_get_tsc_cycles());
 			drain(&dv[k]);
 		}

@@ -381,6 +381,43 @@ static void tm_expected_eager_single_packet(void **state)
 	expect_quiet_ex(t.cq);
 }
 
+/*
+ * §2: one CQ carries the completions of twenty TM SRQs (a device runs 64, on any
+ * CQs): each matches its own messages, and each gets back the handle of every entry
+ * whose completion is polled. One entry each, so a second ADD finds room only if the
+ * first entry came back to its own SRQ.
+ */
+static void tm_srqs_twenty_on_one_cq_match_and_release_their_own(void **state)
+{
+	enum { N = 20 };
+	struct tmq t[N];
+	uint32_t handle;
+	struct wc_ex wc;
+
+	(void)state;
+	tm_setup(&t[0], 1, 16);
+	for (int i = 1; i < N; i++) {
+		t[i] = t[0];
+		t[i].srq = new_tm_srq(&B, t[0].cq, 64, 1, 16);
+		t[i].p.a = new_qp(&A, IBV_QPT_RC, t[0].p.acq, t[0].p.acq, NULL, 64, 16);
+		t[i].p.b = new_qp(&B, IBV_QPT_RC, t[0].p.bcq, ibv_cq_ex_to_cq(t[0].cq), t[i].srq,
+				  0, 0);
+		connect_rc(t[i].p.a, t[i].p.b, &conn_default);
+	}
+	for (uint32_t round = 0; round < 2; round++) {
+		for (uint32_t i = 0; i < N; i++) {
+			const uint64_t tag = 0x100 * round + i;
+
+			memset(tbuf(&t[i], 0), 0, BUF); /* every SRQ's entry is buffer 0 */
+			assert_int_equal(tm_add(&t[i], tag, EXACT, 0, BUF, i, SIG, 0, &handle), 0);
+			expect_op(&t[i], IBV_WC_TM_ADD, i, IBV_WC_SUCCESS, &wc);
+			tm_send(&t[i], IBV_TMH_EAGER, i, tag, 100 + i, i + 1);
+			expect_matched(&t[i], 0, tag, i, 100 + i, i + 1);
+		}
+	}
+	expect_quiet_ex(t[0].cq);
+}
+
 static void tm_expected_eager_through_legacy_poll_cq(void **state)
 {
 	uint32_t handle;
@@ -963,6 +1000,7 @@ int run_tm_tests(void)
 		VT(tm_list_full_enomem_at_exactly_max_num_tags),
 		VT(tm_max_ops_outstanding_enomem),
 		VT(tm_expected_eager_single_packet),
+		VT(tm_srqs_twenty_on_one_cq_match_and_release_their_own),
 		VT(tm_expected_eager_through_legacy_poll_cq),
 		VT(tm_expected_eager_multi_packet_match_then_data_valid),
 		VT(tm_unexpected_takes_plain_wr_whole_message),
