@@ -413,9 +413,9 @@ struct dpv_dev_cm_timing {
 	uint64_t timewait_ns;     /**< how long TIMEWAIT keeps a connection's IDs */
 };
 
-/** The timing of a device until dpv_dev_cm_set_timing(): Linux's RDMA CM's response
- *  timeout (20: 4.3 s) and retries (15), RoCE's packet life time (16: 268 ms), and a
- *  TIMEWAIT of two packet life times. */
+/** The timing of a device until dpv_dev_cm_set_timing(): Linux's RDMA CM's for RoCE,
+ *  a response timeout of 20 (4.3 s), 15 retries, a packet life time of 16 (268 ms); and
+ *  a TIMEWAIT of two packet life times. */
 #define DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT 20u
 #define DPV_DEV_CM_MAX_RETRIES_DEFAULT 15u
 #define DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT 16u
