@@ -379,12 +379,52 @@ int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id
 	return ret;
 }
 
-int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_param *p)
+/* A consumer's call on one connection (not a listener). */
+struct conn_call {
+	enum { CALL_ACCEPT, CALL_REJECT, CALL_ESTABLISH, CALL_DISCONNECT } op;
+	const struct dpv_cm_rep *rep;  /* ACCEPT */
+	const void *pdata;             /* REJECT */
+	uint8_t len;
+};
+
+static int conn_call(struct dpv_dev *dev, uint32_t id, const struct conn_call *call)
 {
-	struct dpv_cm_rep r;
 	struct dpv_cm_out o;
 	struct cm_conn *k;
+	uint64_t now;
 	int ret = ENOENT;
+
+	dpv_dev_own(dev);
+	k = conn_find(dev->cm, id);
+	if (k == NULL || dpv_cm_state(&k->c) == DPV_CM_LISTEN)
+		goto out;
+	now = now_ns(dev->cm);
+	switch (call->op) {
+	case CALL_ACCEPT:
+		ret = dpv_cm_accept(&k->c, call->rep, now, &o);
+		break;
+	case CALL_REJECT:
+		ret = dpv_cm_reject(&k->c, DPV_CM_REJ_CONSUMER_DEFINED, call->pdata, call->len,
+				    now, &o);
+		break;
+	case CALL_ESTABLISH:
+		ret = dpv_cm_rtu(&k->c, NULL, 0, &o);
+		break;
+	case CALL_DISCONNECT:
+		ret = dpv_cm_disconnect(&k->c, NULL, 0, now, &o);
+		break;
+	}
+	if (ret == 0)
+		cm_out(dev, k, &o);
+out:
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_param *p)
+{
+	struct conn_call call = {.op = CALL_ACCEPT};
+	struct dpv_cm_rep r;
 
 	if (!param_ok(p, DPV_CM_REP_PDATA_LEN))
 		return EINVAL;
@@ -396,67 +436,29 @@ int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_
 	r.rnr_retry_count = p->rnr_retry_count;
 	if (p->private_data_len)
 		memcpy(r.private_data, p->private_data, p->private_data_len);
-	dpv_dev_own(dev);
-	k = conn_find(dev->cm, id);
-	if (k != NULL) {
-		ret = dpv_cm_accept(&k->c, &r, now_ns(dev->cm), &o);
-		if (ret == 0)
-			cm_out(dev, k, &o);
-	}
-	dpv_dev_disown(dev);
-	return ret;
+	call.rep = &r;
+	return conn_call(dev, id, &call);
 }
 
 int dpv_dev_cm_reject(struct dpv_dev *dev, uint32_t id, const void *pdata, uint8_t len)
 {
-	struct dpv_cm_out o;
-	struct cm_conn *k;
-	int ret = ENOENT;
+	struct conn_call call = {.op = CALL_REJECT, .pdata = pdata, .len = len};
 
-	dpv_dev_own(dev);
-	k = conn_find(dev->cm, id);
-	if (k != NULL && dpv_cm_state(&k->c) != DPV_CM_LISTEN) {
-		ret = dpv_cm_reject(&k->c, DPV_CM_REJ_CONSUMER_DEFINED, pdata, len,
-				    now_ns(dev->cm), &o);
-		if (ret == 0)
-			cm_out(dev, k, &o);
-	}
-	dpv_dev_disown(dev);
-	return ret;
+	return conn_call(dev, id, &call);
 }
 
 int dpv_dev_cm_establish(struct dpv_dev *dev, uint32_t id)
 {
-	struct dpv_cm_out o;
-	struct cm_conn *k;
-	int ret = ENOENT;
+	struct conn_call call = {.op = CALL_ESTABLISH};
 
-	dpv_dev_own(dev);
-	k = conn_find(dev->cm, id);
-	if (k != NULL) {
-		ret = dpv_cm_rtu(&k->c, NULL, 0, &o);
-		if (ret == 0)
-			cm_out(dev, k, &o);
-	}
-	dpv_dev_disown(dev);
-	return ret;
+	return conn_call(dev, id, &call);
 }
 
 int dpv_dev_cm_disconnect(struct dpv_dev *dev, uint32_t id)
 {
-	struct dpv_cm_out o;
-	struct cm_conn *k;
-	int ret = ENOENT;
+	struct conn_call call = {.op = CALL_DISCONNECT};
 
-	dpv_dev_own(dev);
-	k = conn_find(dev->cm, id);
-	if (k != NULL) {
-		ret = dpv_cm_disconnect(&k->c, NULL, 0, now_ns(dev->cm), &o);
-		if (ret == 0)
-			cm_out(dev, k, &o);
-	}
-	dpv_dev_disown(dev);
-	return ret;
+	return conn_call(dev, id, &call);
 }
 
 int dpv_dev_cm_get_event(struct dpv_dev *dev, struct dpv_dev_cm_event *ev)

@@ -58,6 +58,16 @@ static struct dpv_dev_cm_event next_event(struct dpv_dev *dev)
 	return ev;
 }
 
+/* The next event of @p dev is @p type, of connection @p id. */
+static struct dpv_dev_cm_event expect(struct dpv_dev *dev, enum dpv_cm_event type, uint32_t id)
+{
+	struct dpv_dev_cm_event ev = next_event(dev);
+
+	assert_int_equal(ev.type, type);
+	assert_int_equal(ev.id, id);
+	return ev;
+}
+
 /* No event on @p dev while the devices run @p ms more. */
 static void no_event(struct dpv_dev *dev, uint32_t ms)
 {
@@ -132,39 +142,25 @@ static void listen_connect_accept_disconnect(void **state)
 	assert_int_equal(dpv_dev_cm_accept(A, aid, &param_a), 0);
 	assert_int_equal(dpv_dev_cm_accept(A, aid, &param_a), EINVAL);
 
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_RESPONSE);
-	assert_int_equal(ev.id, bid);
+	ev = expect(B, DPV_CM_EV_CONNECT_RESPONSE, bid);
 	assert_int_equal(ev.peer_ip, IP_A);
 	assert_int_equal(ev.remote_qpn, param_a.qpn);
 	assert_int_equal(ev.remote_psn, param_a.psn);
 	assert_int_equal(ev.private_data_len, DPV_CM_REP_PDATA_LEN);
 	assert_memory_equal(ev.private_data, "welcome", 7);
 	assert_int_equal(dpv_dev_cm_establish(B, bid), 0);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_ESTABLISHED);
-	assert_int_equal(ev.id, bid);
-	ev = next_event(A);
-	assert_int_equal(ev.type, DPV_CM_EV_ESTABLISHED);
-	assert_int_equal(ev.id, aid);
+	expect(B, DPV_CM_EV_ESTABLISHED, bid);
+	expect(A, DPV_CM_EV_ESTABLISHED, aid);
 	/* REQ and RTU from B, the REP from A: nothing sent again */
 	assert_int_equal(tx_gsi(B) - b0, 2);
 	assert_int_equal(tx_gsi(A) - a0, 1);
 
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), 0);
-	ev = next_event(A);
-	assert_int_equal(ev.type, DPV_CM_EV_DISCONNECTED);
-	assert_int_equal(ev.id, aid);
+	expect(A, DPV_CM_EV_DISCONNECTED, aid);
 	assert_int_equal(dpv_dev_cm_disconnect(A, aid), 0);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_DISCONNECTED);
-	assert_int_equal(ev.id, bid);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_TIMEWAIT_EXIT);
-	assert_int_equal(ev.id, bid);
-	ev = next_event(A);
-	assert_int_equal(ev.type, DPV_CM_EV_TIMEWAIT_EXIT);
-	assert_int_equal(ev.id, aid);
+	expect(B, DPV_CM_EV_DISCONNECTED, bid);
+	expect(B, DPV_CM_EV_TIMEWAIT_EXIT, bid);
+	expect(A, DPV_CM_EV_TIMEWAIT_EXIT, aid);
 	assert_int_equal(tx_gsi(B) - b0, 3);
 	assert_int_equal(tx_gsi(A) - a0, 2);
 	/* the connections are gone with their last event; the listener stays */
@@ -186,17 +182,14 @@ static void connect_to_no_listener_is_rejected(void **state)
 
 	(void)state;
 	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(9999), &param_b, &bid), 0);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_REJECTED);
-	assert_int_equal(ev.id, bid);
+	ev = expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_INVALID_SERVICE_ID);
 	assert_int_equal(dpv_dev_cm_establish(B, bid), ENOENT);
 
 	assert_int_equal(dpv_dev_cm_listen(A, sid(9998), &lid), 0);
 	assert_int_equal(dpv_dev_cm_unlisten(A, lid), 0);
 	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(9998), &param_b, &bid), 0);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_REJECTED);
+	ev = expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_INVALID_SERVICE_ID);
 	no_event(A, 30);
 }
@@ -214,9 +207,7 @@ static void consumer_reject_carries_reason_and_private_data(void **state)
 	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
 	assert_int_equal(dpv_dev_cm_reject(A, ev.id, "busy", 4), 0);
 	assert_int_equal(dpv_dev_cm_accept(A, ev.id, &param_a), ENOENT);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_REJECTED);
-	assert_int_equal(ev.id, bid);
+	ev = expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_CONSUMER_DEFINED);
 	assert_int_equal(ev.private_data_len, DPV_CM_REJ_PDATA_LEN);
 	assert_memory_equal(ev.private_data, "busy", 4);
@@ -231,15 +222,12 @@ static void connect_to_nobody_is_unreachable_after_the_retries(void **state)
 {
 	/* each wait: 4.096 us * 2^12 + 2 * 4.096 us * 2^8 */
 	const uint64_t wait_ms = (4096ull * 4096 + 2 * 4096ull * 256) / 1000000;
-	struct dpv_dev_cm_event ev;
 	uint64_t t0 = now_ms();
 	uint32_t bid;
 
 	(void)state;
 	assert_int_equal(dpv_dev_cm_connect(B, IP_NOBODY, sid(7473), &param_b, &bid), 0);
-	ev = next_event(B);
-	assert_int_equal(ev.type, DPV_CM_EV_UNREACHABLE);
-	assert_int_equal(ev.id, bid);
+	expect(B, DPV_CM_EV_UNREACHABLE, bid);
 	assert_true(now_ms() - t0 >= (1 + quick.max_retries) * wait_ms);
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), ENOENT);
 	no_event(B, 30);
