@@ -8,10 +8,10 @@
  * freed there, after its last event.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_malloc.h>
 
 #include "dpv_cm_ip.h"
 #include "dpv_engine_cm.h"
@@ -33,6 +33,7 @@ struct dpv_dev_cm {
 	uint32_t ev_head, ev_tail;
 	struct cm_conn conns[DPV_DEV_CM_MAX];
 	struct dpv_dev_cm_event ev[DPV_DEV_CM_EVENTS];
+	/* then the table's memory (dpv_cm_table_memsize()) */
 };
 
 /* The CM's clock: nanoseconds of the TSC, so the poll loop compares TSC values only. */
@@ -223,13 +224,16 @@ static void gsi_rx(void *arg, uint32_t src_ip, const uint8_t *mad)
 
 int dpv_dev_cm_open(struct dpv_dev *dev)
 {
-	struct dpv_dev_cm *cm = calloc(1, sizeof(*cm));
+	/* In the device's memory on its node, as the rest of the device is: the table
+	 * too (no heap block of its own). */
+	struct dpv_dev_cm *cm = rte_zmalloc_socket(
+		"dpv_cm", sizeof(*cm) + dpv_cm_table_memsize(DPV_DEV_CM_MAX), RTE_CACHE_LINE_SIZE,
+		dev->port.socket);
 	uint32_t i;
 
-	if (cm == NULL || dpv_cm_table_init(&cm->table, DPV_DEV_CM_MAX) != 0) {
-		free(cm);
+	if (cm == NULL)
 		return ENOMEM;
-	}
+	(void)dpv_cm_table_init_at(&cm->table, DPV_DEV_CM_MAX, cm + 1);
 	cm->hz = rte_get_tsc_hz();
 	cm->guid = mac_guid(&dev->port.mac);
 	cm->timing.response_timeout = DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT;
@@ -250,8 +254,7 @@ void dpv_dev_cm_close(struct dpv_dev *dev)
 	if (dev->cm == NULL)
 		return;
 	dpv_xport_set_gsi(dev->xport, NULL, NULL);
-	dpv_cm_table_fini(&dev->cm->table);
-	free(dev->cm);
+	rte_free(dev->cm);
 	dev->cm = NULL;
 }
 
