@@ -627,29 +627,48 @@ int dpv_cm_answer_unmatched(const struct dpv_cm_msg *m, struct dpv_cm_out *out)
 /* Local ID: the slot's generation (never 0) above its index. */
 #define ID_SLOT(id) ((id) & 0xffffu)
 
-int dpv_cm_table_init(struct dpv_cm_table *t, uint32_t cap)
+size_t dpv_cm_table_memsize(uint32_t cap)
 {
+	if (cap == 0 || cap > DPV_CM_TABLE_MAX)
+		return 0;
+	return cap * (sizeof(struct dpv_cm_conn *) + sizeof(uint16_t));
+}
+
+int dpv_cm_table_init_at(struct dpv_cm_table *t, uint32_t cap, void *mem)
+{
+	size_t n = dpv_cm_table_memsize(cap);
 	uint32_t i;
 
 	memset(t, 0, sizeof(*t));
-	if (cap == 0 || cap > DPV_CM_TABLE_MAX)
+	if (n == 0 || mem == NULL)
 		return EINVAL;
-	t->slot = calloc(cap, sizeof(*t->slot));
-	t->gen = calloc(cap, sizeof(*t->gen));
-	if (t->slot == NULL || t->gen == NULL) {
-		dpv_cm_table_fini(t);
-		return ENOMEM;
-	}
+	memset(mem, 0, n);
+	/* The slots, then the generations: one block. */
+	t->slot = mem;
+	t->gen = (uint16_t *)(t->slot + cap);
 	for (i = 0; i < cap; i++)
 		t->gen[i] = 1;
 	t->cap = cap;
 	return 0;
 }
 
+int dpv_cm_table_init(struct dpv_cm_table *t, uint32_t cap)
+{
+	size_t n = dpv_cm_table_memsize(cap);
+	void *mem;
+
+	memset(t, 0, sizeof(*t));
+	if (n == 0)
+		return EINVAL;
+	mem = malloc(n);
+	if (mem == NULL)
+		return ENOMEM;
+	return dpv_cm_table_init_at(t, cap, mem);
+}
+
 void dpv_cm_table_fini(struct dpv_cm_table *t)
 {
 	free(t->slot);
-	free(t->gen);
 	memset(t, 0, sizeof(*t));
 }
 

@@ -71,6 +71,7 @@
 #define DPV_CM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dpv_cm_mad.h"
@@ -281,11 +282,25 @@ struct dpv_cm_table {
 #define DPV_CM_TABLE_MAX 65536u
 
 /**
+ * An empty table of @p cap connections, in memory of its own (malloc()).
  * @return 0; EINVAL if @p cap is 0 or above DPV_CM_TABLE_MAX; ENOMEM.
  */
 int dpv_cm_table_init(struct dpv_cm_table *t, uint32_t cap);
 
-/** Free the table (not its connections). NULL fields are accepted. */
+/** Bytes dpv_cm_table_init_at() takes for @p cap connections; 0 if @p cap is 0 or
+ *  above DPV_CM_TABLE_MAX. */
+size_t dpv_cm_table_memsize(uint32_t cap);
+
+/**
+ * An empty table of @p cap connections in the caller's @p mem, dpv_cm_table_memsize()
+ * bytes aligned for a pointer (a device's own memory, say): the memory stays the
+ * caller's, and such a table is not given to dpv_cm_table_fini().
+ * @return 0; EINVAL if @p cap is 0 or above DPV_CM_TABLE_MAX, or @p mem is NULL.
+ */
+int dpv_cm_table_init_at(struct dpv_cm_table *t, uint32_t cap, void *mem);
+
+/** Free a table of dpv_cm_table_init() (not its connections). NULL fields are
+ *  accepted. */
 void dpv_cm_table_fini(struct dpv_cm_table *t);
 
 /**

@@ -14,6 +14,7 @@
 #include <rte_service_component.h>
 
 #include "dpv_engine.h"
+#include "dpv_engine_cm.h"
 #include "dpv_faults.h"
 
 /* Mbufs per port pool: rx descriptors, tx in flight, ARP holds, and headroom for the
@@ -100,6 +101,11 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 	ret = dpv_xport_create(&dev->port, dev->mrs, &dev->xport);
 	if (ret != 0)
 		goto fail;
+	ret = dpv_dev_cm_open(dev);
+	if (ret != 0) {
+		dpv_xport_destroy(dev->xport);
+		goto fail;
+	}
 	pthread_mutex_lock(&devs_lock);
 	devs[n_devs] = dev;
 	/* Published after the device is whole: dpv_engine_progress() reads without lock. */
@@ -218,6 +224,7 @@ void dpv_dev_close(struct dpv_dev *dev)
 	}
 	pthread_mutex_unlock(&devs_lock);
 	helper_reconcile();
+	dpv_dev_cm_close(dev);
 	dpv_xport_destroy(dev->xport);
 	dpv_port_close(&dev->port);
 	dpv_mr_table_destroy(dev->mrs);
@@ -277,6 +284,10 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 		dev->tick_wait = 0;
 		dpv_xport_tick(dev->xport, now);
 		dpv_port_arp_tick(&dev->port, now);
+		/* The CM's timers at their earliest deadline only: nothing runs for
+		 * connections that wait for nothing. */
+		if (now >= dev->cm_next_tsc)
+			dpv_dev_cm_tick(dev, now);
 		if (now >= dev->link_next_tsc) {
 			link_check(dev);
 			dev->link_next_tsc = now + rte_get_tsc_hz() / 1000 * DPV_LINK_CHECK_MS;

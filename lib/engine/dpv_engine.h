@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dpv_cm.h"
 #include "dpv_faults.h"
 #include "dpv_port.h"
 #include "dpv_xport.h"
@@ -54,7 +55,15 @@ struct dpv_dev_stats {
 	uint64_t polls;       /**< poll iterations */
 	uint64_t busy_polls;  /**< iterations that found work */
 	uint64_t helper_polls; /**< iterations the helper thread ran (of polls) */
+	/* The connection manager (dpv_dev_cm_*()): */
+	uint64_t cm_rx_refused;  /**< GSI MADs dpv_cm_unpack() refused, or that found no
+	                              free connection */
+	uint64_t cm_tx_failed;   /**< MADs the port could not take (dpv_xport_gsi_send()):
+	                              the CM's retries stand for them */
+	uint64_t cm_events_lost; /**< events that found the event queue full */
 };
+
+struct dpv_dev_cm;
 
 struct dpv_dev {
 	char name[16];               /**< dpv0, dpv1, ... */
@@ -82,6 +91,8 @@ struct dpv_dev {
 	 * driven, or while it is owned. */
 	void (*link_event)(struct dpv_dev *dev, bool up, void *arg);
 	void *link_arg;
+	struct dpv_dev_cm *cm;       /**< the connection manager (dpv_engine_cm.c) */
+	uint64_t cm_next_tsc;        /**< owner: when the CM's timers run next (TSC) */
 	uint32_t helper_seen_visits; /**< helper thread only: app_visits when last read */
 	uint64_t helper_seen_tsc;    /**< helper thread only: TSC when it last changed */
 };
@@ -369,6 +380,146 @@ bool dpv_dev_capture_same(const struct dpv_dev *a, const struct dpv_dev *b);
  * @return 0, or the errno of the first write to the file that failed.
  */
 int dpv_dev_capture_stop(struct dpv_dev *dev);
+
+/*
+ * The connection manager of a device (dpv_engine_cm.c): lib/cm's state machines run
+ * over the device's GSI (QP 1, dpv_xport_set_gsi()), for what a librdmacm needs. Each
+ * device has its own table of DPV_DEV_CM_MAX connections and listeners, made at
+ * dpv_dev_open() and freed at dpv_dev_close(). Received MADs are handled on the owner
+ * thread as they come; the CM's timers (resends, TIMEWAIT) run from dpv_dev_poll() at
+ * the earliest deadline, with the transport's. The calls below are the control path:
+ * each takes the device (dpv_dev_own()), never call one from the owner thread.
+ *
+ * A connection is named by its local communication ID (never 0). It is gone, and its
+ * ID with it, once its last event is queued: REJECTED or UNREACHABLE on the active
+ * side, TIMEWAIT_EXIT after a disconnect or a rejected REP, or a REQ rejected with
+ * dpv_dev_cm_reject(). Private data is the MADs' own, as the consumer gives it: the
+ * IP CM header of a librdmacm REQ (dpv_cm_ip.h) is the consumer's to write and read.
+ */
+
+/** Connections and listeners of one device at most. */
+#define DPV_DEV_CM_MAX 256u
+/** Events a device holds for dpv_dev_cm_get_event() at most; one more is lost
+ *  (cm_events_lost). */
+#define DPV_DEV_CM_EVENTS 512u
+
+/** The CM's timeouts (IBTA 12.7): exponents of 4.096 us. */
+struct dpv_dev_cm_timing {
+	uint8_t response_timeout; /**< 0..31: the CM response time this side announces in
+	                               its REQ for both ends (Local and Remote CM Response
+	                               Timeout) */
+	uint8_t max_retries;      /**< 0..15: the REQ's Max CM Retries */
+	uint8_t packet_life_time; /**< 0..31: one way across the path */
+	uint64_t timewait_ns;     /**< how long TIMEWAIT keeps a connection's IDs */
+};
+
+/** The timing of a device until dpv_dev_cm_set_timing(): Linux's RDMA CM's for RoCE,
+ *  a response timeout of 20 (4.3 s), 15 retries, a packet life time of 16 (268 ms); and
+ *  a TIMEWAIT of two packet life times. */
+#define DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT 20u
+#define DPV_DEV_CM_MAX_RETRIES_DEFAULT 15u
+#define DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT 16u
+
+/**
+ * Set the CM timing of the connections that start from now on (control thread).
+ * @return 0; EINVAL a field beyond its range.
+ */
+int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t);
+
+/** The local QP of a connection, as a REQ (dpv_dev_cm_connect()) or a REP
+ *  (dpv_dev_cm_accept()) carries it. */
+struct dpv_dev_cm_param {
+	uint32_t qpn;                /**< 24 bits */
+	uint32_t psn;                /**< 24 bits: the QP's starting PSN */
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	uint8_t retry_count;         /**< 0..7 (REQ) */
+	uint8_t rnr_retry_count;     /**< 0..7 */
+	const void *private_data;
+	uint8_t private_data_len;    /**< at most 92 in a REQ, 196 in a REP */
+};
+
+/** An event of a connection (dpv_dev_cm_get_event()). */
+struct dpv_dev_cm_event {
+	enum dpv_cm_event type;  /**< DPV_CM_EV_*: librdmacm's events of the same name */
+	uint32_t id;             /**< the connection */
+	uint32_t listen_id;      /**< CONNECT_REQUEST: the listener it came to */
+	uint32_t peer_ip;        /**< IPv4, host order */
+	uint64_t service_id;
+	uint16_t rej_reason;     /**< REJECTED: the REJ's reason (enum dpv_cm_rej_reason) */
+	/** CONNECT_REQUEST: the REQ's; CONNECT_RESPONSE: the REP's. */
+	uint32_t remote_qpn;
+	uint32_t remote_psn;
+	uint8_t responder_resources;
+	uint8_t initiator_depth;
+	/** CONNECT_REQUEST, CONNECT_RESPONSE, REJECTED: the MAD's private data (all of
+	 *  its field: a MAD does not say how much of it the sender used). */
+	uint8_t private_data_len;
+	uint8_t private_data[DPV_CM_REP_PDATA_LEN];
+};
+
+/**
+ * Listen on @p service_id: REQs for it give CONNECT_REQUEST events (control thread).
+ * @param[out] id  the listener
+ * @return 0; EADDRINUSE the device has a listener on it; ENOSPC the table is full.
+ */
+int dpv_dev_cm_listen(struct dpv_dev *dev, uint64_t service_id, uint32_t *id);
+
+/**
+ * Stop listening (control thread): REQs for its service ID get a REJ (Invalid Service
+ * ID) from now on; connections it gave stay.
+ * @return 0; ENOENT @p id is not a listener of the device.
+ */
+int dpv_dev_cm_unlisten(struct dpv_dev *dev, uint32_t id);
+
+/**
+ * Connect (control thread): send a REQ for @p service_id to @p dst_ip's QP 1, with the
+ * device's timing (dpv_dev_cm_set_timing()), the port's active MTU, IPv4-mapped GIDs.
+ * Then come CONNECT_RESPONSE (take the REP's QP and PSN, then dpv_dev_cm_establish()),
+ * REJECTED, or UNREACHABLE when every retry went unanswered.
+ * @param[out] id  the connection
+ * @return 0; EINVAL a field of @p p beyond its width; ENOSPC the table is full.
+ */
+int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
+		       const struct dpv_dev_cm_param *p, uint32_t *id);
+
+/**
+ * Accept a CONNECT_REQUEST with a REP (control thread); ESTABLISHED follows with the
+ * peer's RTU.
+ * @return 0; ENOENT no such connection; EINVAL it is not waiting for an answer, or a
+ *         field of @p p beyond its width.
+ */
+int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_param *p);
+
+/**
+ * Reject a CONNECT_REQUEST, or a CONNECT_RESPONSE, with a REJ (Consumer Defined) and
+ * up to 148 bytes of private data (control thread).
+ * @return 0; ENOENT no such connection; EINVAL it waits for no answer, or @p len is
+ *         too long.
+ */
+int dpv_dev_cm_reject(struct dpv_dev *dev, uint32_t id, const void *pdata, uint8_t len);
+
+/**
+ * Active side, after CONNECT_RESPONSE: the QP is ready, send the RTU (control thread).
+ * ESTABLISHED is queued at once.
+ * @return 0; ENOENT no such connection; EINVAL no REP is waiting.
+ */
+int dpv_dev_cm_establish(struct dpv_dev *dev, uint32_t id);
+
+/**
+ * Disconnect (control thread): an established connection sends a DREQ (DISCONNECTED
+ * follows with the DREP, or when the DREQ's retries are spent); after the peer's
+ * DISCONNECTED, the DREP is sent. Both end in TIMEWAIT_EXIT.
+ * @return 0; ENOENT no such connection; EINVAL it is not established nor disconnected
+ *         by its peer.
+ */
+int dpv_dev_cm_disconnect(struct dpv_dev *dev, uint32_t id);
+
+/**
+ * Take the oldest event of the device's connections (control thread).
+ * @return 0 and @p ev; EAGAIN none queued.
+ */
+int dpv_dev_cm_get_event(struct dpv_dev *dev, struct dpv_dev_cm_event *ev);
 
 #ifdef __cplusplus
 }

@@ -661,6 +661,9 @@ struct dpv_xport_stats {
 	uint64_t tx_dropped;      /**< frames to the device itself that found no room */
 	uint64_t linger_qps;      /**< destroyed RC QPs that lingered (dpv_xport_set_linger_ms) */
 	uint64_t linger_acks;     /**< duplicates a lingering QP acknowledged again */
+	/* The GSI (dpv_xport_set_gsi()): MADs handed to its handler, frames to QP 1 that
+	 * were not a GSI datagram or found no handler, MADs sent. */
+	uint64_t rx_gsi, rx_gsi_dropped, tx_gsi;
 };
 
 /**
@@ -804,6 +807,52 @@ uint32_t dpv_xport_linger_ms(const struct dpv_xport *x);
  */
 uint64_t dpv_xport_linger_until(const struct dpv_xport *x, const uint32_t *skip_ips,
 				unsigned int n_skip);
+
+/* ---- the GSI: QP 1 (IBTA 13.5) ---- */
+
+/** The GSI's QP number: never an application QP's (QP numbers 0 and 1 are not drawn). */
+#define DPV_GSI_QPN 1u
+/** The Q_Key every GSI datagram carries (IBTA 13.5.1: the well-known GSI Q_Key). */
+#define DPV_GSI_QKEY 0x80010000u
+/** The payload of a GSI datagram: one MAD. */
+#define DPV_GSI_MAD_LEN 256u
+
+/**
+ * What the device calls with each GSI datagram it receives (dpv_xport_set_gsi()).
+ * @param arg     as given to dpv_xport_set_gsi()
+ * @param src_ip  the sender's IPv4 address, host order
+ * @param mad     the MAD, DPV_GSI_MAD_LEN bytes inside the received frame: valid only
+ *                during the call (copy what is kept)
+ */
+typedef void (*dpv_xport_gsi_fn)(void *arg, uint32_t src_ip, const uint8_t *mad);
+
+/**
+ * Register the one consumer of the device's GSI (owner; NULL @p fn takes it away).
+ * A frame to QP 1 that is a UD SEND_ONLY with the GSI Q_Key and a payload of
+ * DPV_GSI_MAD_LEN bytes is handed to @p fn (counted in rx_gsi), from any source QP
+ * (IBTA 13.5.1: requests may come from any QP of the sender); anything else to QP 1,
+ * or any frame while no handler is registered, is dropped and counted in
+ * rx_gsi_dropped. The handler runs on the owner thread, inside dpv_xport_rx(), once
+ * per datagram, in the order they came: it may call dpv_xport_gsi_send() (the answer
+ * leaves with the burst), and must not call dpv_xport_rx(), dpv_xport_tx(),
+ * dpv_xport_tick() nor create, modify or destroy QPs.
+ */
+void dpv_xport_set_gsi(struct dpv_xport *x, dpv_xport_gsi_fn fn, void *arg);
+
+/**
+ * Send one MAD from QP 1 to QP 1 of @p dst_ip (owner, inside the GSI handler or
+ * between the device's calls): a UD SEND_ONLY with the GSI Q_Key, source QP 1, the
+ * neighbour's MAC from the port's ARP. While the neighbour is being resolved the port
+ * holds the frame (dpv_port_tx()) and sends it with the reply; when the port can take
+ * no frame for @p dst_ip now (its TX backlog full, or the neighbour's ARP hold), the MAD
+ * is not sent and the call says EAGAIN: a GSI datagram is unreliable, and the sender's
+ * own retries (the CM's timers) stand for it. A MAD to the device's own address is
+ * received by it at the end of the next dpv_xport_rx() or dpv_xport_tx().
+ * @param mad  DPV_GSI_MAD_LEN bytes
+ * @return 0 (counted in tx_gsi); EINVAL @p len is not DPV_GSI_MAD_LEN; EAGAIN no room
+ *         now; ENOBUFS no mbuf (tx_no_mbuf).
+ */
+int dpv_xport_gsi_send(struct dpv_xport *x, uint32_t dst_ip, const void *mad, uint32_t len);
 
 /**
  * The port's active MTU (the largest payload of one packet), as an

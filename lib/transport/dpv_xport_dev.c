@@ -207,7 +207,10 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 	}
 	q = p.dest_qp < DPV_MAX_QP ? x->qps[p.dest_qp] : NULL;
 	if (q == NULL) {
-		if (!xp_linger_rx(x, &p))
+		/* QP 1 is never an application QP's: the GSI's frames take this branch. */
+		if (p.dest_qp == DPV_GSI_QPN)
+			xp_gsi_rx(x, &p, frame);
+		else if (!xp_linger_rx(x, &p))
 			x->stats.rx_unknown_qp++;
 		return;
 	}
@@ -282,7 +285,8 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 		xp_cq_overruns(x);
 }
 
-uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
+/* Inlined in both callers: the requester's per-packet look pays no extra call. */
+static inline uint32_t port_room(struct dpv_xport *x, uint32_t dst)
 {
 	uint32_t room;
 
@@ -293,10 +297,20 @@ uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
 		/* Frames batched here are not the port's yet: hand them over first, or
 		 * each QP to this neighbour would count on the same room. */
 		xp_tx_flush(x);
-		room = dpv_port_tx_room(x->port, dst);
-	} else {
-		room -= x->ntx;
+		return dpv_port_tx_room(x->port, dst);
 	}
+	return room - x->ntx;
+}
+
+uint32_t xp_port_room(struct dpv_xport *x, uint32_t dst)
+{
+	return port_room(x, dst);
+}
+
+uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst)
+{
+	uint32_t room = port_room(x, dst);
+
 	if (room == 0)
 		xp_kick(q);
 	return room;

@@ -15,6 +15,7 @@
  *   dpv_xport_tm.c      tag matching: the TM SRQs by id, their ops, the match of a
  *                       message, TM completions, handle release, the rendezvous
  *   dpv_xport_linger.c  destroyed RC QPs that still answer (dpv_xport_linger.h)
+ *   dpv_xport_gsi.c     QP 1: GSI datagrams to and from their one consumer
  */
 #ifndef DPV_XPORT_PRIV_H
 #define DPV_XPORT_PRIV_H
@@ -306,6 +307,9 @@ struct dpv_xport {
 	bool cq_overrun;                 /**< a completion found its CQ full since the last
 	                                      xp_cq_overruns() */
 	struct xp_tm_srqs tm_srqs;       /**< the TM SRQs (dpv_xport_tm.c) */
+	dpv_xport_gsi_fn gsi_fn;         /**< the GSI's consumer (dpv_xport_gsi.c) */
+	void *gsi_arg;
+	uint32_t gsi_psn;                /**< PSN of the next GSI datagram sent */
 };
 
 static inline struct xp_qp *to_xqp(struct dpv_qp *qp)
@@ -328,6 +332,8 @@ uint32_t xp_active_mtu(const struct dpv_port *port);
  * response in the responder queue): with no room the QP stays on the doorbell and is
  * visited again. */
 uint32_t xp_dst_room(struct dpv_xport *x, struct xp_qp *q, uint32_t dst);
+/* The same room without a QP to kick: the GSI's sends. */
+uint32_t xp_port_room(struct dpv_xport *x, uint32_t dst);
 uint64_t xp_rnr_cycles(const struct dpv_xport *x, uint8_t code);
 /* Timers: run @p q's from now on (it has something outstanding, or an RNR wait). */
 void xp_timer_start(struct dpv_xport *x, struct xp_qp *q);
@@ -439,6 +445,9 @@ static inline bool xp_op_in_sequence(uint8_t cur, uint8_t op)
 		return xp_op_first(op);
 	}
 }
+
+/* dpv_xport_gsi.c: a frame to QP 1 (no QP of the device has that number). */
+void xp_gsi_rx(struct dpv_xport *x, const struct dpv_wire_pkt *p, const uint8_t *frame);
 
 /* dpv_xport_ud_uc.c */
 void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,

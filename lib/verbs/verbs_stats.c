@@ -45,6 +45,7 @@ static const struct stat_field xport_fields[] = {
 	XP_STAT(tm_no_tag), XP_STAT(tm_rndv_reads), XP_STAT(tm_rndv_bytes),
 	XP_STAT(tm_rndv_failed), XP_STAT(cq_overflows), XP_STAT(tx_no_mbuf),
 	XP_STAT(rx_ud_dropped), XP_STAT(tx_dropped), XP_STAT(linger_qps), XP_STAT(linger_acks),
+	XP_STAT(rx_gsi), XP_STAT(rx_gsi_dropped), XP_STAT(tx_gsi),
 };
 /* The scalar counters, the rx_bad array and the QP sums make up the struct. */
 _Static_assert(sizeof(xport_fields) / sizeof(xport_fields[0]) +
@@ -79,7 +80,8 @@ _Static_assert(sizeof(port_fields) / sizeof(port_fields[0]) ==
 
 #define DEV_STAT(f) {#f, offsetof(struct dpv_dev_stats, f)}
 static const struct stat_field dev_fields[] = {
-	DEV_STAT(polls), DEV_STAT(busy_polls), DEV_STAT(helper_polls),
+	DEV_STAT(polls), DEV_STAT(busy_polls), DEV_STAT(helper_polls), DEV_STAT(cm_rx_refused),
+	DEV_STAT(cm_tx_failed), DEV_STAT(cm_events_lost),
 };
 _Static_assert(sizeof(dev_fields) / sizeof(dev_fields[0]) ==
 		       sizeof(struct dpv_dev_stats) / sizeof(uint64_t),

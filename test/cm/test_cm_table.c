@@ -51,6 +51,35 @@ static void init_refuses_bad_capacity(void **state)
 	dpv_cm_table_fini(&u); /* twice: the fields are NULL */
 }
 
+/* A table in the caller's memory: its size, its refusals, and it works as one of its
+ * own, within those bytes. */
+static void table_in_callers_memory(void **state)
+{
+	static _Alignas(void *) uint8_t mem[CAP * (sizeof(void *) + sizeof(uint16_t)) + 16];
+	struct dpv_cm_table u;
+	size_t n = dpv_cm_table_memsize(CAP);
+
+	(void)state;
+	assert_int_equal(n, CAP * (sizeof(void *) + sizeof(uint16_t)));
+	assert_int_equal(dpv_cm_table_memsize(0), 0);
+	assert_int_equal(dpv_cm_table_memsize(DPV_CM_TABLE_MAX + 1), 0);
+	assert_int_equal(dpv_cm_table_init_at(&u, 0, mem), EINVAL);
+	assert_int_equal(dpv_cm_table_init_at(&u, CAP, NULL), EINVAL);
+	memset(mem, 0xa5, sizeof(mem));
+	assert_int_equal(dpv_cm_table_init_at(&u, CAP, mem), 0);
+	for (unsigned int i = 0; i < CAP; i++)
+		assert_int_equal(dpv_cm_table_add(&u, &c[i]), 0);
+	assert_int_equal(dpv_cm_table_add(&u, &c[CAP]), ENOSPC);
+	assert_ptr_equal(dpv_cm_table_find(&u, c[2].local_id), &c[2]);
+	assert_int_equal(dpv_cm_table_remove(&u, &c[2]), 0);
+	assert_null(dpv_cm_table_find(&u, c[2].local_id));
+	for (size_t i = n; i < sizeof(mem); i++)
+		assert_int_equal(mem[i], 0xa5);
+	for (unsigned int i = 0; i < CAP; i++)
+		if (i != 2)
+			assert_int_equal(dpv_cm_table_remove(&u, &c[i]), 0);
+}
+
 static void bounded_ids_unique_and_never_zero(void **state)
 {
 	unsigned int i, j;
@@ -210,6 +239,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(init_refuses_bad_capacity),
+		cmocka_unit_test_setup_teardown(table_in_callers_memory, setup, teardown),
 		cmocka_unit_test_setup_teardown(bounded_ids_unique_and_never_zero, setup, teardown),
 		cmocka_unit_test_setup_teardown(a_freed_slot_gives_a_new_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(generations_wrap_without_zero, setup, teardown),

@@ -4,7 +4,8 @@
  *
  * Two devices joined by a ring pair, each with a connected RC QP (A's on its own
  * receive queue, B's on a tag-matching SRQ), a second RC pair on a basic SRQ, and a UD
- * QP, memory regions of every access inside guard pages. Each input is a string of
+ * QP, a GSI consumer on QP 1 that answers what it gets, memory regions of every access
+ * inside guard pages. Each input is a string of
  * steps; a step either builds a frame from fuzzed fields (opcode, QP, a PSN near the
  * one expected, RETH/AETH/DETH/ImmDt, a TMH in the payload, a key of a real region or
  * not) with a valid ICRC, or hands raw bytes to the device, or a frame of a real
@@ -144,6 +145,20 @@ static void teardown(void)
 	}
 }
 
+/* The GSI's consumer: a MAD with base version 1 is answered once (the copy sent back
+ * with the version 2), from inside dpv_xport_rx() as the engine's CM answers. */
+static void gsi_echo(void *arg, uint32_t src_ip, const uint8_t *mad)
+{
+	uint8_t copy[DPV_GSI_MAD_LEN];
+	struct dev *d = arg;
+
+	if (mad[0] != 1)
+		return;
+	memcpy(copy, mad, sizeof(copy));
+	copy[0] = 2;
+	(void)dpv_xport_gsi_send(d->x, src_ip, copy, sizeof(copy));
+}
+
 static void setup(void)
 {
 	char *argv[] = {"fuzz_xport", "-l", "0", "--no-huge", "--no-shconf", "-m", "256",
@@ -189,6 +204,7 @@ static void setup(void)
 		d->rc = qp_new(d, DPV_QPT_RC, k == 1 ? d->tm_srq : NULL);
 		d->rc_srq = qp_new(d, DPV_QPT_RC, d->srq);
 		d->ud = qp_new(d, DPV_QPT_UD, NULL);
+		dpv_xport_set_gsi(d->x, gsi_echo, d);
 	}
 	up = true;
 	atexit(teardown);
@@ -355,6 +371,7 @@ static void crafted(struct in *in, int to)
 	const struct xp_qp *xq = qp->xport_state;
 	struct dpv_wire_pkt p;
 	int32_t delta;
+	bool gsi;
 
 	memset(&p, 0, sizeof(p));
 	memcpy(p.dst_mac, d->port.mac.addr_bytes, 6);
@@ -369,6 +386,10 @@ static void crafted(struct in *in, int to)
 	p.opcode = opcodes[take(in, 1) % sizeof(opcodes)];
 	p.pkey = bad < 16 ? (uint16_t)take(in, 2) : DPV_WIRE_PKEY_DEFAULT;
 	p.dest_qp = bad >= 16 && bad < 32 ? take(in, 3) : qp->qpn;
+	/* A UD frame now and then goes to QP 1, the GSI, with its Q_Key. */
+	gsi = qp == d->ud && (sel & 0x08) != 0 && !(bad >= 16 && bad < 32);
+	if (gsi)
+		p.dest_qp = DPV_GSI_QPN;
 	p.ack_req = (sel & 0x20) != 0;
 	p.solicited = (sel & 0x10) != 0;
 	/* At what the QP expects as responder (requests) or sent as requester, mostly;
@@ -396,7 +417,7 @@ static void crafted(struct in *in, int to)
 	}
 	p.aeth_syndrome = (uint8_t)take(in, 1);
 	p.aeth_msn = take(in, 3);
-	p.deth_qkey = bad >= 32 && bad < 48 ? take(in, 4) : 0x1234;
+	p.deth_qkey = bad >= 32 && bad < 48 ? take(in, 4) : gsi ? DPV_GSI_QKEY : 0x1234;
 	p.deth_src_qp = peer->ud->qpn;
 	p.imm = take(in, 4);
 	plen = take(in, 2) % MAX_PAYLOAD;
@@ -453,7 +474,10 @@ static void captured(struct in *in, int to)
 		inject(d, frame, len);
 		return;
 	}
-	if (p.opcode == DPV_OP_UD_SEND_ONLY || p.opcode == DPV_OP_UD_SEND_ONLY_IMM) {
+	if (p.dest_qp == DPV_GSI_QPN) {
+		/* A GSI datagram stays one, its Q_Key as captured. */
+		qp = NULL;
+	} else if (p.opcode == DPV_OP_UD_SEND_ONLY || p.opcode == DPV_OP_UD_SEND_ONLY_IMM) {
 		qp = d->ud;
 		p.deth_qkey = 0x1234;
 		p.deth_src_qp = peer->ud->qpn;
@@ -464,7 +488,7 @@ static void captured(struct in *in, int to)
 	memcpy(p.src_mac, peer->port.mac.addr_bytes, 6);
 	p.src_ip = peer->port.ipv4;
 	p.dst_ip = d->port.ipv4;
-	p.dest_qp = qp->qpn;
+	p.dest_qp = qp != NULL ? qp->qpn : DPV_GSI_QPN;
 	if (dpv_wire_opcode_info(p.opcode) & DPV_WIRE_EXT_RETH) {
 		unsigned int mr = p.reth_rkey % N_MR;
 

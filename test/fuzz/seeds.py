@@ -7,7 +7,8 @@
 Runs CAPTURE_VERBS (test/wire: two dpverbs devices exchange every kind of message while
 their ports are captured), turns the captured RoCE frames into fuzz_xport inputs in
 SEED_DIR (a "captured frame" step each: fuzz_xport points it at its own QPs and
-regions), the whole exchange in order and each kind of frame alone, and then has
+regions), the whole exchange in order and each kind of frame alone, adds inputs of
+GSI datagrams to QP 1 (good ones both ways, a wrong length, a wrong Q_Key), and then has
 REPLAY (fuzz_xport built with replay_main.c) run every seed and every file of CRASH_DIR,
 the inputs that once crashed a fuzzer. Any crash, write outside a region or lost mbuf
 fails it. libFuzzer's own run takes SEED_DIR as a second corpus.
@@ -80,6 +81,36 @@ def step(side, frame):
     return bytes([STEP_CAPTURED << 1 | side]) + struct.pack("!H", len(frame)) + frame
 
 
+STEP_CRAFTED = 4       # fuzz_xport.c: (kind >> 1) % 8 >= 4
+UD_SEND_ONLY_INDEX = 18  # fuzz_xport.c: its place in opcodes[]
+GSI_SEL = 0x08         # crafted(): sel % 3 == 2 (the UD QP), bit 3 (to QP 1), no TMH
+
+
+def gsi_step(side, plen, qkey=None):
+    """A crafted fuzz_xport step: a UD SEND_ONLY to QP 1 with a CM MAD's header (base
+    version 1, class 7, class version 2, method Send) in @plen bytes of payload, the
+    GSI Q_Key unless @qkey (then a 'bad' value that takes it from the input)."""
+    bad = 0xFF if qkey is None else 40
+    b = bytes([STEP_CRAFTED << 1 | side, GSI_SEL, bad, UD_SEND_ONLY_INDEX])
+    # delta, RETH selector, VA and length, atomic swap, compare, orig, AETH
+    b += bytes(1 + 1 + 2 + 2 + 4 + 1 + 4 + 1 + 3)
+    if qkey is not None:
+        b += struct.pack("!I", qkey)
+    b += bytes(4)  # ImmDt
+    mad = bytes([1, 7, 2, 3]) + bytes(4) + struct.pack("!Q", 0x1234) + \
+        struct.pack("!HHI", 0x10, 0, 0)
+    payload = (mad + bytes(range(256)))[:plen]
+    return b + struct.pack("!H", plen) + payload
+
+
+def gsi_seeds():
+    """Frames to QP 1 both ways: good GSI datagrams (answered by the harness's
+    consumer), a short one, one with another Q_Key."""
+    return [gsi_step(0, 256) + gsi_step(1, 256),
+            gsi_step(1, 252) + gsi_step(1, 260),
+            gsi_step(0, 256, qkey=0x80010001) + gsi_step(1, 256)]
+
+
 def main(argv):
     if len(argv) != 5:
         sys.exit("usage: seeds.py REPLAY CAPTURE_VERBS SEED_DIR CRASH_DIR")
@@ -108,6 +139,7 @@ def main(argv):
     for s in steps:
         by_opcode.setdefault(s[3 + 42], s)  # the BTH opcode of the frame in the step
     seeds += list(by_opcode.values())
+    seeds += gsi_seeds()
     for n, s in enumerate(seeds):
         with open(os.path.join(seed_dir, f"capture-{n:03d}"), "wb") as f:
             f.write(s)

@@ -304,6 +304,13 @@ static void rc_counters_by_name_per_device_and_qp(void **state)
 	/* the lingering of destroyed QPs (reliability.md) is counted with the rest */
 	assert_true(xstat(dev1, n, "xport.linger_qps") != UINT64_MAX);
 	assert_true(xstat(dev1, n, "xport.linger_acks") != UINT64_MAX);
+	/* and QP 1 and the device's CM (cm.md): nothing of it in RC traffic */
+	assert_int_equal(xstat(dev1, n, "xport.rx_gsi"), 0);
+	assert_int_equal(xstat(dev1, n, "xport.rx_gsi_dropped"), 0);
+	assert_int_equal(xstat(dev1, n, "xport.tx_gsi"), 0);
+	assert_int_equal(xstat(dev1, n, "engine.cm_rx_refused"), 0);
+	assert_int_equal(xstat(dev1, n, "engine.cm_tx_failed"), 0);
+	assert_int_equal(xstat(dev1, n, "engine.cm_events_lost"), 0);
 	assert_true(xstat(dev1, n, "engine.polls") > xstat(dev0, n, "engine.polls"));
 	/* a short array gets what fits and the whole count */
 	assert_int_equal(dpv_verbs_query_xstats(A.ctx, dev1, 2), n);

@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The connection manager of a device: lib/cm's state machines and table over the
+ * transport's GSI. Received MADs are unpacked, routed and fed to their connection in
+ * the GSI handler (owner thread); the control calls of dpv_engine.h take the device
+ * and drive the same connections. Whatever a call gives back (a MAD, an event) is
+ * handled by one function, cm_out(), and a connection that has returned to IDLE is
+ * freed there, after its last event.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "dpv_cm_ip.h"
+#include "dpv_engine_cm.h"
+
+struct cm_conn {
+	struct dpv_cm_conn c;  /* first: the table's pointer is the connection's */
+	uint32_t peer_ip;
+	uint32_t listen_id;    /* a passive connection's listener */
+	uint32_t next_free;    /* index of the next free connection, with used false */
+	bool used;
+};
+
+struct dpv_dev_cm {
+	struct dpv_cm_table table;
+	struct dpv_dev_cm_timing timing;
+	uint64_t guid;
+	uint64_t hz;
+	uint32_t free_head;    /* DPV_DEV_CM_MAX: none free */
+	uint32_t ev_head, ev_tail;
+	struct cm_conn conns[DPV_DEV_CM_MAX];
+	struct dpv_dev_cm_event ev[DPV_DEV_CM_EVENTS];
+	/* then the table's memory (dpv_cm_table_memsize()) */
+};
+
+/* The CM's clock: nanoseconds of the TSC, so the poll loop compares TSC values only. */
+static uint64_t tsc_ns(const struct dpv_dev_cm *cm, uint64_t tsc)
+{
+	return (uint64_t)((unsigned __int128)tsc * 1000000000u / cm->hz);
+}
+
+/* The first TSC value whose tsc_ns() is at least @p ns. */
+static uint64_t ns_tsc(const struct dpv_dev_cm *cm, uint64_t ns)
+{
+	unsigned __int128 t = ((unsigned __int128)ns * cm->hz + 999999999u) / 1000000000u;
+
+	return t > UINT64_MAX ? UINT64_MAX : (uint64_t)t;
+}
+
+static uint64_t now_ns(const struct dpv_dev_cm *cm)
+{
+	return tsc_ns(cm, rte_get_tsc_cycles());
+}
+
+/* The node GUID of RoCE: the port MAC as a modified EUI-64, as Linux gives a RoCE
+ * device. */
+static uint64_t mac_guid(const struct rte_ether_addr *mac)
+{
+	const uint8_t *b = mac->addr_bytes;
+
+	return (uint64_t)(b[0] ^ 2u) << 56 | (uint64_t)b[1] << 48 | (uint64_t)b[2] << 40 |
+	       (uint64_t)0xfffe << 24 | (uint64_t)b[3] << 16 | (uint64_t)b[4] << 8 | b[5];
+}
+
+static struct cm_conn *conn_new(struct dpv_dev_cm *cm)
+{
+	struct dpv_cm_params prm = {
+		.local_ca_guid = cm->guid,
+		.packet_life_time = cm->timing.packet_life_time,
+		.timewait_ns = cm->timing.timewait_ns,
+	};
+	struct cm_conn *k;
+
+	if (cm->free_head == DPV_DEV_CM_MAX)
+		return NULL;
+	k = &cm->conns[cm->free_head];
+	cm->free_head = k->next_free;
+	dpv_cm_init(&k->c, &prm);
+	/* The table has a slot for every connection of the pool: the add cannot fail. */
+	(void)dpv_cm_table_add(&cm->table, &k->c);
+	k->peer_ip = 0;
+	k->listen_id = 0;
+	k->used = true;
+	return k;
+}
+
+static void conn_free(struct dpv_dev_cm *cm, struct cm_conn *k)
+{
+	(void)dpv_cm_table_remove(&cm->table, &k->c);
+	k->used = false;
+	k->next_free = cm->free_head;
+	cm->free_head = (uint32_t)(k - cm->conns);
+}
+
+static struct cm_conn *conn_find(struct dpv_dev_cm *cm, uint32_t id)
+{
+	return (struct cm_conn *)dpv_cm_table_find(&cm->table, id);
+}
+
+static void mad_send(struct dpv_dev *dev, uint32_t ip, const struct dpv_cm_msg *m)
+{
+	uint8_t mad[DPV_CM_MAD_LEN];
+
+	/* lib/cm hands out only MADs that pack. */
+	if (dpv_cm_pack(m, mad) != 0 ||
+	    dpv_xport_gsi_send(dev->xport, ip, mad, DPV_CM_MAD_LEN) != 0)
+		dev->stats.cm_tx_failed++;
+}
+
+static void pdata(struct dpv_dev_cm_event *e, const uint8_t *p, uint8_t len)
+{
+	memcpy(e->private_data, p, len);
+	e->private_data_len = len;
+}
+
+static void event_put(struct dpv_dev *dev, const struct cm_conn *k, const struct dpv_cm_out *o)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	const struct dpv_cm_msg *m = o->msg;
+	struct dpv_dev_cm_event *e;
+
+	if (cm->ev_tail - cm->ev_head == DPV_DEV_CM_EVENTS) {
+		dev->stats.cm_events_lost++;
+		return;
+	}
+	e = &cm->ev[cm->ev_tail++ % DPV_DEV_CM_EVENTS];
+	memset(e, 0, sizeof(*e));
+	e->type = o->event;
+	e->id = k->c.local_id;
+	e->listen_id = k->listen_id;
+	e->peer_ip = k->peer_ip;
+	e->service_id = k->c.service_id;
+	e->rej_reason = o->rej_reason;
+	if (m == NULL)
+		return;
+	switch (m->hdr.attr_id) {
+	case DPV_CM_ATTR_REQ:
+		e->remote_qpn = m->req.local_qpn;
+		e->remote_psn = m->req.starting_psn;
+		e->responder_resources = m->req.responder_resources;
+		e->initiator_depth = m->req.initiator_depth;
+		pdata(e, m->req.private_data, DPV_CM_REQ_PDATA_LEN);
+		break;
+	case DPV_CM_ATTR_REP:
+		e->remote_qpn = m->rep.local_qpn;
+		e->remote_psn = m->rep.starting_psn;
+		e->responder_resources = m->rep.responder_resources;
+		e->initiator_depth = m->rep.initiator_depth;
+		pdata(e, m->rep.private_data, DPV_CM_REP_PDATA_LEN);
+		break;
+	case DPV_CM_ATTR_REJ:
+		pdata(e, m->rej.private_data, DPV_CM_REJ_PDATA_LEN);
+		break;
+	default:
+		break;
+	}
+}
+
+static void next_deadline(struct dpv_dev *dev, const struct cm_conn *k)
+{
+	uint64_t d = dpv_cm_deadline(&k->c);
+
+	if (d != DPV_CM_NO_DEADLINE && ns_tsc(dev->cm, d) < dev->cm_next_tsc)
+		dev->cm_next_tsc = ns_tsc(dev->cm, d);
+}
+
+/* What a call of lib/cm gave for @p k: the MAD out, the event, the connection's end. */
+static void cm_out(struct dpv_dev *dev, struct cm_conn *k, const struct dpv_cm_out *o)
+{
+	if (o->send)
+		mad_send(dev, k->peer_ip, &o->mad);
+	if (o->event != DPV_CM_EV_NONE)
+		event_put(dev, k, o);
+	if (dpv_cm_state(&k->c) == DPV_CM_IDLE)
+		conn_free(dev->cm, k);
+	else
+		next_deadline(dev, k);
+}
+
+/* The GSI handler (owner thread, inside dpv_xport_rx()). */
+static void gsi_rx(void *arg, uint32_t src_ip, const uint8_t *mad)
+{
+	struct dpv_dev *dev = arg;
+	struct dpv_dev_cm *cm = dev->cm;
+	struct dpv_cm_conn *c;
+	struct cm_conn *k;
+	struct dpv_cm_out o;
+	struct dpv_cm_msg m;
+
+	if (dpv_cm_unpack(mad, DPV_CM_MAD_LEN, &m) != 0) {
+		dev->stats.cm_rx_refused++;
+		return;
+	}
+	c = dpv_cm_table_route(&cm->table, &m);
+	if (c == NULL) {
+		if (dpv_cm_answer_unmatched(&m, &o) == 0)
+			mad_send(dev, src_ip, &o.mad);
+		return;
+	}
+	if (dpv_cm_state(c) == DPV_CM_LISTEN) {
+		/* A new REQ: a connection of its own takes it. With none free the REQ is
+		 * dropped, and its sender's retry may find one. */
+		k = conn_new(cm);
+		if (k == NULL) {
+			dev->stats.cm_rx_refused++;
+			return;
+		}
+		k->peer_ip = src_ip;
+		k->listen_id = c->local_id;
+		if (dpv_cm_req_received(&k->c, c, &m, &o) != 0) {
+			conn_free(cm, k);
+			return;
+		}
+	} else {
+		k = (struct cm_conn *)c;
+		if (dpv_cm_input(c, &m, now_ns(cm), &o) != 0)
+			return;
+	}
+	cm_out(dev, k, &o);
+}
+
+int dpv_dev_cm_open(struct dpv_dev *dev)
+{
+	/* In the device's memory on its node, as the rest of the device is: the table
+	 * too (no heap block of its own). */
+	struct dpv_dev_cm *cm = rte_zmalloc_socket(
+		"dpv_cm", sizeof(*cm) + dpv_cm_table_memsize(DPV_DEV_CM_MAX), RTE_CACHE_LINE_SIZE,
+		dev->port.socket);
+	uint32_t i;
+
+	if (cm == NULL)
+		return ENOMEM;
+	(void)dpv_cm_table_init_at(&cm->table, DPV_DEV_CM_MAX, cm + 1);
+	cm->hz = rte_get_tsc_hz();
+	cm->guid = mac_guid(&dev->port.mac);
+	cm->timing.response_timeout = DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT;
+	cm->timing.max_retries = DPV_DEV_CM_MAX_RETRIES_DEFAULT;
+	cm->timing.packet_life_time = DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT;
+	cm->timing.timewait_ns = 2 * dpv_cm_timeout_ns(DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT);
+	for (i = 0; i < DPV_DEV_CM_MAX; i++)
+		cm->conns[i].next_free = i + 1;
+	cm->free_head = 0;
+	dev->cm = cm;
+	dev->cm_next_tsc = UINT64_MAX;
+	dpv_xport_set_gsi(dev->xport, gsi_rx, dev);
+	return 0;
+}
+
+void dpv_dev_cm_close(struct dpv_dev *dev)
+{
+	if (dev->cm == NULL)
+		return;
+	dpv_xport_set_gsi(dev->xport, NULL, NULL);
+	rte_free(dev->cm);
+	dev->cm = NULL;
+}
+
+void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	const uint64_t now = tsc_ns(cm, now_tsc);
+	struct dpv_cm_out o;
+	uint32_t i;
+
+	dev->cm_next_tsc = UINT64_MAX;
+	for (i = 0; i < DPV_DEV_CM_MAX; i++) {
+		struct cm_conn *k = &cm->conns[i];
+
+		if (!k->used)
+			continue;
+		if (dpv_cm_deadline(&k->c) <= now) {
+			dpv_cm_timer(&k->c, now, &o);
+			cm_out(dev, k, &o);
+		} else {
+			next_deadline(dev, k);
+		}
+	}
+}
+
+int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t)
+{
+	if (t->response_timeout > 31 || t->max_retries > 15 || t->packet_life_time > 31)
+		return EINVAL;
+	dpv_dev_own(dev);
+	dev->cm->timing = *t;
+	dpv_dev_disown(dev);
+	return 0;
+}
+
+int dpv_dev_cm_listen(struct dpv_dev *dev, uint64_t service_id, uint32_t *id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct cm_conn *k;
+	int ret = 0;
+
+	dpv_dev_own(dev);
+	if (dpv_cm_table_find_listener(&cm->table, service_id) != NULL) {
+		ret = EADDRINUSE;
+	} else if ((k = conn_new(cm)) == NULL) {
+		ret = ENOSPC;
+	} else {
+		(void)dpv_cm_listen(&k->c, service_id);
+		*id = k->c.local_id;
+	}
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int dpv_dev_cm_unlisten(struct dpv_dev *dev, uint32_t id)
+{
+	struct cm_conn *k;
+	int ret = ENOENT;
+
+	dpv_dev_own(dev);
+	k = conn_find(dev->cm, id);
+	if (k != NULL && dpv_cm_state(&k->c) == DPV_CM_LISTEN) {
+		conn_free(dev->cm, k);
+		ret = 0;
+	}
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+static bool param_ok(const struct dpv_dev_cm_param *p, uint8_t max_pdata)
+{
+	return p->qpn <= 0xffffff && p->psn <= 0xffffff && p->retry_count <= 7 &&
+	       p->rnr_retry_count <= 7 && p->private_data_len <= max_pdata &&
+	       (p->private_data != NULL || p->private_data_len == 0);
+}
+
+int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
+		       const struct dpv_dev_cm_param *p, uint32_t *id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct dpv_cm_req r;
+	struct dpv_cm_out o;
+	struct cm_conn *k;
+	int ret;
+
+	if (!param_ok(p, DPV_CM_REQ_PDATA_LEN))
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.service_id = service_id;
+	r.local_qpn = p->qpn;
+	r.starting_psn = p->psn;
+	r.responder_resources = p->responder_resources;
+	r.initiator_depth = p->initiator_depth;
+	r.retry_count = p->retry_count;
+	r.rnr_retry_count = p->rnr_retry_count;
+	r.transport = DPV_CM_TRANSPORT_RC;
+	r.pkey = DPV_WIRE_PKEY_DEFAULT;
+	r.path_mtu = dpv_xport_active_mtu(dev->xport);
+	/* A routed RoCEv2 path: IPv4-mapped GIDs, no LIDs, not subnet-local. */
+	dpv_cm_gid_from_ipv4(dev->port.ipv4, r.primary.local_gid);
+	dpv_cm_gid_from_ipv4(dst_ip, r.primary.remote_gid);
+	r.primary.hop_limit = 64;
+	if (p->private_data_len)
+		memcpy(r.private_data, p->private_data, p->private_data_len);
+	dpv_dev_own(dev);
+	r.remote_cm_response_timeout = cm->timing.response_timeout;
+	r.local_cm_response_timeout = cm->timing.response_timeout;
+	r.max_cm_retries = cm->timing.max_retries;
+	r.primary.local_ack_timeout =
+		cm->timing.packet_life_time < 31 ? cm->timing.packet_life_time + 1 : 31;
+	k = conn_new(cm);
+	if (k == NULL) {
+		ret = ENOSPC;
+	} else {
+		k->peer_ip = dst_ip;
+		ret = dpv_cm_connect(&k->c, &r, now_ns(cm), &o);
+		if (ret != 0) {
+			conn_free(cm, k);
+		} else {
+			*id = k->c.local_id;
+			cm_out(dev, k, &o);
+		}
+	}
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+/* A consumer's call on one connection (not a listener). */
+struct conn_call {
+	enum { CALL_ACCEPT, CALL_REJECT, CALL_ESTABLISH, CALL_DISCONNECT } op;
+	const struct dpv_cm_rep *rep;  /* ACCEPT */
+	const void *pdata;             /* REJECT */
+	uint8_t len;
+};
+
+static int conn_call(struct dpv_dev *dev, uint32_t id, const struct conn_call *call)
+{
+	struct dpv_cm_out o;
+	struct cm_conn *k;
+	uint64_t now;
+	int ret = ENOENT;
+
+	dpv_dev_own(dev);
+	k = conn_find(dev->cm, id);
+	if (k == NULL || dpv_cm_state(&k->c) == DPV_CM_LISTEN)
+		goto out;
+	now = now_ns(dev->cm);
+	switch (call->op) {
+	case CALL_ACCEPT:
+		ret = dpv_cm_accept(&k->c, call->rep, now, &o);
+		break;
+	case CALL_REJECT:
+		ret = dpv_cm_reject(&k->c, DPV_CM_REJ_CONSUMER_DEFINED, call->pdata, call->len,
+				    now, &o);
+		break;
+	case CALL_ESTABLISH:
+		ret = dpv_cm_rtu(&k->c, NULL, 0, &o);
+		break;
+	case CALL_DISCONNECT:
+		ret = dpv_cm_disconnect(&k->c, NULL, 0, now, &o);
+		break;
+	}
+	if (ret == 0)
+		cm_out(dev, k, &o);
+out:
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_param *p)
+{
+	struct conn_call call = {.op = CALL_ACCEPT};
+	struct dpv_cm_rep r;
+
+	if (!param_ok(p, DPV_CM_REP_PDATA_LEN))
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.local_qpn = p->qpn;
+	r.starting_psn = p->psn;
+	r.responder_resources = p->responder_resources;
+	r.initiator_depth = p->initiator_depth;
+	r.rnr_retry_count = p->rnr_retry_count;
+	if (p->private_data_len)
+		memcpy(r.private_data, p->private_data, p->private_data_len);
+	call.rep = &r;
+	return conn_call(dev, id, &call);
+}
+
+int dpv_dev_cm_reject(struct dpv_dev *dev, uint32_t id, const void *pdata, uint8_t len)
+{
+	struct conn_call call = {.op = CALL_REJECT, .pdata = pdata, .len = len};
+
+	return conn_call(dev, id, &call);
+}
+
+int dpv_dev_cm_establish(struct dpv_dev *dev, uint32_t id)
+{
+	struct conn_call call = {.op = CALL_ESTABLISH};
+
+	return conn_call(dev, id, &call);
+}
+
+int dpv_dev_cm_disconnect(struct dpv_dev *dev, uint32_t id)
+{
+	struct conn_call call = {.op = CALL_DISCONNECT};
+
+	return conn_call(dev, id, &call);
+}
+
+int dpv_dev_cm_get_event(struct dpv_dev *dev, struct dpv_dev_cm_event *ev)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	int ret = EAGAIN;
+
+	dpv_dev_own(dev);
+	if (cm->ev_head != cm->ev_tail) {
+		*ev = cm->ev[cm->ev_head++ % DPV_DEV_CM_EVENTS];
+		ret = 0;
+	}
+	dpv_dev_disown(dev);
+	return ret;
+}
