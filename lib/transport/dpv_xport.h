@@ -618,6 +618,10 @@ struct dpv_qp_stats {
 	uint64_t ack_timeouts;      /**< local ACK timer expiries */
 	uint64_t timer_deferred;    /**< expiries not counted: the port held the QP's
 	                                 packets back (its TX queue full) */
+	uint64_t retries_spent;     /**< retries of retry_cnt spent: attempts (a timeout,
+	                                 a sequence error NAK) without progress since
+	                                 the last one */
+	uint64_t retry_resets;      /**< progress that gave spent retries back */
 	uint64_t retry_exceeded;    /**< WQEs failed with RETRY_EXC_ERR */
 	uint64_t rnr_retry_exceeded;/**< WQEs failed with RNR_RETRY_EXC_ERR */
 	uint64_t dup_responses;     /**< ACKs, NAKs and READ responses already seen */

@@ -9,9 +9,11 @@
  */
 #include "dpv_xport_priv.h"
 
-/* Everything up to @p psn is acknowledged. Forward progress renews the retry budgets
- * (IBTA 9.7.5.2: the counts are of retries without progress) and restarts the local
- * ACK timer. */
+/* Everything up to @p psn is acknowledged. Forward progress (an ACK, a NAK or a READ
+ * response that moves the oldest unacknowledged PSN) renews the retry budgets (IBTA
+ * 9.7.5.2, 9.7.6.1: retry_cnt and rnr_retry count retries without progress) and
+ * restarts the local ACK timer; a duplicate, or a response out of sequence, moves
+ * nothing, so it neither renews nor spends them. */
 static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
 	int32_t k = dpv_wire_psn_diff(psn, q->una) + 1;
@@ -36,6 +38,8 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 		q->probe_tsc = x->now;
 		q->probes = 0;
 		q->rnr_left = q->qp.attr.rnr_retry;
+		if (q->retry_left != q->qp.attr.retry_cnt)
+			XP_CNT(x, q, retry_resets);
 		q->retry_left = q->qp.attr.retry_cnt;
 		q->defer_left = XP_DEFER_MAX;
 		q->deadline = x->now + q->ack_cycles;
@@ -130,8 +134,10 @@ static void window_shrink(struct xp_qp *q, bool timeout)
 	q->cwnd_acc = 0;
 }
 
-/* One retry of retry_cnt (IBTA 9.7.6.1); with none left the oldest WQE fails with
- * RETRY_EXC_ERR and the QP ends. @return false then. */
+/* One retry of retry_cnt (IBTA 9.7.6.1): an attempt that made no progress since the
+ * last one (a timeout, or a sequence error NAK a timeout period after the last
+ * progress); with none left the oldest WQE fails with RETRY_EXC_ERR and the QP ends.
+ * @return false then. */
 static bool retry_charge(struct dpv_xport *x, struct xp_qp *q)
 {
 	if (q->retry_left == 0) {
@@ -139,6 +145,7 @@ static bool retry_charge(struct dpv_xport *x, struct xp_qp *q)
 		fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
 		return false;
 	}
+	XP_CNT(x, q, retries_spent);
 	q->retry_left--;
 	q->retry_tsc = x->now;
 	return true;
@@ -163,7 +170,11 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
  * then twice as long after each probe that drew nothing new. It costs one
  * packet, and the ACK or NAK it draws ends the wait long before the ACK timer would
  * when the last packet, the last ACK or a NAK was lost: with a small window and
- * coalesced ACKs one lost frame holds the whole window back.
+ * coalesced ACKs one lost frame holds the whole window back. A READ asked again for
+ * a gap whose missing response has not come (the request, or that response, was lost
+ * again) is asked again from the same response: the oldest unacknowledged PSN. The
+ * responder restarts responses it still has queued in place, so a probe that crosses
+ * the responses on their way costs no second stream. A probe spends no retry.
  */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 {
@@ -172,7 +183,7 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 		q->probes++;
 	XP_CNT(x, q, retrans_probe);
 	q->ackreq_next = true;
-	xp_req_rewind(q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
+	xp_req_rewind(q, q->rd_gap ? q->una : psn_add(q->psn, DPV_WIRE_PSN_MASK));
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
@@ -339,7 +350,11 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	if (q->qp.attr.state == DPV_QPS_ERR || sq->cons_head != i)
 		return;
 	if (d > 0) {
-		/* A response is missing: ask again from it, once until it comes. */
+		/* A response is missing: ask again from it at once (IBTA 9.7.5.2: the
+		 * responder takes the request as a duplicate READ from that PSN), and once
+		 * per gap: the responses still on their way behind the loss are out of
+		 * sequence too, and ask nothing more until the missing one has come. A
+		 * re-ask lost again is the tail loss probe's (xp_comp_probe()). */
 		if (!q->rd_gap) {
 			q->rd_gap = true;
 			XP_CNT(x, q, retrans_read);

@@ -238,7 +238,9 @@ struct xp_qp {
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
-	bool rd_gap;              /**< a READ response went missing; asked again */
+	bool rd_gap;              /**< a READ response went missing and was asked for
+	                               again from una; not again (but by a probe or the
+	                               timer) until it comes */
 	bool ackreq_next;         /**< the next request packet asks for an ACK */
 	/* Timers (IBTA 9.7.6): one deadline, the RNR wait's while rnr_wait, else the
 	 * local ACK timer's, restarted by forward progress. */

@@ -482,9 +482,10 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 	if (idx_diff(q->wqe_hi, i) <= 0)
 		return;
 	m = &q->meta[i & sq->mask];
-	/* What a READ already placed is not asked for again. */
-	if (xp_wr_answered(xp_swqe(q, i)->opcode) &&
-	    (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) < m->rd_pkts)
+	/* A READ is asked again for all it lacks, whatever PSN of it the go-back names
+	 * (a tail loss probe names its last): from its first response not placed. Its
+	 * request is one packet at the oldest PSN it lacks, so the window lets it go. */
+	if (xp_wr_answered(xp_swqe(q, i)->opcode))
 		psn = psn_add(m->first_psn, m->rd_pkts);
 	q->next_wqe = i;
 	q->next_off = (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu;
