@@ -312,18 +312,49 @@ static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	answered(x, q, m);
 }
 
+/* Place READ response @p idx of the READ @p w, @p m (checked against what that response
+ * must be: its length, and that the last one is last). false: the WQE failed. */
+static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		       const uint8_t *payload, const struct dpv_swqe *w,
+		       const struct xp_swqe_meta *m, uint32_t idx)
+{
+	uint32_t plen = m->len - idx * q->mtu;
+	uint8_t st;
+
+	if (plen > q->mtu)
+		plen = q->mtu;
+	/* Responses to a READ asked again start with FIRST mid-message, and those to
+	 * the first request may still be on their way: what must hold is the length of
+	 * each and that the last one is last. */
+	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
+	    is_last_resp(p->opcode) != (idx == m->npkts - 1) || p->payload_len != plen) {
+		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+		return false;
+	}
+	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)idx * q->mtu, payload, plen);
+	if (st != DPV_WC_SUCCESS) {
+		x->stats.access_errors++;
+		fail_head(x, q, st, false);
+		return false;
+	}
+	return true;
+}
+
 /* IBTA 9.7.5.2: READ responses and atomic acknowledgements arrive in order for the
  * oldest READ or atomic not yet complete; each is checked against what that WQE
- * expects before its data lands. */
+ * expects before its data lands. A READ response ahead of the next one expected, by
+ * less than XP_RD_AHEAD, is placed and kept (rd_ahead), so a response the link only
+ * delayed costs nothing; the READ is asked again from the missing one when the link
+ * has lost it: XP_RD_REORDER responses past it have come, or its last one, or one
+ * of a later request. */
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 			 const uint8_t *payload)
 {
 	struct dpv_ring *sq = q->xq;
 	const struct dpv_swqe *w = NULL;
 	struct xp_swqe_meta *m = NULL;
-	uint32_t i, plen;
+	uint32_t i, idx;
 	int32_t d;
-	uint8_t st;
 
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
 		w = xp_swqe(q, i);
@@ -336,9 +367,9 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		return;
 	}
 	d = dpv_wire_psn_diff(p->psn, psn_add(m->first_psn, m->rd_pkts));
-	/* Behind: a duplicate (an answer to a READ asked again). Ahead: a response went
-	 * missing, asked for again below. */
-	if (d < 0) {
+	/* Behind, or ahead and kept already: a duplicate (an answer to a READ asked
+	 * again, or a copy the link made). */
+	if (d < 0 || (d > 0 && d < (int32_t)XP_RD_AHEAD && ((m->rd_ahead >> d) & 1))) {
 		XP_CNT(x, q, dup_responses);
 		return;
 	}
@@ -350,12 +381,19 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	if (q->qp.attr.state == DPV_QPS_ERR || sq->cons_head != i)
 		return;
 	if (d > 0) {
-		/* A response is missing: ask again from it at once (IBTA 9.7.5.2: the
-		 * responder takes the request as a duplicate READ from that PSN), and once
-		 * per gap: the responses still on their way behind the loss are out of
-		 * sequence too, and ask nothing more until the missing one has come. A
-		 * re-ask lost again is the tail loss probe's (xp_comp_probe()). */
-		if (!q->rd_gap) {
+		idx = m->rd_pkts + (uint32_t)d;
+		if (!xp_wr_atomic(w->opcode) && d < (int32_t)XP_RD_AHEAD && idx < m->npkts) {
+			if (!read_place(x, q, p, payload, w, m, idx))
+				return;
+			m->rd_ahead |= 1ull << d;
+		}
+		/* A response is missing: ask again from it (IBTA 9.7.5.2: the responder
+		 * takes the request as a duplicate READ from that PSN), and once per gap:
+		 * the responses still on their way behind the loss are ahead too, and ask
+		 * nothing more until the missing one has come. A re-ask lost again is the
+		 * tail loss probe's (xp_comp_probe()). */
+		if (!q->rd_gap && (d >= (int32_t)XP_RD_REORDER || idx >= m->npkts - 1 ||
+				   xp_wr_atomic(w->opcode))) {
 			q->rd_gap = true;
 			XP_CNT(x, q, retrans_read);
 			xp_req_rewind(q, psn_add(m->first_psn, m->rd_pkts));
@@ -367,28 +405,19 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		atomic_ack_rx(x, q, p, w, m);
 		return;
 	}
-	plen = m->len - m->rd_pkts * q->mtu;
-	if (plen > q->mtu)
-		plen = q->mtu;
-	/* Responses to a READ asked again start with FIRST mid-message, and those to
-	 * the first request may still be on their way: what must hold is the length of
-	 * each and that the last one is last. */
-	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
-	    is_last_resp(p->opcode) != (m->rd_pkts == m->npkts - 1) || p->payload_len != plen) {
-		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+	if (!read_place(x, q, p, payload, w, m, m->rd_pkts))
 		return;
-	}
-	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)m->rd_pkts * q->mtu,
-			    payload, plen);
-	if (st != DPV_WC_SUCCESS) {
-		x->stats.access_errors++;
-		fail_head(x, q, st, false);
-		return;
+	/* The responses kept ahead of it follow it in. */
+	m->rd_pkts++;
+	m->rd_ahead >>= 1;
+	while (m->rd_ahead & 1) {
+		m->rd_ahead >>= 1;
+		m->rd_pkts++;
 	}
 	/* Each response acknowledges its own PSN: the window moves with a long READ, and
 	 * the timer restarts. */
-	ack_upto(x, q, p->psn);
-	if (++m->rd_pkts < m->npkts)
+	ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
+	if (m->rd_pkts < m->npkts)
 		return;
 	answered(x, q, m);
 }

@@ -270,6 +270,7 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->len = len;
 	m->npkts = xp_wr_atomic(w->opcode) ? 1 : npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
+	m->rd_ahead = 0;
 	m->rd_done = false;
 	m->req_sent = false;
 	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
