@@ -633,7 +633,7 @@ struct dpv_qp_stats {
 	uint64_t dup_requests;      /**< requests behind the expected PSN */
 	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped; and
 	                                 READ responses ahead at the requester (kept
-	                                 within XP_RD_AHEAD of the expected one) */
+	                                 within 64 of the expected one) */
 	uint64_t seq_naks_sent, rnr_naks_sent;
 	uint64_t naks_sent;         /**< every NAK but RNR NAKs (sequence and error) */
 	uint64_t dup_reads_dropped; /**< duplicate READs with no responder resource left:
