@@ -485,11 +485,17 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 	m = &q->meta[i & sq->mask];
 	/* A READ is asked again for all it lacks, whatever PSN of it the go-back names
 	 * (a tail loss probe names its last): from its first response not placed. Its
-	 * request is one packet at the oldest PSN it lacks, so the window lets it go. */
-	if (xp_wr_answered(xp_swqe(q, i)->opcode))
-		psn = psn_add(m->first_psn, m->rd_pkts);
+	 * request is one packet at the oldest PSN it lacks, so the window lets it go. One
+	 * (or an atomic) whose responses are all in is not asked again: the go-back starts
+	 * with the WQE after it. */
 	q->next_wqe = i;
-	q->next_off = (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu;
+	if (xp_wr_answered(xp_swqe(q, i)->opcode)) {
+		psn = psn_add(m->first_psn, m->rd_pkts);
+		if (m->rd_done)
+			q->next_wqe = i + 1;
+	}
+	q->next_off = q->next_wqe == i ? (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu
+				       : 0;
 	q->psn = psn;
 	q->blocked_err = 0;
 	q->since_ackreq = 0;
