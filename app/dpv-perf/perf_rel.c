@@ -7,10 +7,10 @@
  *       pair, dpv2-dpv3 with --qps), measured in interleaved blocks so a drift of the
  *       machine hits both alike. Timers and doorbells mean an idle QP costs nothing
  *       per poll: the ratio should be within noise of 1.
- * loss  goodput of one RC connection (SENDs of --size bytes, --depth in flight, every
- *       payload checked) while the faults port of each device loses 0, 0.1, 1 and 5 %
- *       of the frames it sends, levels interleaved rep by rep; with the retransmit
- *       counters that show how the losses were recovered.
+ * loss  goodput of one RC connection (SENDs, RDMA WRITEs or RDMA READs of --size
+ *       bytes, --depth in flight, every payload checked) while the faults port of each
+ *       device loses 0, 0.1, 1 and 5 % of the frames it sends, levels interleaved rep by
+ *       rep; with the retransmit counters that show how the losses were recovered.
  *
  * Both drive the devices from this one thread (inline progress) and own the device
  * being timed while it is timed, so no helper thread polls it meanwhile.
@@ -116,7 +116,8 @@ static struct ibv_qp *rel_qp(struct pv_dev *d, struct ibv_cq *cq, uint32_t depth
 	return qp;
 }
 
-/* Connect @p n QP pairs between devices @p a and @p b, all on one CQ per device. */
+/* Connect @p n QP pairs between devices @p a and @p b, all on one CQ per device; b's
+ * take a's RDMA WRITEs and READs. */
 static int rel_connect(struct pv_dev *a, struct pv_dev *b, struct ibv_cq *ca, struct ibv_cq *cb,
 		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth)
 {
@@ -124,7 +125,7 @@ static int rel_connect(struct pv_dev *a, struct pv_dev *b, struct ibv_cq *ca, st
 		qa[i] = rel_qp(a, ca, depth);
 		qb[i] = rel_qp(b, cb, depth);
 		if (qa[i] == NULL || qb[i] == NULL || pv_rc_init(qa[i]) != 0 ||
-		    pv_rc_init(qb[i]) != 0 || pv_rc_connect(qa[i], qb[i]->qp_num, &b->gid) != 0 ||
+		    pv_rc_init_access(qb[i], IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0 || pv_rc_connect(qa[i], qb[i]->qp_num, &b->gid) != 0 ||
 		    pv_rc_connect(qb[i], qa[i]->qp_num, &a->gid) != 0)
 			return -1;
 	}
@@ -241,7 +242,7 @@ static void idle_help(void)
 }
 
 enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_LEVELS, OPT_SECONDS, OPT_SIZE,
-       OPT_DEPTH };
+       OPT_DEPTH, OPT_OP };
 
 static int idle_opt(void *ctx, int c, const char *arg)
 {
@@ -307,7 +308,14 @@ struct loss_opts {
 	double seconds;
 	uint32_t size, depth, reps;
 	bool json;
+	int op; /* IBV_WR_SEND, IBV_WR_RDMA_WRITE or IBV_WR_RDMA_READ */
 };
+
+static const char *op_name(int op)
+{
+	return op == IBV_WR_SEND ? "SENDs" : op == IBV_WR_RDMA_WRITE ? "RDMA WRITEs"
+								      : "RDMA READs";
+}
 
 struct loss_link {
 	struct rel_devs r;
@@ -376,15 +384,28 @@ struct loss_result {
 	uint64_t msgs, retrans, timeouts; /* retrans: request packets sent again */
 };
 
+/* Message @p seq: a SEND or WRITE of its pattern from slot seq % depth of sbuf (to the
+ * same slot of rbuf for a WRITE), or a READ of that slot of rbuf, where its pattern is
+ * written first, into the slot of sbuf. */
 static int post_one_send(struct loss_link *l, const struct loss_opts *o, uint64_t seq)
 {
-	uint8_t *p = l->sbuf + (size_t)(seq % o->depth) * o->size;
-	struct ibv_sge sge = {(uintptr_t)p, o->size, l->smr->lkey};
+	const size_t off = (size_t)(seq % o->depth) * o->size;
+	struct ibv_sge sge = {(uintptr_t)(l->sbuf + off), o->size, l->smr->lkey};
 	struct ibv_send_wr wr = {.wr_id = seq, .sg_list = &sge, .num_sge = 1,
-				 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
+				 .opcode = (enum ibv_wr_opcode)o->op,
+				 .send_flags = IBV_SEND_SIGNALED};
 	struct ibv_send_wr *bad;
 
-	pattern(p, o->size, seq);
+	if (o->op == IBV_WR_RDMA_READ) {
+		pattern(l->rbuf + off, o->size, seq);
+		memset(l->sbuf + off, 0, o->size);
+	} else {
+		pattern(l->sbuf + off, o->size, seq);
+	}
+	if (o->op != IBV_WR_SEND) {
+		wr.wr.rdma.remote_addr = (uintptr_t)(l->rbuf + off);
+		wr.wr.rdma.rkey = l->rmr->rkey;
+	}
 	return ibv_post_send(l->qp[0], &wr, &bad);
 }
 
@@ -398,7 +419,9 @@ static int post_one_recv(struct loss_link *l, const struct loss_opts *o, uint32_
 	return ibv_post_recv(l->qp[1], &wr, &bad);
 }
 
-/* SENDs for o->seconds, then until every one in flight is in; every payload checked. */
+/* Messages for o->seconds, then until every one in flight is in; every payload checked:
+ * a SEND's at its receive, a WRITE's in the responder's memory and a READ's in the
+ * requester's at the completion of the WR. */
 static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss_result *res)
 {
 	uint64_t sent = 0, done = 0, got = 0, t0, t_end, deadline;
@@ -423,12 +446,22 @@ static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss
 		}
 		n = ibv_poll_cq(l->cq[0], 32, wc);
 		for (int i = 0; i < n; i++) {
+			const size_t off = (size_t)(done % o->depth) * o->size;
+
 			if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != done) {
 				perf_error("send %" PRIu64 ": %s, wr_id %" PRIu64, done,
 					   ibv_wc_status_str(wc[i].status), wc[i].wr_id);
 				return -1;
 			}
+			if (o->op != IBV_WR_SEND &&
+			    !pattern_ok((o->op == IBV_WR_RDMA_READ ? l->sbuf : l->rbuf) + off,
+					o->size, done)) {
+				perf_error("%s %" PRIu64 ": a wrong payload", op_name(o->op), done);
+				return -1;
+			}
 			done++;
+			if (o->op != IBV_WR_SEND)
+				got++;
 			deadline = pv_deadline();
 		}
 		n = ibv_poll_cq(l->cq[1], 32, wc);
@@ -490,12 +523,13 @@ static int loss_run(const struct loss_opts *o)
 		goto out;
 	}
 	l.smr = ibv_reg_mr(l.r.d[0].pd, l.sbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
-	l.rmr = ibv_reg_mr(l.r.d[1].pd, l.rbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
+	l.rmr = ibv_reg_mr(l.r.d[1].pd, l.rbuf, bytes, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (l.smr == NULL || l.rmr == NULL ||
 	    rel_connect(&l.r.d[0], &l.r.d[1], l.cq[0], l.cq[1], &l.qp[0], &l.qp[1], 1,
 			o->depth) != 0)
 		goto out;
-	for (uint32_t s = 0; s < o->depth; s++)
+	for (uint32_t s = 0; o->op == IBV_WR_SEND && s < o->depth; s++)
 		if (post_one_recv(&l, o, s) != 0)
 			goto out;
 	for (uint32_t rep = 0; rep < o->reps; rep++) {
@@ -508,15 +542,17 @@ static int loss_run(const struct loss_opts *o)
 	if (loss_set(&l, 0, 1) != 0)
 		goto out;
 	if (!o->json)
-		printf("dpv-perf loss: goodput of one RC connection (SENDs of %u bytes, %u in "
+		printf("dpv-perf loss: goodput of one RC connection (%s of %u bytes, %u in "
 		       "flight, payloads checked)\n  while each device's faults port loses the "
 		       "given share of the frames it sends\n  EAL: %s\n  %u runs of %.2f s per "
 		       "level, levels interleaved; medians\n\n  %8s %12s %10s %14s %12s\n",
-		       o->size, o->depth, pv_env_eal_args(), o->reps, o->seconds, "loss %",
+		       op_name(o->op), o->size, o->depth, pv_env_eal_args(), o->reps, o->seconds,
+		       "loss %",
 		       "goodput MB/s", "of 0 %", "resent pkts/s", "timeouts/s");
 	else
-		printf("{\"benchmark\": \"loss\", \"size\": %u, \"depth\": %u, \"levels\": [", o->size,
-		       o->depth);
+		printf("{\"benchmark\": \"loss\", \"op\": \"%s\", \"size\": %u, \"depth\": %u, "
+		       "\"levels\": [", o->op == IBV_WR_SEND ? "send" : o->op == IBV_WR_RDMA_WRITE
+		       ? "write" : "read", o->size, o->depth);
 	{
 		double base = 0;
 
@@ -567,14 +603,15 @@ out:
 static void loss_help(void)
 {
 	printf("usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
-	       "                     [--depth N] [--json]\n\n"
+	       "                     [--depth N] [--op send|write|read] [--json]\n\n"
 	       "Goodput of one RC connection while the link loses a share of its frames.\n"
 	       "  --levels P,...  loss in percent of the frames each device sends\n"
 	       "                  (default 0,0.1,1,5)\n"
 	       "  --seconds S     length of one run (default 1)\n"
 	       "  --reps N        runs per level, levels interleaved (default 3)\n"
-	       "  --size B        bytes per SEND (default %u, at most %u)\n"
-	       "  --depth N       SENDs in flight (default %u, at most %u)\n"
+	       "  --size B        bytes per message (default %u, at most %u)\n"
+	       "  --depth N       messages in flight (default %u, at most %u)\n"
+	       "  --op OP         send (default), write (RDMA WRITE) or read (RDMA READ)\n"
 	       "  --json          one JSON object instead of the table\n",
 	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
 }
@@ -624,6 +661,16 @@ static int loss_opt(void *ctx, int c, const char *arg)
 	case OPT_JSON:
 		o->json = true;
 		break;
+	case OPT_OP:
+		if (strcmp(arg, "send") == 0)
+			o->op = IBV_WR_SEND;
+		else if (strcmp(arg, "write") == 0)
+			o->op = IBV_WR_RDMA_WRITE;
+		else if (strcmp(arg, "read") == 0)
+			o->op = IBV_WR_RDMA_READ;
+		else
+			return perf_usage_error(LOSS_CMD, "--op wants send, write or read");
+		break;
 	}
 	return 0;
 }
@@ -637,11 +684,12 @@ static int loss_main(int argc, char **argv)
 		{"size", required_argument, NULL, OPT_SIZE},
 		{"depth", required_argument, NULL, OPT_DEPTH},
 		{"json", no_argument, NULL, OPT_JSON},
+		{"op", required_argument, NULL, OPT_OP},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct loss_opts o = {{0, 0.1, 1, 5}, 4, 1.0, LOSS_DEFAULT_SIZE, LOSS_DEFAULT_DEPTH, 3,
-			      false};
+			      false, IBV_WR_SEND};
 	int rc;
 
 	rc = perf_getopts(LOSS_CMD, argc, argv, longopts, loss_help, loss_opt, &o);

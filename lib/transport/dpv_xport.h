@@ -618,15 +618,22 @@ struct dpv_qp_stats {
 	uint64_t ack_timeouts;      /**< local ACK timer expiries */
 	uint64_t timer_deferred;    /**< expiries not counted: the port held the QP's
 	                                 packets back (its TX queue full) */
+	uint64_t retries_spent;     /**< retries of retry_cnt spent: attempts (a timeout,
+	                                 a sequence error NAK) without progress since
+	                                 the last one */
+	uint64_t retry_resets;      /**< progress that gave spent retries back */
 	uint64_t retry_exceeded;    /**< WQEs failed with RETRY_EXC_ERR */
 	uint64_t rnr_retry_exceeded;/**< WQEs failed with RNR_RETRY_EXC_ERR */
-	uint64_t dup_responses;     /**< ACKs, NAKs and READ responses already seen */
+	uint64_t dup_responses;     /**< ACKs, NAKs and READ responses already seen (placed
+	                                 or kept): dropped */
 	uint64_t ghost_responses;   /**< responses for PSNs never sent: ignored */
 	uint64_t seq_naks_received, rnr_naks_received;
 	uint64_t naks_received;     /**< every NAK but RNR NAKs (sequence and error) */
 	/* responder */
 	uint64_t dup_requests;      /**< requests behind the expected PSN */
-	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped */
+	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped; and
+	                                 READ responses ahead at the requester (kept
+	                                 within 64 of the expected one) */
 	uint64_t seq_naks_sent, rnr_naks_sent;
 	uint64_t naks_sent;         /**< every NAK but RNR NAKs (sequence and error) */
 	uint64_t dup_reads_dropped; /**< duplicate READs with no responder resource left:

@@ -9,9 +9,11 @@
  */
 #include "dpv_xport_priv.h"
 
-/* Everything up to @p psn is acknowledged. Forward progress renews the retry budgets
- * (IBTA 9.7.5.2: the counts are of retries without progress) and restarts the local
- * ACK timer. */
+/* Everything up to @p psn is acknowledged. Forward progress (an ACK, a NAK or a READ
+ * response that moves the oldest unacknowledged PSN) renews the retry budgets (IBTA
+ * 9.7.5.2, 9.7.6.1: retry_cnt and rnr_retry count retries without progress) and
+ * restarts the local ACK timer; a duplicate, or a response out of sequence, moves
+ * nothing, so it neither renews nor spends them. */
 static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 {
 	int32_t k = dpv_wire_psn_diff(psn, q->una) + 1;
@@ -36,6 +38,8 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 		q->probe_tsc = x->now;
 		q->probes = 0;
 		q->rnr_left = q->qp.attr.rnr_retry;
+		if (q->retry_left != q->qp.attr.retry_cnt)
+			XP_CNT(x, q, retry_resets);
 		q->retry_left = q->qp.attr.retry_cnt;
 		q->defer_left = XP_DEFER_MAX;
 		q->deadline = x->now + q->ack_cycles;
@@ -130,8 +134,10 @@ static void window_shrink(struct xp_qp *q, bool timeout)
 	q->cwnd_acc = 0;
 }
 
-/* One retry of retry_cnt (IBTA 9.7.6.1); with none left the oldest WQE fails with
- * RETRY_EXC_ERR and the QP ends. @return false then. */
+/* One retry of retry_cnt (IBTA 9.7.6.1): an attempt that made no progress since the
+ * last one (a timeout, or a sequence error NAK a timeout period after the last
+ * progress); with none left the oldest WQE fails with RETRY_EXC_ERR and the QP ends.
+ * @return false then. */
 static bool retry_charge(struct dpv_xport *x, struct xp_qp *q)
 {
 	if (q->retry_left == 0) {
@@ -139,6 +145,7 @@ static bool retry_charge(struct dpv_xport *x, struct xp_qp *q)
 		fail_head(x, q, DPV_WC_RETRY_EXC_ERR, true);
 		return false;
 	}
+	XP_CNT(x, q, retries_spent);
 	q->retry_left--;
 	q->retry_tsc = x->now;
 	return true;
@@ -163,7 +170,11 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
  * then twice as long after each probe that drew nothing new. It costs one
  * packet, and the ACK or NAK it draws ends the wait long before the ACK timer would
  * when the last packet, the last ACK or a NAK was lost: with a small window and
- * coalesced ACKs one lost frame holds the whole window back.
+ * coalesced ACKs one lost frame holds the whole window back. A READ asked again for
+ * a gap whose missing response has not come (the request, or that response, was lost
+ * again) is asked again from the same response: the oldest unacknowledged PSN. The
+ * responder restarts responses it still has queued in place, so a probe that crosses
+ * the responses on their way costs no second stream. A probe spends no retry.
  */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 {
@@ -172,7 +183,7 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 		q->probes++;
 	XP_CNT(x, q, retrans_probe);
 	q->ackreq_next = true;
-	xp_req_rewind(q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
+	xp_req_rewind(q, q->rd_gap ? q->una : psn_add(q->psn, DPV_WIRE_PSN_MASK));
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
@@ -301,18 +312,49 @@ static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	answered(x, q, m);
 }
 
+/* Place READ response @p idx of the READ @p w, @p m (checked against what that response
+ * must be: its length, and that the last one is last). false: the WQE failed. */
+static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		       const uint8_t *payload, const struct dpv_swqe *w,
+		       const struct xp_swqe_meta *m, uint32_t idx)
+{
+	uint32_t plen = m->len - idx * q->mtu;
+	uint8_t st;
+
+	if (plen > q->mtu)
+		plen = q->mtu;
+	/* Responses to a READ asked again start with FIRST mid-message, and those to
+	 * the first request may still be on their way: what must hold is the length of
+	 * each and that the last one is last. */
+	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
+	    is_last_resp(p->opcode) != (idx == m->npkts - 1) || p->payload_len != plen) {
+		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+		return false;
+	}
+	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)idx * q->mtu, payload, plen);
+	if (st != DPV_WC_SUCCESS) {
+		x->stats.access_errors++;
+		fail_head(x, q, st, false);
+		return false;
+	}
+	return true;
+}
+
 /* IBTA 9.7.5.2: READ responses and atomic acknowledgements arrive in order for the
  * oldest READ or atomic not yet complete; each is checked against what that WQE
- * expects before its data lands. */
+ * expects before its data lands. A READ response ahead of the next one expected, by
+ * less than XP_RD_AHEAD, is placed and kept (rd_ahead), so a response the link only
+ * delayed costs nothing; the READ is asked again from the missing one when the link
+ * has lost it: XP_RD_REORDER responses past it have come, or its last one, or one
+ * of a later request. */
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 			 const uint8_t *payload)
 {
 	struct dpv_ring *sq = q->xq;
 	const struct dpv_swqe *w = NULL;
 	struct xp_swqe_meta *m = NULL;
-	uint32_t i, plen;
+	uint32_t i, idx;
 	int32_t d;
-	uint8_t st;
 
 	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
 		w = xp_swqe(q, i);
@@ -325,9 +367,9 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		return;
 	}
 	d = dpv_wire_psn_diff(p->psn, psn_add(m->first_psn, m->rd_pkts));
-	/* Behind: a duplicate (an answer to a READ asked again). Ahead: a response went
-	 * missing, asked for again below. */
-	if (d < 0) {
+	/* Behind, or ahead and kept already: a duplicate (an answer to a READ asked
+	 * again, or a copy the link made). */
+	if (d < 0 || (d > 0 && d < (int32_t)XP_RD_AHEAD && ((m->rd_ahead >> d) & 1))) {
 		XP_CNT(x, q, dup_responses);
 		return;
 	}
@@ -339,8 +381,19 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	if (q->qp.attr.state == DPV_QPS_ERR || sq->cons_head != i)
 		return;
 	if (d > 0) {
-		/* A response is missing: ask again from it, once until it comes. */
-		if (!q->rd_gap) {
+		idx = m->rd_pkts + (uint32_t)d;
+		if (!xp_wr_atomic(w->opcode) && d < (int32_t)XP_RD_AHEAD && idx < m->npkts) {
+			if (!read_place(x, q, p, payload, w, m, idx))
+				return;
+			m->rd_ahead |= 1ull << d;
+		}
+		/* A response is missing: ask again from it (IBTA 9.7.5.2: the responder
+		 * takes the request as a duplicate READ from that PSN), and once per gap:
+		 * the responses still on their way behind the loss are ahead too, and ask
+		 * nothing more until the missing one has come. A re-ask lost again is the
+		 * tail loss probe's (xp_comp_probe()). */
+		if (!q->rd_gap && (d >= (int32_t)XP_RD_REORDER || idx >= m->npkts - 1 ||
+				   xp_wr_atomic(w->opcode))) {
 			q->rd_gap = true;
 			XP_CNT(x, q, retrans_read);
 			xp_req_rewind(q, psn_add(m->first_psn, m->rd_pkts));
@@ -352,28 +405,19 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		atomic_ack_rx(x, q, p, w, m);
 		return;
 	}
-	plen = m->len - m->rd_pkts * q->mtu;
-	if (plen > q->mtu)
-		plen = q->mtu;
-	/* Responses to a READ asked again start with FIRST mid-message, and those to
-	 * the first request may still be on their way: what must hold is the length of
-	 * each and that the last one is last. */
-	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
-	    is_last_resp(p->opcode) != (m->rd_pkts == m->npkts - 1) || p->payload_len != plen) {
-		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+	if (!read_place(x, q, p, payload, w, m, m->rd_pkts))
 		return;
-	}
-	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)m->rd_pkts * q->mtu,
-			    payload, plen);
-	if (st != DPV_WC_SUCCESS) {
-		x->stats.access_errors++;
-		fail_head(x, q, st, false);
-		return;
+	/* The responses kept ahead of it follow it in. */
+	m->rd_pkts++;
+	m->rd_ahead >>= 1;
+	while (m->rd_ahead & 1) {
+		m->rd_ahead >>= 1;
+		m->rd_pkts++;
 	}
 	/* Each response acknowledges its own PSN: the window moves with a long READ, and
 	 * the timer restarts. */
-	ack_upto(x, q, p->psn);
-	if (++m->rd_pkts < m->npkts)
+	ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
+	if (m->rd_pkts < m->npkts)
 		return;
 	answered(x, q, m);
 }

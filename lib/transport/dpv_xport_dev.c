@@ -493,7 +493,7 @@ static void timer_run(struct dpv_xport *x, struct xp_qp *q, uint64_t now)
 		XP_CNT(x, q, timer_deferred);
 	} else if (due) {
 		xp_comp_timeout(x, q);
-	} else if (now - q->probe_tsc >= q->probe_cycles << q->probes && !q->rd_gap &&
+	} else if (now - q->probe_tsc >= q->probe_cycles << q->probes &&
 		   (q->psn == q->psn_hi || dpv_wire_psn_diff(q->psn, q->una) >= (int32_t)q->cwnd)) {
 		xp_comp_probe(x, q);
 	}

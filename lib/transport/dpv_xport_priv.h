@@ -57,6 +57,12 @@
 /* Expiries of the local ACK timer a QP lets pass without a retry while the port holds
  * its packets back (the TX queue full), since its last progress. */
 #define XP_DEFER_MAX 32u
+/* READ responses a requester keeps when they come ahead of the one it expects (the
+ * bits of xp_swqe_meta.rd_ahead), and those that must have come past a missing one
+ * before the READ is asked again from it: a link that delays a frame behind a few
+ * others costs no re-ask, one that lost it costs one, at once. */
+#define XP_RD_AHEAD 64u
+#define XP_RD_REORDER 3u
 /* Rendezvous one QP on a TM SRQ runs at once (doc/guides/rendezvous.md): each holds
  * one slot of the QP's device ring, for its READ and then its FIN; the header of one
  * more is RNR NAKed. */
@@ -109,7 +115,9 @@ struct xp_swqe_meta {
 	uint32_t first_psn;
 	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
 	uint32_t len;       /**< message bytes */
-	uint32_t rd_pkts;   /**< READ, atomic: response packets placed */
+	uint32_t rd_pkts;   /**< READ, atomic: response packets placed, in order */
+	uint64_t rd_ahead;  /**< READ: bit d set when the response rd_pkts + d (d from 1)
+	                         came ahead of its turn and is placed */
 	bool rd_done;       /**< READ, atomic: last response placed */
 	bool req_sent;      /**< READ, atomic: request out and counted in reads_out */
 	uint32_t pd;        /**< the protection domain of its local buffers */
@@ -239,7 +247,9 @@ struct xp_qp {
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
-	bool rd_gap;              /**< a READ response went missing; asked again */
+	bool rd_gap;              /**< a READ response went missing and was asked for
+	                               again from una; not again (but by a probe or the
+	                               timer) until it comes */
 	bool ackreq_next;         /**< the next request packet asks for an ACK */
 	/* Timers (IBTA 9.7.6): one deadline, the RNR wait's while rnr_wait, else the
 	 * local ACK timer's, restarted by forward progress. */

@@ -270,6 +270,7 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->len = len;
 	m->npkts = xp_wr_atomic(w->opcode) ? 1 : npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
+	m->rd_ahead = 0;
 	m->rd_done = false;
 	m->req_sent = false;
 	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
@@ -482,12 +483,19 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn)
 	if (idx_diff(q->wqe_hi, i) <= 0)
 		return;
 	m = &q->meta[i & sq->mask];
-	/* What a READ already placed is not asked for again. */
-	if (xp_wr_answered(xp_swqe(q, i)->opcode) &&
-	    (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) < m->rd_pkts)
-		psn = psn_add(m->first_psn, m->rd_pkts);
+	/* A READ is asked again for all it lacks, whatever PSN of it the go-back names
+	 * (a tail loss probe names its last): from its first response not placed. Its
+	 * request is one packet at the oldest PSN it lacks, so the window lets it go. One
+	 * (or an atomic) whose responses are all in is not asked again: the go-back starts
+	 * with the WQE after it. */
 	q->next_wqe = i;
-	q->next_off = (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu;
+	if (xp_wr_answered(xp_swqe(q, i)->opcode)) {
+		psn = psn_add(m->first_psn, m->rd_pkts);
+		if (m->rd_done)
+			q->next_wqe = i + 1;
+	}
+	q->next_off = q->next_wqe == i ? (uint32_t)dpv_wire_psn_diff(psn, m->first_psn) * q->mtu
+				       : 0;
 	q->psn = psn;
 	q->blocked_err = 0;
 	q->since_ackreq = 0;

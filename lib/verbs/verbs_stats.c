@@ -24,7 +24,8 @@ struct stat_field {
 static const struct stat_field qp_fields[] = {
 	QP_STAT(tx_packets), QP_STAT(rx_packets), QP_STAT(retrans_timeout),
 	QP_STAT(retrans_seq_nak), QP_STAT(retrans_rnr), QP_STAT(retrans_read), QP_STAT(retrans_probe),
-	QP_STAT(retrans_packets), QP_STAT(ack_timeouts), QP_STAT(timer_deferred), QP_STAT(retry_exceeded),
+	QP_STAT(retrans_packets), QP_STAT(ack_timeouts), QP_STAT(timer_deferred), QP_STAT(retries_spent),
+	QP_STAT(retry_resets), QP_STAT(retry_exceeded),
 	QP_STAT(rnr_retry_exceeded), QP_STAT(dup_responses), QP_STAT(ghost_responses),
 	QP_STAT(seq_naks_received), QP_STAT(rnr_naks_received), QP_STAT(naks_received),
 	QP_STAT(dup_requests), QP_STAT(out_of_seq), QP_STAT(seq_naks_sent),

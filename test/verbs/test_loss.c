@@ -21,7 +21,9 @@
  * object is destroyed the devices' mbuf pools hold all their mbufs again.
  *
  * Options: --messages N (100000), --deadline S (the run fails after S seconds, 60),
- * --timeout T (the QPs' local ACK timeout exponent, 10: 4.2 ms), --seed N.
+ * --timeout T (the QPs' local ACK timeout exponent, 10: 4.2 ms), --seed N,
+ * --reads LEN (every RC message an RDMA READ of LEN bytes; the TM streams keep their
+ * mix): READ recovery on its own, long responses out of sequence and asked again.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -116,7 +118,8 @@ static struct opts {
 	uint32_t deadline_s;
 	uint8_t timeout;
 	uint64_t seed;
-} opt = {100000, 60, 10, 1};
+	uint32_t read_len;  /* --reads: every RC message a READ of this length; 0: the mix */
+} opt = {100000, 60, 10, 1, 0};
 static uint64_t deadline_at, run_start;
 /* Passes of the main loop over every stream. */
 static uint64_t pass;
@@ -316,7 +319,12 @@ static void make_messages(void)
 			unsigned int b = N_BUCKETS;
 
 			m->kind = s->tcq != NULL ? K_TM : (uint8_t)(rnd() % K_TM);
-			if (rnd() % LARGE_EVERY == 0) {
+			if (opt.read_len != 0 && s->tcq == NULL) {
+				m->kind = K_READ;
+				m->len = opt.read_len;
+				for (b = 0; b < N_BUCKETS && opt.read_len > buckets[b].hi; b++)
+					;
+			} else if (rnd() % LARGE_EVERY == 0) {
 				m->len = n_large++ % 3 == 0 ? MAX_LEN : rnd_log(1048577, MAX_LEN);
 			} else {
 				uint32_t r = (uint32_t)(rnd() % 1000), acc = 0;
@@ -797,8 +805,9 @@ static const char *const shown[] = {
 	"faults.tx.duplicated", "faults.rx.duplicated", "faults.tx.corrupted",
 	"faults.rx.corrupted", "port.tx_frames", "port.tx_dropped", "port.tx_deferred",
 	"xport.rx_bad_icrc", "xport.tx_no_mbuf", "qp.retrans_timeout", "qp.retrans_seq_nak",
-	"qp.retrans_rnr", "qp.retrans_read", "qp.retrans_packets", "qp.ack_timeouts",
-	"qp.retry_exceeded", "qp.rnr_retry_exceeded", "qp.dup_requests", "qp.dup_responses",
+	"qp.retrans_rnr", "qp.retrans_read", "qp.retrans_probe", "qp.retrans_packets",
+	"qp.ack_timeouts", "qp.retries_spent", "qp.retry_resets", "qp.retry_exceeded",
+	"qp.rnr_retry_exceeded", "qp.dup_requests", "qp.dup_responses",
 	"qp.out_of_seq", "qp.seq_naks_sent", "qp.rnr_naks_sent", "qp.dup_reads_dropped",
 	"qp.resp_queue_full", "qp.flushed_wrs", "xport.tm_expected", "xport.tm_unexpected",
 	"xport.cq_overflows", "xport.access_errors",
@@ -944,7 +953,7 @@ static void many_messages_with_faults(void **state)
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [--messages N] [--deadline SECONDS] [--timeout EXP] "
-		"[--seed N]\n", prog);
+		"[--seed N] [--reads LEN]\n", prog);
 }
 
 int main(int argc, char **argv)
@@ -954,6 +963,7 @@ int main(int argc, char **argv)
 		{"deadline", required_argument, NULL, 'd'},
 		{"timeout", required_argument, NULL, 't'},
 		{"seed", required_argument, NULL, 's'},
+		{"reads", required_argument, NULL, 'r'},
 		{NULL, 0, NULL, 0},
 	};
 	const struct CMUnitTest tests[] = {
@@ -975,12 +985,16 @@ int main(int argc, char **argv)
 		case 's':
 			opt.seed = strtoull(optarg, NULL, 0);
 			break;
+		case 'r':
+			opt.read_len = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		default:
 			usage(argv[0]);
 			return 2;
 		}
 	}
-	if (opt.messages < N_STREAMS || opt.deadline_s == 0 || opt.timeout > 31) {
+	if (opt.messages < N_STREAMS || opt.deadline_s == 0 || opt.timeout > 31 ||
+	    opt.read_len > MAX_LEN) {
 		usage(argv[0]);
 		return 2;
 	}
