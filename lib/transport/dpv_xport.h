@@ -741,11 +741,13 @@ uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
 void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
 
 /**
- * Execute posted TM ops of an SRQ, at most @p budget (owner): lib/tm, then their
- * completions. An op whose completion finds the CQ full stays posted.
+ * Execute posted TM ops of one SRQ, at most @p budget (owner): lib/tm, then their
+ * completions. An op whose completion finds the CQ full stays posted. The device's
+ * poll runs every TM SRQ's with dpv_xport_tm_ops(); this one is for a caller that
+ * drives a single SRQ and counts what it ran.
  * @return the ops executed; 0 for a basic SRQ.
  */
-uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget);
+uint32_t dpv_xport_srq_ops(struct dpv_srq *srq, uint32_t budget);
 
 /**
  * Execute the posted TM ops of every TM SRQ of the device, at most @p budget of each

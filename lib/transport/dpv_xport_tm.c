@@ -126,9 +126,8 @@ static uint32_t srq_ops(struct dpv_srq *srq, uint32_t budget)
 	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, srq);
 }
 
-uint32_t dpv_xport_srq_ops(struct dpv_xport *x, struct dpv_srq *srq, uint32_t budget)
+uint32_t dpv_xport_srq_ops(struct dpv_srq *srq, uint32_t budget)
 {
-	(void)x;
 	return srq->tm != NULL ? srq_ops(srq, budget) : 0;
 }
 

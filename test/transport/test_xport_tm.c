@@ -59,7 +59,7 @@ static uint32_t tm_post(struct tm_env *t, uint8_t opcode, uint8_t flags, uint64_
 	assert_int_equal(dpv_tm_post(t->srq->tm, &op), 0);
 	op.sg_list = NULL;
 	assert_int_equal(dpv_ring_enqueue_burst(t->srq->tm_ops.lane[0], &op, 1), 1);
-	assert_int_equal(dpv_xport_srq_ops(xb, t->srq, 16), 1);
+	assert_int_equal(dpv_xport_srq_ops(t->srq, 16), 1);
 	return op.handle;
 }
 
@@ -215,7 +215,7 @@ static void tm_unexpected_no_tag_and_op_completions(void **state)
 
 		assert_int_equal(dpv_tm_post(t.srq->tm, &op), 0);
 		assert_int_equal(dpv_ring_enqueue_burst(t.srq->tm_ops.lane[0], &op, 1), 1);
-		assert_int_equal(dpv_xport_srq_ops(xb, t.srq, 16), 1);
+		assert_int_equal(dpv_xport_srq_ops(t.srq, 16), 1);
 	}
 	assert_int_equal(tm_poll(&t, c, 1), 1);
 	assert_int_equal(c[0].opcode, DPV_WC_TM_SYNC);
