@@ -87,142 +87,148 @@ static int load_port_faults(struct rte_cfgfile *cf, const char *path)
 	return 0;
 }
 
+/* A setting kept as the text it was given: copied as it is. */
+struct text_setting {
+	const char *env; /* its environment variable */
+	const char *key; /* its key in [dpverbs] of the file */
+	char *dst;
+	size_t size;
+};
+
+/* A number setting: @p min to @p max, else refused with what it means (@p what). */
+struct number_setting {
+	const char *env;
+	const char *key;
+	const char *what;
+	unsigned long min, max;
+	uint32_t *dst;
+};
+
+static const struct text_setting text_settings[] = {
+	{"DPV_EAL_ARGS", "eal_args", dpv_verbs_conf.eal_args, sizeof(dpv_verbs_conf.eal_args)},
+	{"DPV_PORT_IPV4", NULL, dpv_verbs_conf.ipv4, sizeof(dpv_verbs_conf.ipv4)},
+	{"DPV_PROGRESS", "progress", dpv_verbs_conf.progress, sizeof(dpv_verbs_conf.progress)},
+	{"DPV_CAPTURE", "capture", dpv_verbs_conf.capture, sizeof(dpv_verbs_conf.capture)},
+};
+
+static const struct number_setting number_settings[] = {
+	{"DPV_RING_PAIRS", "ring_pairs", "a number of port pairs", 0, DPV_MAX_DEVS / 2,
+	 &dpv_verbs_conf.ring_pairs},
+	{"DPV_INLINE_IDLE_US", "inline_idle_us",
+	 "the microseconds an inline device may go undriven before the helper thread drives "
+	 "it (0: never)",
+	 0, DPV_INLINE_IDLE_US_MAX, &dpv_verbs_conf.inline_idle_us},
+	{"DPV_ARP_LIFETIME_MS", "arp_lifetime_ms",
+	 "the milliseconds a neighbour's MAC is trusted after its last ARP", 1,
+	 DPV_ARP_LIFETIME_MS_MAX, &dpv_verbs_conf.arp_lifetime_ms},
+	{"DPV_LINK_WAIT_MS", "link_wait_ms",
+	 "the milliseconds opening a device waits for its port's link (0: no wait)", 0,
+	 DPV_LINK_WAIT_MS_MAX, &dpv_verbs_conf.link_wait_ms},
+	{"DPV_LINGER_MS", "linger_ms",
+	 "the milliseconds a destroyed RC QP acknowledges its peer's resends at most (0: not "
+	 "at all)",
+	 0, DPV_LINGER_MS_MAX, &dpv_verbs_conf.linger_ms},
+	{"DPV_FAULT_GUARD", "fault_guard",
+	 "whether dpverbs' SIGSEGV / SIGBUS handler guards its copies (0: no handler)", 0, 1,
+	 &dpv_verbs_conf.fault_guard},
+};
+
+#define N_NUMBERS (sizeof(number_settings) / sizeof(number_settings[0]))
+
 /*
- * A number setting, from the environment (@p env) or the file's [dpverbs] @p key: @p min
- * to @p max, else refused with what it means (@p what) and EINVAL.
+ * Take number setting @p s from @p value: from the environment (@p from_env) or the
+ * file @p path. 0 (also for no value), or EINVAL said in the words of where it came
+ * from.
  */
-static int take_number(const char *value, bool from_env, const char *env, const char *key,
-		       const char *path, const char *what, unsigned long min, unsigned long max,
-		       uint32_t *out)
+static int take_number(const struct number_setting *s, const char *value, bool from_env,
+		       const char *path)
 {
 	char *end;
 	unsigned long v;
 
-	if (value[0] == '\0')
+	if (value == NULL || value[0] == '\0')
 		return 0;
 	errno = 0;
 	v = strtoul(value, &end, 10);
-	if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < min ||
-	    v > max) {
+	if (!isdigit((unsigned char)value[0]) || *end != '\0' || errno != 0 || v < s->min ||
+	    v > s->max) {
 		if (from_env)
-			dpv_verbs_complain("%s=%s: want %s, %lu to %lu", env, value, what, min,
-					   max);
+			dpv_verbs_complain("%s=%s: want %s, %lu to %lu", s->env, value, s->what,
+					   s->min, s->max);
 		else
-			dpv_verbs_complain("%s = %s in [dpverbs] of %s: want %s, %lu to %lu", key,
-					   value, path, what, min, max);
+			dpv_verbs_complain("%s = %s in [dpverbs] of %s: want %s, %lu to %lu",
+					   s->key, value, path, s->what, s->min, s->max);
 		return EINVAL;
 	}
-	*out = (uint32_t)v;
+	*s->dst = (uint32_t)v;
 	return 0;
+}
+
+/* [port0] ipv4 = ..., [port1] ...: joined into the list DPV_PORT_IPV4 would give. */
+static void load_port_ipv4(struct rte_cfgfile *cf)
+{
+	for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
+		size_t len = strlen(dpv_verbs_conf.ipv4);
+		const char *v;
+		char sec[16];
+
+		snprintf(sec, sizeof(sec), "port%u", i);
+		v = rte_cfgfile_get_entry(cf, sec, "ipv4");
+		if (v == NULL)
+			break;
+		snprintf(dpv_verbs_conf.ipv4 + len, sizeof(dpv_verbs_conf.ipv4) - len, "%s%s",
+			 i ? "," : "", v);
+	}
 }
 
 /* Environment first; the INI file fills what the environment left unset. */
 int dpv_verbs_load_config(void)
 {
-	const char *path = getenv("DPV_CONFIG"), *v;
+	const char *path = getenv("DPV_CONFIG");
+	bool set_by_env[N_NUMBERS];
 	struct rte_cfgfile *cf;
-	char ring_pairs[16] = "", idle_us[16] = "", arp_ms[16] = "", wait_ms[16] = "",
-	     linger_ms[16] = "", guard[16] = "";
-	bool idle_from_env, arp_from_env, wait_from_env, linger_from_env, guard_from_env;
 
-	copy_setting(dpv_verbs_conf.eal_args, sizeof(dpv_verbs_conf.eal_args),
-		     getenv("DPV_EAL_ARGS"));
-	copy_setting(dpv_verbs_conf.ipv4, sizeof(dpv_verbs_conf.ipv4), getenv("DPV_PORT_IPV4"));
-	copy_setting(dpv_verbs_conf.progress, sizeof(dpv_verbs_conf.progress),
-		     getenv("DPV_PROGRESS"));
-	copy_setting(dpv_verbs_conf.capture, sizeof(dpv_verbs_conf.capture), getenv("DPV_CAPTURE"));
-	copy_setting(ring_pairs, sizeof(ring_pairs), getenv("DPV_RING_PAIRS"));
-	copy_setting(idle_us, sizeof(idle_us), getenv("DPV_INLINE_IDLE_US"));
-	copy_setting(arp_ms, sizeof(arp_ms), getenv("DPV_ARP_LIFETIME_MS"));
-	copy_setting(wait_ms, sizeof(wait_ms), getenv("DPV_LINK_WAIT_MS"));
-	copy_setting(linger_ms, sizeof(linger_ms), getenv("DPV_LINGER_MS"));
-	copy_setting(guard, sizeof(guard), getenv("DPV_FAULT_GUARD"));
-	idle_from_env = idle_us[0] != '\0';
-	arp_from_env = arp_ms[0] != '\0';
-	wait_from_env = wait_ms[0] != '\0';
-	linger_from_env = linger_ms[0] != '\0';
-	guard_from_env = guard[0] != '\0';
+	for (size_t i = 0; i < RTE_DIM(text_settings); i++)
+		copy_setting(text_settings[i].dst, text_settings[i].size,
+			     getenv(text_settings[i].env));
+	for (size_t i = 0; i < N_NUMBERS; i++) {
+		const char *v = getenv(number_settings[i].env);
+
+		set_by_env[i] = v != NULL && v[0] != '\0';
+		if (take_number(&number_settings[i], v, true, path) != 0)
+			return EINVAL;
+	}
 	if (take_faults(dpv_verbs_conf.faults, getenv("DPV_FAULTS"), NULL, NULL) != 0)
 		return EINVAL;
-	if (path != NULL && path[0] != '\0') {
-		cf = rte_cfgfile_load(path, 0);
-		if (cf == NULL) {
-			dpv_verbs_complain("cannot read DPV_CONFIG file %s: %s", path,
-					   strerror(errno));
-			return EINVAL;
-		}
-		copy_setting(dpv_verbs_conf.eal_args, sizeof(dpv_verbs_conf.eal_args),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "eal_args"));
-		copy_setting(dpv_verbs_conf.progress, sizeof(dpv_verbs_conf.progress),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "progress"));
-		copy_setting(dpv_verbs_conf.capture, sizeof(dpv_verbs_conf.capture),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "capture"));
-		copy_setting(ring_pairs, sizeof(ring_pairs),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "ring_pairs"));
-		copy_setting(idle_us, sizeof(idle_us),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "inline_idle_us"));
-		copy_setting(arp_ms, sizeof(arp_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "arp_lifetime_ms"));
-		copy_setting(wait_ms, sizeof(wait_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "link_wait_ms"));
-		copy_setting(linger_ms, sizeof(linger_ms),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "linger_ms"));
-		copy_setting(guard, sizeof(guard),
-			     rte_cfgfile_get_entry(cf, "dpverbs", "fault_guard"));
-		if ((dpv_verbs_conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
-		    take_faults(dpv_verbs_conf.faults,
-				rte_cfgfile_get_entry(cf, "dpverbs", "faults"), "dpverbs",
-				path) != 0) {
-			rte_cfgfile_close(cf);
-			return EINVAL;
-		}
-		/* [port0] ipv4 = ..., [port1] ...: joined into the same list as the env */
-		if (dpv_verbs_conf.ipv4[0] == '\0') {
-			for (unsigned int i = 0; i < DPV_MAX_DEVS; i++) {
-				char sec[16];
-				size_t len = strlen(dpv_verbs_conf.ipv4);
-
-				snprintf(sec, sizeof(sec), "port%u", i);
-				v = rte_cfgfile_get_entry(cf, sec, "ipv4");
-				if (v == NULL)
-					break;
-				snprintf(dpv_verbs_conf.ipv4 + len,
-					 sizeof(dpv_verbs_conf.ipv4) - len, "%s%s", i ? "," : "",
-					 v);
-			}
-		}
-		rte_cfgfile_close(cf);
-	}
-	if (ring_pairs[0] != '\0') {
-		char *end;
-		unsigned long n = strtoul(ring_pairs, &end, 10);
-
-		if (*end != '\0' || n > DPV_MAX_DEVS / 2) {
-			dpv_verbs_complain("DPV_RING_PAIRS=%s: want a number of port pairs, 0..%u",
-					   ring_pairs, DPV_MAX_DEVS / 2);
-			return EINVAL;
-		}
-		dpv_verbs_conf.ring_pairs = (unsigned int)n;
-	}
-	if (take_number(idle_us, idle_from_env, "DPV_INLINE_IDLE_US", "inline_idle_us", path,
-			"the microseconds an inline device may go undriven before the helper "
-			"thread drives it (0: never)", 0, DPV_INLINE_IDLE_US_MAX,
-			&dpv_verbs_conf.inline_idle_us) != 0 ||
-	    take_number(arp_ms, arp_from_env, "DPV_ARP_LIFETIME_MS", "arp_lifetime_ms", path,
-			"the milliseconds a neighbour's MAC is trusted after its last ARP", 1,
-			DPV_ARP_LIFETIME_MS_MAX, &dpv_verbs_conf.arp_lifetime_ms) != 0 ||
-	    take_number(wait_ms, wait_from_env, "DPV_LINK_WAIT_MS", "link_wait_ms", path,
-			"the milliseconds opening a device waits for its port's link (0: no "
-			"wait)", 0, DPV_LINK_WAIT_MS_MAX, &dpv_verbs_conf.link_wait_ms) != 0 ||
-	    take_number(linger_ms, linger_from_env, "DPV_LINGER_MS", "linger_ms", path,
-			"the milliseconds a destroyed RC QP acknowledges its peer's resends at "
-			"most (0: not at all)", 0, DPV_LINGER_MS_MAX,
-			&dpv_verbs_conf.linger_ms) != 0 ||
-	    take_number(guard, guard_from_env, "DPV_FAULT_GUARD", "fault_guard", path,
-			"whether dpverbs' SIGSEGV / SIGBUS handler guards its copies (0: no "
-			"handler)", 0, 1, &dpv_verbs_conf.fault_guard) != 0)
+	if (path == NULL || path[0] == '\0')
+		return 0;
+	cf = rte_cfgfile_load(path, 0);
+	if (cf == NULL) {
+		dpv_verbs_complain("cannot read DPV_CONFIG file %s: %s", path, strerror(errno));
 		return EINVAL;
+	}
+	for (size_t i = 0; i < RTE_DIM(text_settings); i++)
+		if (text_settings[i].key != NULL)
+			copy_setting(text_settings[i].dst, text_settings[i].size,
+				     rte_cfgfile_get_entry(cf, "dpverbs", text_settings[i].key));
+	for (size_t i = 0; i < N_NUMBERS; i++) {
+		if (!set_by_env[i] &&
+		    take_number(&number_settings[i],
+				rte_cfgfile_get_entry(cf, "dpverbs", number_settings[i].key),
+				false, path) != 0)
+			goto refused;
+	}
+	if ((dpv_verbs_conf.faults[0] == '\0' && load_port_faults(cf, path) != 0) ||
+	    take_faults(dpv_verbs_conf.faults, rte_cfgfile_get_entry(cf, "dpverbs", "faults"),
+			"dpverbs", path) != 0)
+		goto refused;
+	if (dpv_verbs_conf.ipv4[0] == '\0')
+		load_port_ipv4(cf);
+	rte_cfgfile_close(cf);
 	return 0;
+refused:
+	rte_cfgfile_close(cf);
+	return EINVAL;
 }
 
 /*

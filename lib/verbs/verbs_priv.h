@@ -173,7 +173,7 @@ struct dpv_verbs_conf {
 	char capture[DPV_VERBS_CONFIG_LEN];
 	char faults[DPV_FAULTS_SPEC_MAX];   /* every port's, unless it has its own */
 	char port_faults[DPV_MAX_DEVS][DPV_FAULTS_SPEC_MAX]; /* [portN] faults */
-	unsigned int ring_pairs;
+	uint32_t ring_pairs;
 	uint32_t inline_idle_us;
 	uint32_t arp_lifetime_ms;
 	uint32_t link_wait_ms;
