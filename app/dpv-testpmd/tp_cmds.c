@@ -50,6 +50,10 @@ static const struct tp_help help_show[] = {
 	 "show objects"},
 	{"show mr <mr> [<offset> [<len>]]", "the MR's bytes in hex (32 from offset 0 by default)",
 	 "show mr 2 0 64"},
+	{"show cm <dev>",
+	 "the device's CM ids (listeners, connections, SIDR requests): local ID, state, peer, "
+	 "service ID, QPNs",
+	 "show cm dpv0"},
 	{"show tags <srq>", "the tag list: handle, tag, mask, eligible, phase (need), buffer",
 	 "show tags 1"},
 	{"show unexpected <srq>", "unexpected messages polled and not yet synced", "show unexpected 1"},
@@ -214,7 +218,7 @@ static void help_group(const char *group, bool full)
 	}
 	/* The tag list's views are `show` commands, and part of the TM story too. */
 	if (strcmp(group, "tm") == 0)
-		help_print(&help_show[5], full);
+		help_print(&help_show[6], full);
 }
 
 static int cmd_help(const struct tp_args *a)
