@@ -44,6 +44,10 @@ const struct dpv_dev_cm_param cm_dev_param_a = {
 static char **eal_argv;
 static int eal_argc;
 
+/* The devices cm_dev_pair() opened and nobody closed yet. */
+#define OPENED_MAX 16
+static struct dpv_dev *opened[OPENED_MAX];
+
 void cm_dev_args_keep(int argc, char **argv)
 {
 	eal_argc = argc;
@@ -61,9 +65,33 @@ int cm_dev_eal_up(void)
 static int dev_open(const char *name, uint16_t port, uint32_t ip, const char *faults,
 		    struct dpv_dev **dev)
 {
-	if (faults != NULL)
-		return dpv_dev_open_faults(name, port, ip, faults, dev);
-	return dpv_dev_open(name, port, ip, dev);
+	int ret = faults != NULL ? dpv_dev_open_faults(name, port, ip, faults, dev)
+				 : dpv_dev_open(name, port, ip, dev);
+
+	for (int i = 0; ret == 0 && i < OPENED_MAX; i++) {
+		if (opened[i] == NULL) {
+			opened[i] = *dev;
+			return 0;
+		}
+	}
+	return ret == 0 ? -1 : ret;
+}
+
+void cm_dev_close(struct dpv_dev *dev)
+{
+	for (int i = 0; i < OPENED_MAX; i++)
+		if (opened[i] == dev)
+			opened[i] = NULL;
+	dpv_dev_close(dev);
+}
+
+int cm_dev_down(void **state)
+{
+	(void)state;
+	for (int i = 0; i < OPENED_MAX; i++)
+		if (opened[i] != NULL)
+			cm_dev_close(opened[i]);
+	return rte_eal_cleanup() == 0 ? 0 : -1;
 }
 
 int cm_dev_pair(const char *ring, const char *na, uint32_t ip_a, const char *faults_a,

@@ -32,6 +32,12 @@ int cm_dev_pair(const char *ring, const char *na, uint32_t ip_a, const char *fau
 		const char *nb, uint32_t ip_b, const char *faults_b,
 		const struct dpv_dev_cm_timing *timing, struct dpv_dev **a, struct dpv_dev **b);
 
+/* Close a device of cm_dev_pair() before the group's end. */
+void cm_dev_close(struct dpv_dev *dev);
+
+/* Group teardown: close the devices of cm_dev_pair() still open, then EAL. */
+int cm_dev_down(void **state);
+
 /* One round of every device's progress. */
 void cm_dev_drive(void);
 

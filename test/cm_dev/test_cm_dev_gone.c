@@ -51,14 +51,14 @@ static void peer_gone_before_the_rep(void **state)
 	assert_int_equal(dpv_dev_cm_connect(s, IP_P, cm_dev_tcp(7300), &cm_dev_param_b, &sid), 0);
 	ev = cm_dev_next(p);
 	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
-	dpv_dev_close(p);
+	cm_dev_close(p);
 	cm_dev_expect(s, DPV_CM_EV_UNREACHABLE, sid);
 	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
 	/* the REQs, and the REJ (Timeout) that tells a peer that is still there */
 	assert_int_equal(cm_dev_tx_gsi(s) - s0, SENDS + 1);
 	assert_int_equal(cm_dev_ids(s), 0);
 	cm_dev_no_event(s, 30);
-	dpv_dev_close(s);
+	cm_dev_close(s);
 }
 
 /* The active peer got the REP and closed before its RTU: the REP is sent again, then
@@ -81,7 +81,7 @@ static void peer_gone_before_the_rtu(void **state)
 	t0 = now_ms();
 	assert_int_equal(dpv_dev_cm_accept(s, sid, &cm_dev_param_a), 0);
 	cm_dev_expect(p, DPV_CM_EV_CONNECT_RESPONSE, pid);
-	dpv_dev_close(p);
+	cm_dev_close(p);
 	cm_dev_expect(s, DPV_CM_EV_UNREACHABLE, sid);
 	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
 	assert_int_equal(cm_dev_tx_gsi(s) - s0, SENDS + 1);
@@ -90,7 +90,7 @@ static void peer_gone_before_the_rtu(void **state)
 	assert_int_equal(cm_dev_ids(s), 1);
 	assert_int_equal(dpv_dev_cm_unlisten(s, lid), 0);
 	cm_dev_no_event(s, 30);
-	dpv_dev_close(s);
+	cm_dev_close(s);
 }
 
 /* Established, then the peer closes: the survivor's DREQ goes unanswered,
@@ -114,7 +114,7 @@ static void peer_gone_after_the_handshake(void **state)
 	assert_int_equal(dpv_dev_cm_establish(s, sid), 0);
 	cm_dev_expect(s, DPV_CM_EV_ESTABLISHED, sid);
 	cm_dev_expect(p, DPV_CM_EV_ESTABLISHED, pid);
-	dpv_dev_close(p);
+	cm_dev_close(p);
 	s0 = cm_dev_tx_gsi(s);
 	t0 = now_ms();
 	assert_int_equal(dpv_dev_cm_disconnect(s, sid), 0);
@@ -124,7 +124,7 @@ static void peer_gone_after_the_handshake(void **state)
 	cm_dev_expect(s, DPV_CM_EV_TIMEWAIT_EXIT, sid);
 	assert_int_equal(cm_dev_ids(s), 0);
 	cm_dev_no_event(s, 30);
-	dpv_dev_close(s);
+	cm_dev_close(s);
 }
 
 static int eal_up(void **state)
@@ -133,11 +133,6 @@ static int eal_up(void **state)
 	return cm_dev_eal_up();
 }
 
-static int eal_down(void **state)
-{
-	(void)state;
-	return rte_eal_cleanup() == 0 ? 0 : -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -148,5 +143,5 @@ int main(int argc, char **argv)
 	};
 
 	cm_dev_args_keep(argc, argv);
-	return cmocka_run_group_tests_name("cm_dev_gone", tests, eal_up, eal_down) ? 1 : 0;
+	return cmocka_run_group_tests_name("cm_dev_gone", tests, eal_up, cm_dev_down) ? 1 : 0;
 }

@@ -153,13 +153,6 @@ static int devices_up(void **state)
 		       : -1;
 }
 
-static int devices_down(void **state)
-{
-	(void)state;
-	dpv_dev_close(A);
-	dpv_dev_close(B);
-	return rte_eal_cleanup() == 0 ? 0 : -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -171,5 +164,5 @@ int main(int argc, char **argv)
 	};
 
 	cm_dev_args_keep(argc, argv);
-	return cmocka_run_group_tests_name("cm_dev_sidr", tests, devices_up, devices_down) ? 1 : 0;
+	return cmocka_run_group_tests_name("cm_dev_sidr", tests, devices_up, cm_dev_down) ? 1 : 0;
 }
