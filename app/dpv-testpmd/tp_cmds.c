@@ -385,8 +385,8 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 	n_cands = 0;
 	if (strcmp(n, "show") == 0) {
 		if (pos == 1)
-			cand_words("devices port counters objects mr tags unexpected phase");
-		else if (pos == 2 && strcmp(w1, "port") == 0)
+			cand_words("devices port counters objects mr tags unexpected phase cm");
+		else if (pos == 2 && (strcmp(w1, "port") == 0 || strcmp(w1, "cm") == 0))
 			cand_devs();
 		else if (pos == 2 && strcmp(w1, "counters") == 0) {
 			cand_devs();
