@@ -373,13 +373,39 @@ static bool param_ok(const struct dpv_dev_cm_param *p, uint8_t max_pdata)
 	       (p->private_data != NULL || p->private_data_len == 0);
 }
 
+/* A connection of its own sends @p req, or @p sidr (a SIDR request), to @p dst_ip
+ * (the device owned). */
+static int active_start(struct dpv_dev *dev, uint32_t dst_ip, const struct dpv_cm_req *req,
+			const struct dpv_cm_sidr_req *sidr, uint32_t *id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct cm_conn *k = conn_new(cm);
+	struct dpv_cm_out o;
+	int ret;
+
+	if (k == NULL)
+		return ENOSPC;
+	k->peer_ip = dst_ip;
+	k->ud = sidr != NULL;
+	if (sidr != NULL)
+		ret = dpv_cm_sidr_request(&k->c, sidr, cm->timing.response_timeout,
+					  cm->timing.max_retries, now_ns(cm), &o);
+	else
+		ret = dpv_cm_connect(&k->c, req, now_ns(cm), &o);
+	if (ret != 0) {
+		conn_free(cm, k);
+		return ret;
+	}
+	*id = k->c.local_id;
+	cm_out(dev, k, &o);
+	return 0;
+}
+
 int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
 		       const struct dpv_dev_cm_param *p, uint32_t *id)
 {
 	struct dpv_dev_cm *cm = dev->cm;
 	struct dpv_cm_req r;
-	struct dpv_cm_out o;
-	struct cm_conn *k;
 	int ret;
 
 	if (!param_ok(p, DPV_CM_REQ_PDATA_LEN))
@@ -407,19 +433,7 @@ int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id
 	r.max_cm_retries = cm->timing.max_retries;
 	r.primary.local_ack_timeout =
 		cm->timing.packet_life_time < 31 ? cm->timing.packet_life_time + 1 : 31;
-	k = conn_new(cm);
-	if (k == NULL) {
-		ret = ENOSPC;
-	} else {
-		k->peer_ip = dst_ip;
-		ret = dpv_cm_connect(&k->c, &r, now_ns(cm), &o);
-		if (ret != 0) {
-			conn_free(cm, k);
-		} else {
-			*id = k->c.local_id;
-			cm_out(dev, k, &o);
-		}
-	}
+	ret = active_start(dev, dst_ip, &r, NULL, id);
 	dpv_dev_disown(dev);
 	return ret;
 }
@@ -427,10 +441,7 @@ int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id
 int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
 			    const void *pdata, uint8_t len, uint32_t *id)
 {
-	struct dpv_dev_cm *cm = dev->cm;
 	struct dpv_cm_sidr_req r;
-	struct dpv_cm_out o;
-	struct cm_conn *k;
 	int ret;
 
 	if (len > DPV_CM_SIDR_REQ_PDATA_LEN || (pdata == NULL && len != 0))
@@ -441,21 +452,7 @@ int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t servi
 	if (len)
 		memcpy(r.private_data, pdata, len);
 	dpv_dev_own(dev);
-	k = conn_new(cm);
-	if (k == NULL) {
-		ret = ENOSPC;
-	} else {
-		k->peer_ip = dst_ip;
-		k->ud = true;
-		ret = dpv_cm_sidr_request(&k->c, &r, cm->timing.response_timeout,
-					  cm->timing.max_retries, now_ns(cm), &o);
-		if (ret != 0) {
-			conn_free(cm, k);
-		} else {
-			*id = k->c.local_id;
-			cm_out(dev, k, &o);
-		}
-	}
+	ret = active_start(dev, dst_ip, NULL, &r, id);
 	dpv_dev_disown(dev);
 	return ret;
 }
@@ -464,7 +461,7 @@ int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t servi
 struct conn_call {
 	enum { CALL_ACCEPT, CALL_REJECT, CALL_ESTABLISH, CALL_DISCONNECT, CALL_SIDR_REPLY } op;
 	const struct dpv_cm_rep *rep;       /* ACCEPT */
-	struct dpv_cm_sidr_rep *sidr_rep;   /* SIDR_REPLY; REJECT of a SIDR request */
+	const struct dpv_cm_sidr_rep *sidr_rep; /* SIDR_REPLY */
 	const void *pdata;                  /* REJECT */
 	uint8_t len;
 };
