@@ -3,8 +3,8 @@
  * Writes a pcap of one RoCEv2 frame per CM MAD lib/cm packs (and per refusal it answers
  * a request with), each a UD SEND to QP1 as a GSI datagram travels (BTH dest QP 1,
  * DETH Q_Key 0x80010000 from source QP 1), and on stdout a line per frame for
- * check_cm_pcap.py to compare with what tshark reads: frame number, attribute ID, then the fields of that message tshark decodes
- * (comm IDs, service ID, QPN, REJ reason).
+ * check_cm_pcap.py to compare with what tshark reads: frame number, attribute ID, then
+ * the fields of that message tshark decodes (comm IDs, service ID, QPN, REJ reason).
  */
 #include <inttypes.h>
 #include <stdio.h>
