@@ -50,6 +50,10 @@ static const struct tp_help help_show[] = {
 	 "show objects"},
 	{"show mr <mr> [<offset> [<len>]]", "the MR's bytes in hex (32 from offset 0 by default)",
 	 "show mr 2 0 64"},
+	{"show cm <dev>",
+	 "the device's CM ids (listeners, connections, SIDR requests): local ID, state, peer, "
+	 "service ID, QPNs",
+	 "show cm dpv0"},
 	{"show tags <srq>", "the tag list: handle, tag, mask, eligible, phase (need), buffer",
 	 "show tags 1"},
 	{"show unexpected <srq>", "unexpected messages polled and not yet synced", "show unexpected 1"},
@@ -214,7 +218,7 @@ static void help_group(const char *group, bool full)
 	}
 	/* The tag list's views are `show` commands, and part of the TM story too. */
 	if (strcmp(group, "tm") == 0)
-		help_print(&help_show[5], full);
+		help_print(&help_show[6], full);
 }
 
 static int cmd_help(const struct tp_args *a)
@@ -381,8 +385,8 @@ static void candidates(const struct tp_cmd *c, unsigned int pos)
 	n_cands = 0;
 	if (strcmp(n, "show") == 0) {
 		if (pos == 1)
-			cand_words("devices port counters objects mr tags unexpected phase");
-		else if (pos == 2 && strcmp(w1, "port") == 0)
+			cand_words("devices port counters objects mr tags unexpected phase cm");
+		else if (pos == 2 && (strcmp(w1, "port") == 0 || strcmp(w1, "cm") == 0))
 			cand_devs();
 		else if (pos == 2 && strcmp(w1, "counters") == 0) {
 			cand_devs();

@@ -955,6 +955,51 @@ static int show_mr(const struct tp_args *a)
 	return 0;
 }
 
+/* The CM ids of a device, one line each (dpv_verbs_query_cm()). */
+static int show_cm(const struct tp_args *a)
+{
+	struct dpv_verbs_cm_id *ids = NULL;
+	char peer[16], qpn[12], rqpn[12];
+	int d, n, got = 0;
+
+	if (a->n > 3)
+		return tp_err("show cm", EINVAL, "show cm <dev>");
+	if ((d = tp_dev_arg("show cm", a->n > 2 ? a->w[2] : NULL)) < 0)
+		return -1;
+	n = dpv_verbs_query_cm(tp.dev[d].ctx, NULL, 0);
+	if (n > 0) {
+		ids = calloc((size_t)n, sizeof(*ids));
+		if (ids == NULL)
+			return tp_err("show cm", ENOMEM, "no memory for %d ids", n);
+		got = dpv_verbs_query_cm(tp.dev[d].ctx, ids, (unsigned int)n);
+		/* ids may have come or gone in between: show what the second look saw */
+		if (got > n)
+			got = n;
+	}
+	if (got < 0) {
+		free(ids);
+		return tp_err("show cm", -got, "the device did not answer");
+	}
+	tp_out("%s: %d CM id%s", tp.dev[d].name, got, got == 1 ? "" : "s");
+	if (got > 0)
+		tp_out("  %-10s %-13s %-3s %-15s %-18s %-8s %-8s %s", "id", "state", "ud", "peer",
+		       "service", "qpn", "peer qpn", "retries");
+	for (int i = 0; i < got; i++) {
+		const struct dpv_verbs_cm_id *c = &ids[i];
+
+		if (c->peer_ipv4 != 0)
+			ipv4_str(c->peer_ipv4, peer, sizeof(peer));
+		else
+			snprintf(peer, sizeof(peer), "-");
+		snprintf(qpn, sizeof(qpn), c->local_qpn ? "%u" : "-", c->local_qpn);
+		snprintf(rqpn, sizeof(rqpn), c->remote_qpn ? "%u" : "-", c->remote_qpn);
+		tp_out("  0x%08x %-13s %-3s %-15s 0x%016" PRIx64 " %-8s %-8s %u", c->id, c->state,
+		       c->ud ? "yes" : "no", peer, c->service_id, qpn, rqpn, c->retries);
+	}
+	free(ids);
+	return 0;
+}
+
 int tp_cmd_show(const struct tp_args *a)
 {
 	const char *w = a->n > 1 ? a->w[1] : "";
@@ -977,6 +1022,8 @@ int tp_cmd_show(const struct tp_args *a)
 		return tp_show_unexpected("show unexpected", a);
 	if (strcmp(w, "phase") == 0)
 		return tp_show_phase("show phase", a);
+	if (strcmp(w, "cm") == 0)
+		return show_cm(a);
 	return tp_err("show", EINVAL, "show devices|port|counters|objects|mr|tags|unexpected|"
-		      "phase (help info)");
+		      "phase|cm (help info)");
 }

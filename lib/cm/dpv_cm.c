@@ -82,6 +82,21 @@ static void rej(struct dpv_cm_out *out, uint64_t tid, uint32_t local, uint32_t r
 	m->rej.reason = reason;
 }
 
+/* The MRA of a message handed to the consumer, kept for its duplicates. */
+static void mra_auto(struct dpv_cm_conn *c, uint8_t message_mraed, enum dpv_cm_state s,
+		     struct dpv_cm_out *out)
+{
+	struct dpv_cm_msg *m = start(out, DPV_CM_ATTR_MRA, c->tid);
+
+	m->mra.local_comm_id = c->local_id;
+	m->mra.remote_comm_id = c->remote_id;
+	m->mra.message_mraed = message_mraed;
+	m->mra.service_timeout = c->mra_timeout;
+	c->answer = *m;
+	c->has_answer = true;
+	enter(c, s);
+}
+
 /* A REJ (Timeout) carries the rejecting CA's GUID as its ARI, so that a peer that
  * never learned our communication ID finds the connection by (our ID, GUID). */
 static void rej_timeout(struct dpv_cm_conn *c, uint8_t msg_rejected, struct dpv_cm_out *out)
@@ -93,6 +108,16 @@ static void rej_timeout(struct dpv_cm_conn *c, uint8_t msg_rejected, struct dpv_
 	for (i = 0; i < 8; i++)
 		ari[i] = (uint8_t)(c->local_guid >> (56 - 8 * i));
 	out->mad.rej.ari_length = 8;
+}
+
+static void sidr_rep(struct dpv_cm_out *out, uint64_t tid, uint32_t request_id,
+		     uint64_t service_id, uint8_t status)
+{
+	struct dpv_cm_msg *m = start(out, DPV_CM_ATTR_SIDR_REP, tid);
+
+	m->sidr_rep.request_id = request_id;
+	m->sidr_rep.service_id = service_id;
+	m->sidr_rep.status = status;
 }
 
 static void drep(struct dpv_cm_out *out, uint64_t tid, uint32_t local, uint32_t remote)
@@ -116,6 +141,7 @@ void dpv_cm_init(struct dpv_cm_conn *c, const struct dpv_cm_params *p)
 	c->state = DPV_CM_IDLE;
 	c->local_guid = p->local_ca_guid;
 	c->packet_life_time = p->packet_life_time & 31u;
+	c->mra_timeout = p->mra_timeout & 31u;
 	c->timewait_ns = p->timewait_ns;
 	c->deadline = DPV_CM_NO_DEADLINE;
 }
@@ -141,6 +167,9 @@ const char *dpv_cm_state_name(enum dpv_cm_state s)
 		[DPV_CM_DREQ_SENT] = "DREQ_SENT",
 		[DPV_CM_DREQ_RCVD] = "DREQ_RCVD",
 		[DPV_CM_TIMEWAIT] = "TIMEWAIT",
+		[DPV_CM_MRA_REP_SENT] = "MRA_REP_SENT",
+		[DPV_CM_SIDR_REQ_SENT] = "SIDR_REQ_SENT",
+		[DPV_CM_SIDR_REQ_RCVD] = "SIDR_REQ_RCVD",
 	};
 
 	return (unsigned int)s < sizeof(names) / sizeof(names[0]) ? names[s] : "?";
@@ -266,9 +295,10 @@ int dpv_cm_reject(struct dpv_cm_conn *c, uint16_t reason, const void *pdata, uin
 		  uint64_t now, struct dpv_cm_out *out)
 {
 	bool of_req = c->state == DPV_CM_REQ_RCVD || c->state == DPV_CM_MRA_REQ_SENT;
+	bool of_rep = c->state == DPV_CM_REP_RCVD || c->state == DPV_CM_MRA_REP_SENT;
 
 	clear(out);
-	if ((!of_req && c->state != DPV_CM_REP_RCVD) || len > DPV_CM_REJ_PDATA_LEN)
+	if ((!of_req && !of_rep) || len > DPV_CM_REJ_PDATA_LEN)
 		return EINVAL;
 	rej(out, c->tid, c->local_id, c->remote_id, of_req ? DPV_CM_REF_REQ : DPV_CM_REF_REP,
 	    reason);
@@ -286,7 +316,8 @@ int dpv_cm_rtu(struct dpv_cm_conn *c, const void *pdata, uint8_t len, struct dpv
 	struct dpv_cm_msg *m;
 
 	clear(out);
-	if (c->state != DPV_CM_REP_RCVD || len > DPV_CM_RTU_PDATA_LEN)
+	if ((c->state != DPV_CM_REP_RCVD && c->state != DPV_CM_MRA_REP_SENT) ||
+	    len > DPV_CM_RTU_PDATA_LEN)
 		return EINVAL;
 	m = start(out, DPV_CM_ATTR_RTU, c->tid);
 	m->rtu.local_comm_id = c->local_id;
@@ -344,6 +375,90 @@ int dpv_cm_disconnect(struct dpv_cm_conn *c, const void *pdata, uint8_t len, uin
 	return EINVAL;
 }
 
+int dpv_cm_sidr_request(struct dpv_cm_conn *c, const struct dpv_cm_sidr_req *req,
+			uint8_t response_timeout, uint8_t max_retries, uint64_t now,
+			struct dpv_cm_out *out)
+{
+	struct dpv_cm_msg *m;
+
+	clear(out);
+	if (c->state != DPV_CM_IDLE || c->local_id == 0 || response_timeout > 31 ||
+	    max_retries > 15)
+		return EINVAL;
+	m = start(out, DPV_CM_ATTR_SIDR_REQ, new_tid(c));
+	m->sidr_req = *req;
+	m->sidr_req.request_id = c->local_id;
+	c->tid = m->hdr.tid;
+	c->remote_id = 0;
+	c->remote_guid = 0;
+	c->service_id = req->service_id;
+	c->peer_timeout = response_timeout;
+	c->max_retries = max_retries;
+	c->retries = 0;
+	c->has_answer = false;
+	c->pending = *m;
+	c->state = DPV_CM_SIDR_REQ_SENT;
+	arm(c, now, wait_ns(c, c->peer_timeout));
+	return 0;
+}
+
+int dpv_cm_sidr_req_received(struct dpv_cm_conn *c, const struct dpv_cm_conn *listener,
+			     const struct dpv_cm_msg *m, uint64_t peer, struct dpv_cm_out *out)
+{
+	clear(out);
+	if (m->hdr.attr_id != DPV_CM_ATTR_SIDR_REQ || listener->state != DPV_CM_LISTEN ||
+	    listener->service_id != m->sidr_req.service_id || c->state != DPV_CM_IDLE ||
+	    c->local_id == 0)
+		return EINVAL;
+	c->tid = m->hdr.tid;
+	c->remote_id = m->sidr_req.request_id;
+	/* A SIDR_REQ names no CA: its sender's address stands for the GUID. */
+	c->remote_guid = peer;
+	c->service_id = m->sidr_req.service_id;
+	c->has_answer = false;
+	enter(c, DPV_CM_SIDR_REQ_RCVD);
+	event(out, DPV_CM_EV_CONNECT_REQUEST, m);
+	return 0;
+}
+
+int dpv_cm_sidr_reply(struct dpv_cm_conn *c, const struct dpv_cm_sidr_rep *rep,
+		      struct dpv_cm_out *out)
+{
+	struct dpv_cm_msg *m;
+
+	clear(out);
+	if (c->state != DPV_CM_SIDR_REQ_RCVD)
+		return EINVAL;
+	m = start(out, DPV_CM_ATTR_SIDR_REP, c->tid);
+	m->sidr_rep = *rep;
+	m->sidr_rep.request_id = c->remote_id;
+	m->sidr_rep.service_id = c->service_id;
+	if (!packs(m)) {
+		clear(out);
+		return EINVAL;
+	}
+	c->local_qpn = rep->qpn;
+	enter_idle(c);
+	return 0;
+}
+
+static int input_sidr_rep(struct dpv_cm_conn *c, const struct dpv_cm_msg *m,
+			  struct dpv_cm_out *out)
+{
+	const struct dpv_cm_sidr_rep *r = &m->sidr_rep;
+
+	if (c->state != DPV_CM_SIDR_REQ_SENT || r->request_id != c->local_id ||
+	    m->hdr.tid != c->tid)
+		return EPROTO;
+	c->remote_qpn = r->qpn;
+	enter_idle(c);
+	/* As Linux's RDMA CM reports it: a QP for Success, UNREACHABLE with the status
+	 * for any other. */
+	event(out, r->status == DPV_CM_SIDR_SUCCESS ? DPV_CM_EV_ESTABLISHED : DPV_CM_EV_UNREACHABLE,
+	      m);
+	return 0;
+}
+
 /* A REQ again, from the same peer connection (dpv_cm_table_route() found it so). */
 static int input_req(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, struct dpv_cm_out *out)
 {
@@ -351,7 +466,10 @@ static int input_req(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, struct d
 		return EPROTO;
 	switch (c->state) {
 	case DPV_CM_REQ_RCVD:
-		return 0; /* the consumer has not answered yet: the MRA is its call */
+		/* The consumer has not answered within the sender's timeout: tell it the
+		 * REQ is here and how long the answer may take (IBTA 12.6.6). */
+		mra_auto(c, DPV_CM_REF_REQ, DPV_CM_MRA_REQ_SENT, out);
+		return 0;
 	case DPV_CM_MRA_REQ_SENT:
 		resend(out, &c->answer);
 		return 0;
@@ -405,6 +523,7 @@ static int input_rej(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, uint64_t
 		enter_idle(c);
 		break;
 	case DPV_CM_REP_RCVD:
+	case DPV_CM_MRA_REP_SENT:
 	case DPV_CM_REP_SENT:
 	case DPV_CM_MRA_REP_RCVD:
 	case DPV_CM_ESTABLISHED:
@@ -434,7 +553,15 @@ static int input_rep(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, struct d
 		event(out, DPV_CM_EV_CONNECT_RESPONSE, m);
 		return 0;
 	case DPV_CM_REP_RCVD:
-		return r->local_comm_id == c->remote_id ? 0 : EPROTO;
+		if (r->local_comm_id != c->remote_id)
+			return EPROTO;
+		mra_auto(c, DPV_CM_REF_REP, DPV_CM_MRA_REP_SENT, out);
+		return 0;
+	case DPV_CM_MRA_REP_SENT:
+		if (r->local_comm_id != c->remote_id)
+			return EPROTO;
+		resend(out, &c->answer);
+		return 0;
 	case DPV_CM_ESTABLISHED:
 		if (r->local_comm_id != c->remote_id || !c->has_answer)
 			return EPROTO;
@@ -542,6 +669,13 @@ int dpv_cm_input(struct dpv_cm_conn *c, const struct dpv_cm_msg *m, uint64_t now
 		return input_dreq(c, m, now, out);
 	case DPV_CM_ATTR_DREP:
 		return input_drep(c, m, now, out);
+	case DPV_CM_ATTR_SIDR_REQ:
+		/* The request again while the consumer decides: it answers once. */
+		return c->state == DPV_CM_SIDR_REQ_RCVD && m->sidr_req.request_id == c->remote_id
+			       ? 0
+			       : EPROTO;
+	case DPV_CM_ATTR_SIDR_REP:
+		return input_sidr_rep(c, m, out);
 	default:
 		return EPROTO;
 	}
@@ -588,6 +722,12 @@ void dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out)
 		enter_timewait(c, now);
 		event(out, DPV_CM_EV_DISCONNECTED, NULL);
 		break;
+	case DPV_CM_SIDR_REQ_SENT:
+		if (retry(c, DPV_CM_SIDR_REQ_SENT, now, out))
+			break;
+		enter_idle(c);
+		event(out, DPV_CM_EV_UNREACHABLE, NULL);
+		break;
 	case DPV_CM_TIMEWAIT:
 		enter_idle(c);
 		event(out, DPV_CM_EV_TIMEWAIT_EXIT, NULL);
@@ -618,6 +758,68 @@ int dpv_cm_answer_unmatched(const struct dpv_cm_msg *m, struct dpv_cm_out *out)
 		return 0;
 	case DPV_CM_ATTR_DREQ:
 		drep(out, tid, m->dreq.remote_comm_id, m->dreq.local_comm_id);
+		return 0;
+	case DPV_CM_ATTR_SIDR_REQ:
+		sidr_rep(out, tid, m->sidr_req.request_id, m->sidr_req.service_id,
+			 DPV_CM_SIDR_UNSUPPORTED);
+		return 0;
+	default:
+		return ENOENT;
+	}
+}
+
+int dpv_cm_answer_no_resources(const struct dpv_cm_msg *m, struct dpv_cm_out *out)
+{
+	clear(out);
+	switch (m->hdr.attr_id) {
+	case DPV_CM_ATTR_REQ:
+		rej(out, m->hdr.tid, 0, m->req.local_comm_id, DPV_CM_REF_REQ,
+		    DPV_CM_REJ_NO_RESOURCES);
+		return 0;
+	case DPV_CM_ATTR_SIDR_REQ:
+		sidr_rep(out, m->hdr.tid, m->sidr_req.request_id, m->sidr_req.service_id,
+			 DPV_CM_SIDR_REJECT);
+		return 0;
+	default:
+		return ENOENT;
+	}
+}
+
+static uint64_t be_get(const uint8_t *p, unsigned int n)
+{
+	uint64_t v = 0;
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+int dpv_cm_answer_version(const void *buf, size_t len, struct dpv_cm_out *out)
+{
+	/* The common MAD header (IBTA 13.4.3) and the first fields of a REQ and of a
+	 * SIDR_REQ, at the same offsets in every class version. */
+	const uint8_t *b = buf;
+	uint64_t tid;
+	uint32_t id;
+
+	clear(out);
+	if (len != DPV_CM_MAD_LEN || b[0] != DPV_CM_BASE_VERSION || b[1] != DPV_CM_MGMT_CLASS ||
+	    b[2] == DPV_CM_CLASS_VERSION || b[3] != DPV_CM_METHOD_SEND)
+		return ENOENT;
+	tid = be_get(b + 8, 8);
+	id = (uint32_t)be_get(b + DPV_CM_MAD_HDR_LEN, 4);
+	switch (be_get(b + 16, 2)) {
+	case DPV_CM_ATTR_REQ:
+		rej(out, tid, 0, id, DPV_CM_REF_REQ, DPV_CM_REJ_INVALID_CLASS_VERSION);
+		out->mad.rej.ari[0] = DPV_CM_CLASS_VERSION;
+		out->mad.rej.ari_length = 1;
+		return 0;
+	case DPV_CM_ATTR_SIDR_REQ:
+		sidr_rep(out, tid, id, be_get(b + DPV_CM_MAD_HDR_LEN + 8, 8),
+			 DPV_CM_SIDR_UNSUPPORTED_VERSION);
+		out->mad.sidr_rep.info[0] = DPV_CM_CLASS_VERSION;
+		out->mad.sidr_rep.info_length = 1;
 		return 0;
 	default:
 		return ENOENT;
@@ -720,10 +922,26 @@ struct dpv_cm_conn *dpv_cm_table_find_remote(const struct dpv_cm_table *t, uint3
 	for (i = 0; i < t->cap; i++) {
 		const struct dpv_cm_conn *c = t->slot[i];
 
-		/* A connection whose peer's ID is not known yet (0) matches nothing. */
+		/* A connection whose peer's ID is not known yet (0) matches nothing, nor a
+		 * SIDR request (its peer is an address). */
 		if (c != NULL && c->state != DPV_CM_IDLE && c->state != DPV_CM_LISTEN &&
-		    c->remote_id != 0 && c->remote_id == remote_id &&
+		    c->state != DPV_CM_SIDR_REQ_RCVD && c->remote_id != 0 && c->remote_id == remote_id &&
 		    c->remote_guid == remote_guid)
+			return t->slot[i];
+	}
+	return NULL;
+}
+
+struct dpv_cm_conn *dpv_cm_table_find_sidr(const struct dpv_cm_table *t, uint32_t request_id,
+					   uint64_t peer)
+{
+	uint32_t i;
+
+	for (i = 0; i < t->cap; i++) {
+		const struct dpv_cm_conn *c = t->slot[i];
+
+		if (c != NULL && c->state == DPV_CM_SIDR_REQ_RCVD && c->remote_id == request_id &&
+		    c->remote_guid == peer)
 			return t->slot[i];
 	}
 	return NULL;
@@ -778,6 +996,10 @@ struct dpv_cm_conn *dpv_cm_table_route(const struct dpv_cm_table *t, const struc
 		return dpv_cm_table_find(t, m->dreq.remote_comm_id);
 	case DPV_CM_ATTR_DREP:
 		return dpv_cm_table_find(t, m->drep.remote_comm_id);
+	case DPV_CM_ATTR_SIDR_REQ:
+		return dpv_cm_table_find_listener(t, m->sidr_req.service_id);
+	case DPV_CM_ATTR_SIDR_REP:
+		return dpv_cm_table_find(t, m->sidr_rep.request_id);
 	default:
 		return NULL;
 	}

@@ -21,11 +21,14 @@
  * | REQ_SENT, MRA_REQ_RCVD | REJ              |                     | IDLE        | REJECTED         |
  * | REQ_SENT, MRA_REQ_RCVD | timeout, retries left | REQ again      | REQ_SENT    |                  |
  * | REQ_SENT, MRA_REQ_RCVD | timeout, none left | REJ (Timeout)     | IDLE        | UNREACHABLE      |
- * | REP_RCVD      | dpv_cm_rtu()              | RTU                 | ESTABLISHED | ESTABLISHED      |
- * | REP_RCVD      | dpv_cm_reject()           | REJ                 | TIMEWAIT    |                  |
- * | REP_RCVD      | REJ                       |                     | TIMEWAIT    | REJECTED         |
+ * | REP_RCVD      | the REP again             | MRA (of the REP)    | MRA_REP_SENT|                  |
+ * | MRA_REP_SENT  | the REP again             | the MRA again       |             |                  |
+ * | REP_RCVD, MRA_REP_SENT | dpv_cm_rtu()     | RTU                 | ESTABLISHED | ESTABLISHED      |
+ * | REP_RCVD, MRA_REP_SENT | dpv_cm_reject()  | REJ                 | TIMEWAIT    |                  |
+ * | REP_RCVD, MRA_REP_SENT | REJ              |                     | TIMEWAIT    | REJECTED         |
  * | (P) a listener's REQ | dpv_cm_req_received() |                  | REQ_RCVD    | CONNECT_REQUEST  |
  * | REQ_RCVD      | dpv_cm_mra()              | MRA                 | MRA_REQ_SENT|                  |
+ * | REQ_RCVD      | the REQ again             | MRA (of the REQ)    | MRA_REQ_SENT|                  |
  * | REQ_RCVD, MRA_REQ_SENT | dpv_cm_accept()  | REP                 | REP_SENT    |                  |
  * | REQ_RCVD, MRA_REQ_SENT | dpv_cm_reject()  | REJ                 | IDLE        |                  |
  * | REQ_RCVD, MRA_REQ_SENT | REJ (the active side gave up) |         | IDLE        | REJECTED         |
@@ -48,13 +51,38 @@
  * | TIMEWAIT      | the DREQ again            | DREP                |             |                  |
  * | TIMEWAIT      | a REQ, REP or RTU         | REJ (Stale conn.)   |             |                  |
  * | TIMEWAIT      | timeout                   |                     | IDLE        | TIMEWAIT_EXIT    |
+ * | IDLE (A)      | dpv_cm_sidr_request()     | SIDR_REQ            | SIDR_REQ_SENT |                |
+ * | SIDR_REQ_SENT | SIDR_REP, status Success  |                     | IDLE        | ESTABLISHED      |
+ * | SIDR_REQ_SENT | SIDR_REP, another status  |                     | IDLE        | UNREACHABLE      |
+ * | SIDR_REQ_SENT | timeout, retries left     | SIDR_REQ again      | SIDR_REQ_SENT |                |
+ * | SIDR_REQ_SENT | timeout, none left        |                     | IDLE        | UNREACHABLE      |
+ * | (P) a listener's SIDR_REQ | dpv_cm_sidr_req_received() |        | SIDR_REQ_RCVD | CONNECT_REQUEST |
+ * | SIDR_REQ_RCVD | the SIDR_REQ again        |                     |             |                  |
+ * | SIDR_REQ_RCVD | dpv_cm_sidr_reply()       | SIDR_REP            | IDLE        |                  |
  *
  * The establishment rows are IBTA 12.9's connection establishment diagrams, the
- * DREQ/DREP rows its connection release diagram; the MADs are those of 12.6. A MAD to
- * no connection (no listener for a REQ's service ID, a REP or RTU for an unknown
- * communication ID, a DREQ for a connection that is gone) is answered by
- * dpv_cm_answer_unmatched(). Any other input in a state that does not expect it is
- * ignored and the call says so (EPROTO).
+ * DREQ/DREP rows its connection release diagram, the SIDR rows 12.11's service ID
+ * resolution; the MADs are those of 12.6. A MAD to no connection (no listener for a
+ * REQ's or SIDR_REQ's service ID, a REP or RTU for an unknown communication ID, a DREQ
+ * for a connection that is gone) is answered by dpv_cm_answer_unmatched(), a REQ or
+ * SIDR_REQ of another class version by dpv_cm_answer_version(), one the caller has no
+ * room for by dpv_cm_answer_no_resources(). Any other input in a state that does not
+ * expect it is ignored and the call says so (EPROTO).
+ *
+ * MRA (IBTA 12.6.6): a REQ (or REP) handed to the consumer is acknowledged
+ * only when it comes again before the consumer answered, which tells the sender its
+ * retry was received and that the answer may take the service timeout the
+ * connection was set up with (dpv_cm_params.mra_timeout); a duplicate after that gets
+ * the same MRA again. This is what Linux's CM does for the RDMA CM's connections: it
+ * sends no MRA for a message that is answered within the sender's timeout.
+ *
+ * SIDR (IBTA 12.11) resolves a service ID to a UD QP and its Q_Key with one request
+ * and its reply: the active side's connection lives until the SIDR_REP (or until its
+ * retries are spent), the passive side's until the consumer's reply. The request ID
+ * is the active connection's local ID; a request is known on the passive side by
+ * (request ID, the sender's address) (dpv_cm_table_find_sidr()), since a SIDR_REQ
+ * carries no CA GUID. A SIDR_REP that names no waiting request (a duplicate, or one
+ * for a request that ended) is dropped.
  *
  * Timeouts: a MAD that waits for an answer (REQ, REP, DREQ) is sent again after the
  * peer's CM response time plus a round trip, 4.096 us * 2^t + 2 * 4.096 us * 2^plt,
@@ -97,6 +125,9 @@ enum dpv_cm_state {
 	DPV_CM_DREQ_SENT,
 	DPV_CM_DREQ_RCVD,
 	DPV_CM_TIMEWAIT,
+	DPV_CM_MRA_REP_SENT,
+	DPV_CM_SIDR_REQ_SENT,
+	DPV_CM_SIDR_REQ_RCVD,
 };
 
 /** What a call tells the consumer: librdmacm's RDMA_CM_EVENT_* of the same name. */
@@ -117,9 +148,10 @@ struct dpv_cm_out {
 	struct dpv_cm_msg mad;
 	enum dpv_cm_event event;
 	uint16_t rej_reason;      /**< REJECTED: the REJ's reason */
-	/** The received MAD that made the event (the REQ of a CONNECT_REQUEST, the REP of
-	 *  a CONNECT_RESPONSE, the REJ of a REJECTED: its private data is the consumer's),
-	 *  the caller's own copy; NULL for an event of the clock or of a call. */
+	/** The received MAD that made the event (the REQ or SIDR_REQ of a CONNECT_REQUEST,
+	 *  the REP of a CONNECT_RESPONSE, the REJ of a REJECTED, the SIDR_REP of a SIDR
+	 *  request's ESTABLISHED or UNREACHABLE: its private data is the consumer's), the
+	 *  caller's own copy; NULL for an event of the clock or of a call. */
 	const struct dpv_cm_msg *msg;
 };
 
@@ -128,6 +160,8 @@ struct dpv_cm_params {
 	uint64_t local_ca_guid;
 	uint8_t packet_life_time; /**< 5 bits: one way across the path, 4.096 us * 2^t */
 	uint64_t timewait_ns;     /**< how long TIMEWAIT holds the connection's IDs */
+	uint8_t mra_timeout;      /**< 5 bits: the service timeout of the MRA a duplicate
+	                               REQ or REP gets while the consumer has not answered */
 };
 
 /** One connection's CM state. The calls below set every field; a caller may read
@@ -143,6 +177,7 @@ struct dpv_cm_conn {
 	uint32_t local_qpn;
 	uint32_t remote_qpn;
 	uint8_t packet_life_time;
+	uint8_t mra_timeout;
 	uint8_t peer_timeout;    /**< the peer's CM response time exponent */
 	uint8_t max_retries;
 	uint8_t retries;         /**< sends of @c pending beyond the first */
@@ -215,7 +250,7 @@ int dpv_cm_accept(struct dpv_cm_conn *c, const struct dpv_cm_rep *rep, uint64_t 
 
 /**
  * Reject the REQ (passive side, REQ_RCVD or MRA_REQ_SENT: the connection returns to
- * IDLE) or the REP (active side, REP_RCVD: to TIMEWAIT).
+ * IDLE) or the REP (active side, REP_RCVD or MRA_REP_SENT: to TIMEWAIT).
  * @return 0 with the REJ in @p out; EINVAL in another state, or @p len above
  *         DPV_CM_REJ_PDATA_LEN.
  */
@@ -225,7 +260,7 @@ int dpv_cm_reject(struct dpv_cm_conn *c, uint16_t reason, const void *pdata, uin
 /**
  * Active side: the REP is taken (the QP is ready): send the RTU.
  * @return 0 with the RTU and ESTABLISHED in @p out; EINVAL if the state is not
- *         REP_RCVD or @p len is above DPV_CM_RTU_PDATA_LEN.
+ *         REP_RCVD or MRA_REP_SENT, or @p len is above DPV_CM_RTU_PDATA_LEN.
  */
 int dpv_cm_rtu(struct dpv_cm_conn *c, const void *pdata, uint8_t len, struct dpv_cm_out *out);
 
@@ -246,6 +281,40 @@ int dpv_cm_disconnect(struct dpv_cm_conn *c, const void *pdata, uint8_t len, uin
 		      struct dpv_cm_out *out);
 
 /**
+ * Active side: resolve a service ID to a UD QP with a SIDR_REQ (IBTA 12.11). Its
+ * request ID is the connection's local ID, whatever @p req says. The answer is awaited
+ * 4.096 us * 2^@p response_timeout plus a round trip, and the request sent at most
+ * 1 + @p max_retries times.
+ * @return 0 with the SIDR_REQ in @p out; EINVAL if the connection is not IDLE or has no
+ *         local ID, or @p response_timeout is above 31 or @p max_retries above 15.
+ */
+int dpv_cm_sidr_request(struct dpv_cm_conn *c, const struct dpv_cm_sidr_req *req,
+			uint8_t response_timeout, uint8_t max_retries, uint64_t now,
+			struct dpv_cm_out *out);
+
+/**
+ * Passive side: a SIDR_REQ came for @p listener from @p peer (the sender's address in
+ * any form the caller keeps: dpv_cm_table_find_sidr() finds its duplicates by it);
+ * @p c (IDLE, with a local ID) takes it.
+ * @return 0 with CONNECT_REQUEST in @p out; EINVAL if @p listener is not listening on
+ *         the request's service ID, @p c is not IDLE or has no local ID, or @p m is not
+ *         a SIDR_REQ.
+ */
+int dpv_cm_sidr_req_received(struct dpv_cm_conn *c, const struct dpv_cm_conn *listener,
+			     const struct dpv_cm_msg *m, uint64_t peer, struct dpv_cm_out *out);
+
+/**
+ * Passive side: answer the SIDR_REQ with @p rep: its status (DPV_CM_SIDR_SUCCESS with
+ * the QP number and Q_Key, or why not), private data and additional information. The
+ * request ID and service ID are the request's, whatever @p rep says. The connection is
+ * IDLE afterwards.
+ * @return 0 with the SIDR_REP in @p out; EINVAL if the state is not SIDR_REQ_RCVD or a
+ *         field of @p rep does not fit its width.
+ */
+int dpv_cm_sidr_reply(struct dpv_cm_conn *c, const struct dpv_cm_sidr_rep *rep,
+		      struct dpv_cm_out *out);
+
+/**
  * A MAD dpv_cm_table_route() found this connection for.
  * @return 0 when the MAD was taken (@p out may hold an answer and an event, or
  *         nothing for a duplicate that needs none); EPROTO when the state does not
@@ -262,12 +331,33 @@ void dpv_cm_timer(struct dpv_cm_conn *c, uint64_t now, struct dpv_cm_out *out);
 
 /**
  * The answer to a MAD no connection owns: REJ (Invalid Service ID) to a REQ no
- * listener takes, REJ (Stale Connection) to a REP or RTU for a communication ID that
- * is unknown, DREP to a DREQ for one (the connection is gone: nothing to release).
+ * listener takes, SIDR_REP (status Service ID Not Supported) to such a SIDR_REQ, REJ
+ * (Stale Connection) to a REP or RTU for a communication ID that is unknown, DREP to a
+ * DREQ for one (the connection is gone: nothing to release).
  * @return 0 with the MAD in @p out; ENOENT when the MAD needs no answer (REJ, MRA,
- *         DREP, SIDR).
+ *         DREP, SIDR_REP).
  */
 int dpv_cm_answer_unmatched(const struct dpv_cm_msg *m, struct dpv_cm_out *out);
+
+/**
+ * The answer to a new REQ or SIDR_REQ the caller has no connection for (its table or
+ * pool is full): REJ No Resources (IBTA 12.6.7, reason 3: the passive side lacks the
+ * resources), SIDR_REP status Rejected. The sender may try again later.
+ * @return 0 with the MAD in @p out; ENOENT for another MAD.
+ */
+int dpv_cm_answer_no_resources(const struct dpv_cm_msg *m, struct dpv_cm_out *out);
+
+/**
+ * The answer to a MAD dpv_cm_unpack() refused with EPROTONOSUPPORT: a REQ of a CM
+ * class version other than DPV_CM_CLASS_VERSION gets REJ Invalid Class Version (IBTA
+ * 12.6.7, reason 31) whose ARI is the highest class version supported, a SIDR_REQ a
+ * SIDR_REP of status Unsupported Version with the same as its additional
+ * information (12.11). The answer is of our class version; its IDs and transaction
+ * ID are read from the fields the request has in every version of the class.
+ * @return 0 with the MAD in @p out; ENOENT for any other MAD (a base version other
+ *         than 1, another message, another class, a length other than 256).
+ */
+int dpv_cm_answer_version(const void *buf, size_t len, struct dpv_cm_out *out);
 
 /** Connections and listeners by local communication ID, by the peer's (communication
  *  ID, CA GUID) and by service ID, for demultiplexing. Bounded: a fixed capacity. */
@@ -320,6 +410,11 @@ struct dpv_cm_conn *dpv_cm_table_find(const struct dpv_cm_table *t, uint32_t loc
 struct dpv_cm_conn *dpv_cm_table_find_remote(const struct dpv_cm_table *t, uint32_t remote_id,
 					     uint64_t remote_guid);
 
+/** The connection in SIDR_REQ_RCVD that took request @p request_id of @p peer (as
+ *  given to dpv_cm_sidr_req_received()), or NULL. */
+struct dpv_cm_conn *dpv_cm_table_find_sidr(const struct dpv_cm_table *t, uint32_t request_id,
+					   uint64_t peer);
+
 /** The listener of @p service_id, or NULL. */
 struct dpv_cm_conn *dpv_cm_table_find_listener(const struct dpv_cm_table *t,
 					       uint64_t service_id);
@@ -327,8 +422,10 @@ struct dpv_cm_conn *dpv_cm_table_find_listener(const struct dpv_cm_table *t,
 /**
  * The connection a received MAD belongs to: for a REQ, the connection that took
  * the same REQ before (a duplicate), else the listener of its service ID (hand both
- * to dpv_cm_req_received()); for the others, the connection their Remote
- * Communication ID names. NULL: answer with dpv_cm_answer_unmatched().
+ * to dpv_cm_req_received()); for a SIDR_REQ, the listener of its service ID (look for
+ * a duplicate first with dpv_cm_table_find_sidr(): the MAD does not name its sender);
+ * for a SIDR_REP, the connection of its request ID; for the others, the connection
+ * their Remote Communication ID names. NULL: answer with dpv_cm_answer_unmatched().
  */
 struct dpv_cm_conn *dpv_cm_table_route(const struct dpv_cm_table *t, const struct dpv_cm_msg *m);
 

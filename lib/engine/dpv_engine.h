@@ -395,6 +395,18 @@ int dpv_dev_capture_stop(struct dpv_dev *dev);
  * side, TIMEWAIT_EXIT after a disconnect or a rejected REP, or a REQ rejected with
  * dpv_dev_cm_reject(). Private data is the MADs' own, as the consumer gives it: the
  * IP CM header of a librdmacm REQ (dpv_cm_ip.h) is the consumer's to write and read.
+ *
+ * UD ids (RDMA_PS_UDP, RDMA_PS_IPOIB) resolve a service ID to the peer's UD QP with
+ * SIDR (IBTA 12.11): dpv_dev_cm_sidr_request() on the active side, whose one event is
+ * ESTABLISHED with the peer's QP number and Q_Key, or UNREACHABLE; on the passive side
+ * a listener's SIDR_REQ is a CONNECT_REQUEST with @c ud set, answered with
+ * dpv_dev_cm_sidr_accept() or dpv_dev_cm_reject(). A SIDR request is gone with its
+ * event (active side) or its answer (passive side).
+ *
+ * A REQ (or REP) the consumer has not answered when it comes again is acknowledged
+ * with an MRA whose service timeout is DPV_DEV_CM_MRA_TIMEOUT, as Linux's CM does; a
+ * REQ or SIDR_REQ that finds the table full is refused (REJ No Resources, SIDR_REP
+ * Rejected), one of another CM class version gets REJ Invalid Class Version.
  */
 
 /** Connections and listeners of one device at most. */
@@ -419,6 +431,8 @@ struct dpv_dev_cm_timing {
 #define DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT 20u
 #define DPV_DEV_CM_MAX_RETRIES_DEFAULT 15u
 #define DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT 16u
+/** The service timeout of the MRAs a device sends: Linux's, 4.096 us * 2^24 (68.7 s). */
+#define DPV_DEV_CM_MRA_TIMEOUT 24u
 
 /**
  * Set the CM timing of the connections that start from now on (control thread).
@@ -447,15 +461,22 @@ struct dpv_dev_cm_event {
 	uint32_t peer_ip;        /**< IPv4, host order */
 	uint64_t service_id;
 	uint16_t rej_reason;     /**< REJECTED: the REJ's reason (enum dpv_cm_rej_reason) */
-	/** CONNECT_REQUEST: the REQ's; CONNECT_RESPONSE: the REP's. */
+	bool ud;                 /**< the event of a SIDR request (a UD id's) */
+	/** CONNECT_REQUEST: the REQ's; CONNECT_RESPONSE: the REP's; ESTABLISHED of a SIDR
+	 *  request: the SIDR_REP's QP. */
 	uint32_t remote_qpn;
 	uint32_t remote_psn;
+	uint32_t remote_qkey;    /**< ESTABLISHED of a SIDR request: the SIDR_REP's Q_Key */
+	/** UNREACHABLE of a SIDR request: the SIDR_REP's status (enum dpv_cm_sidr_status,
+	 *  never Success), or 0 when no SIDR_REP came within the retries. */
+	uint8_t sidr_status;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
-	/** CONNECT_REQUEST, CONNECT_RESPONSE, REJECTED: the MAD's private data (all of
-	 *  its field: a MAD does not say how much of it the sender used). */
+	/** CONNECT_REQUEST, CONNECT_RESPONSE, REJECTED, and a SIDR request's ESTABLISHED
+	 *  or UNREACHABLE after a SIDR_REP: the MAD's private data (all of its field: a
+	 *  MAD does not say how much of it the sender used). */
 	uint8_t private_data_len;
-	uint8_t private_data[DPV_CM_REP_PDATA_LEN];
+	uint8_t private_data[DPV_CM_SIDR_REQ_PDATA_LEN]; /**< a SIDR_REQ's, the longest */
 };
 
 /**
@@ -493,9 +514,10 @@ int dpv_dev_cm_accept(struct dpv_dev *dev, uint32_t id, const struct dpv_dev_cm_
 
 /**
  * Reject a CONNECT_REQUEST, or a CONNECT_RESPONSE, with a REJ (Consumer Defined) and
- * up to 148 bytes of private data (control thread).
+ * up to 148 bytes of private data; a SIDR request's CONNECT_REQUEST with a SIDR_REP
+ * (status Rejected) and up to 136 bytes (control thread).
  * @return 0; ENOENT no such connection; EINVAL it waits for no answer, or @p len is
- *         too long.
+ *         too long, or @p pdata NULL with a length.
  */
 int dpv_dev_cm_reject(struct dpv_dev *dev, uint32_t id, const void *pdata, uint8_t len);
 
@@ -514,6 +536,55 @@ int dpv_dev_cm_establish(struct dpv_dev *dev, uint32_t id);
  *         by its peer.
  */
 int dpv_dev_cm_disconnect(struct dpv_dev *dev, uint32_t id);
+
+/**
+ * Resolve @p service_id at @p dst_ip to a UD QP (control thread): send a SIDR_REQ with
+ * up to 216 bytes of private data (a librdmacm UD id's carries the IP CM header of
+ * dpv_cm_ip.h first), waiting and retrying with the device's timing
+ * (dpv_dev_cm_set_timing(): its response timeout and Max CM Retries). Then comes one
+ * event, with @c ud set: ESTABLISHED with the peer's QP number and Q_Key, or
+ * UNREACHABLE (sidr_status: the SIDR_REP's status, 0 when every retry went
+ * unanswered). The request is gone with it.
+ * @param[out] id  the request
+ * @return 0; EINVAL @p len above 216, or @p pdata NULL with a length; ENOSPC the
+ *         table is full.
+ */
+int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
+			    const void *pdata, uint8_t len, uint32_t *id);
+
+/**
+ * Accept a SIDR request's CONNECT_REQUEST (control thread): a SIDR_REP (Success) with
+ * the local UD QP's number and Q_Key and up to 136 bytes of private data. The request
+ * is gone with it (no event follows).
+ * @return 0; ENOENT no such connection; EINVAL it is not a SIDR request waiting for
+ *         its answer, @p qpn wider than 24 bits, @p len above 136, or @p pdata NULL
+ *         with a length.
+ */
+int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint32_t qkey,
+			   const void *pdata, uint8_t len);
+
+/** One connection, listener or SIDR request of a device (dpv_dev_cm_list()). */
+struct dpv_dev_cm_info {
+	uint32_t id;             /**< local communication ID (a SIDR request's request ID) */
+	uint32_t remote_id;      /**< the peer's, once known (0 before) */
+	enum dpv_cm_state state; /**< dpv_cm_state_name() prints it */
+	bool ud;                 /**< a SIDR request */
+	uint32_t peer_ip;        /**< IPv4, host order; 0 for a listener */
+	uint32_t listen_id;      /**< a passive connection's listener; 0 otherwise */
+	uint64_t service_id;
+	uint32_t local_qpn;      /**< as the REQ or REP (or SIDR_REP) carried it; 0 before */
+	uint32_t remote_qpn;
+	uint8_t retries;         /**< sends again of the MAD awaiting an answer */
+};
+
+/**
+ * List the device's CM ids (control thread, or any thread that may take the device:
+ * telemetry's): up to @p max into @p info in the order of their table slots.
+ * @param[out] n  how many the device has (may be above @p max)
+ * @return 0; EINVAL @p info NULL with @p max above 0.
+ */
+int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t max,
+		    uint32_t *n);
 
 /**
  * Take the oldest event of the device's connections (control thread).

@@ -22,6 +22,7 @@ struct cm_conn {
 	uint32_t listen_id;    /* a passive connection's listener */
 	uint32_t next_free;    /* index of the next free connection, with used false */
 	bool used;
+	bool ud;               /* a SIDR request's */
 };
 
 struct dpv_dev_cm {
@@ -71,6 +72,7 @@ static struct cm_conn *conn_new(struct dpv_dev_cm *cm)
 		.local_ca_guid = cm->guid,
 		.packet_life_time = cm->timing.packet_life_time,
 		.timewait_ns = cm->timing.timewait_ns,
+		.mra_timeout = DPV_DEV_CM_MRA_TIMEOUT,
 	};
 	struct cm_conn *k;
 
@@ -84,6 +86,7 @@ static struct cm_conn *conn_new(struct dpv_dev_cm *cm)
 	k->peer_ip = 0;
 	k->listen_id = 0;
 	k->used = true;
+	k->ud = false;
 	return k;
 }
 
@@ -134,6 +137,7 @@ static void event_put(struct dpv_dev *dev, const struct cm_conn *k, const struct
 	e->peer_ip = k->peer_ip;
 	e->service_id = k->c.service_id;
 	e->rej_reason = o->rej_reason;
+	e->ud = k->ud;
 	if (m == NULL)
 		return;
 	switch (m->hdr.attr_id) {
@@ -153,6 +157,18 @@ static void event_put(struct dpv_dev *dev, const struct cm_conn *k, const struct
 		break;
 	case DPV_CM_ATTR_REJ:
 		pdata(e, m->rej.private_data, DPV_CM_REJ_PDATA_LEN);
+		break;
+	case DPV_CM_ATTR_SIDR_REQ:
+		pdata(e, m->sidr_req.private_data, DPV_CM_SIDR_REQ_PDATA_LEN);
+		break;
+	case DPV_CM_ATTR_SIDR_REP:
+		if (m->sidr_rep.status == DPV_CM_SIDR_SUCCESS) {
+			e->remote_qpn = m->sidr_rep.qpn;
+			e->remote_qkey = m->sidr_rep.qkey;
+		} else {
+			e->sidr_status = m->sidr_rep.status;
+		}
+		pdata(e, m->sidr_rep.private_data, DPV_CM_SIDR_REP_PDATA_LEN);
 		break;
 	default:
 		break;
@@ -180,46 +196,72 @@ static void cm_out(struct dpv_dev *dev, struct cm_conn *k, const struct dpv_cm_o
 		next_deadline(dev, k);
 }
 
+/* A new REQ or SIDR_REQ for listener @p l: a connection of its own takes it. With
+ * none free it is refused (REJ No Resources, SIDR_REP Rejected): its sender may try
+ * again later. */
+static void gsi_new(struct dpv_dev *dev, struct dpv_cm_conn *l, const struct dpv_cm_msg *m,
+		    uint32_t src_ip)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct dpv_cm_out o;
+	struct cm_conn *k = conn_new(cm);
+	int ret;
+
+	if (k == NULL) {
+		dev->stats.cm_rx_refused++;
+		if (dpv_cm_answer_no_resources(m, &o) == 0)
+			mad_send(dev, src_ip, &o.mad);
+		return;
+	}
+	k->peer_ip = src_ip;
+	k->listen_id = l->local_id;
+	if (m->hdr.attr_id == DPV_CM_ATTR_SIDR_REQ) {
+		k->ud = true;
+		ret = dpv_cm_sidr_req_received(&k->c, l, m, src_ip, &o);
+	} else {
+		ret = dpv_cm_req_received(&k->c, l, m, &o);
+	}
+	if (ret != 0) {
+		conn_free(cm, k);
+		return;
+	}
+	cm_out(dev, k, &o);
+}
+
 /* The GSI handler (owner thread, inside dpv_xport_rx()). */
 static void gsi_rx(void *arg, uint32_t src_ip, const uint8_t *mad)
 {
 	struct dpv_dev *dev = arg;
 	struct dpv_dev_cm *cm = dev->cm;
-	struct dpv_cm_conn *c;
-	struct cm_conn *k;
+	struct dpv_cm_conn *c = NULL;
 	struct dpv_cm_out o;
 	struct dpv_cm_msg m;
+	int ret;
 
-	if (dpv_cm_unpack(mad, DPV_CM_MAD_LEN, &m) != 0) {
+	ret = dpv_cm_unpack(mad, DPV_CM_MAD_LEN, &m);
+	if (ret != 0) {
 		dev->stats.cm_rx_refused++;
+		/* A request of another class version is told the version we speak. */
+		if (ret == EPROTONOSUPPORT && dpv_cm_answer_version(mad, DPV_CM_MAD_LEN, &o) == 0)
+			mad_send(dev, src_ip, &o.mad);
 		return;
 	}
-	c = dpv_cm_table_route(&cm->table, &m);
+	/* A SIDR_REQ names no CA: its duplicates are known by the sender's address. */
+	if (m.hdr.attr_id == DPV_CM_ATTR_SIDR_REQ)
+		c = dpv_cm_table_find_sidr(&cm->table, m.sidr_req.request_id, src_ip);
+	if (c == NULL)
+		c = dpv_cm_table_route(&cm->table, &m);
 	if (c == NULL) {
 		if (dpv_cm_answer_unmatched(&m, &o) == 0)
 			mad_send(dev, src_ip, &o.mad);
 		return;
 	}
 	if (dpv_cm_state(c) == DPV_CM_LISTEN) {
-		/* A new REQ: a connection of its own takes it. With none free the REQ is
-		 * dropped, and its sender's retry may find one. */
-		k = conn_new(cm);
-		if (k == NULL) {
-			dev->stats.cm_rx_refused++;
-			return;
-		}
-		k->peer_ip = src_ip;
-		k->listen_id = c->local_id;
-		if (dpv_cm_req_received(&k->c, c, &m, &o) != 0) {
-			conn_free(cm, k);
-			return;
-		}
-	} else {
-		k = (struct cm_conn *)c;
-		if (dpv_cm_input(c, &m, now_ns(cm), &o) != 0)
-			return;
+		gsi_new(dev, c, &m, src_ip);
+		return;
 	}
-	cm_out(dev, k, &o);
+	if (dpv_cm_input(c, &m, now_ns(cm), &o) == 0)
+		cm_out(dev, (struct cm_conn *)c, &o);
 }
 
 int dpv_dev_cm_open(struct dpv_dev *dev)
@@ -331,13 +373,39 @@ static bool param_ok(const struct dpv_dev_cm_param *p, uint8_t max_pdata)
 	       (p->private_data != NULL || p->private_data_len == 0);
 }
 
+/* A connection of its own sends @p req, or @p sidr (a SIDR request), to @p dst_ip
+ * (the device owned). */
+static int active_start(struct dpv_dev *dev, uint32_t dst_ip, const struct dpv_cm_req *req,
+			const struct dpv_cm_sidr_req *sidr, uint32_t *id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct cm_conn *k = conn_new(cm);
+	struct dpv_cm_out o;
+	int ret;
+
+	if (k == NULL)
+		return ENOSPC;
+	k->peer_ip = dst_ip;
+	k->ud = sidr != NULL;
+	if (sidr != NULL)
+		ret = dpv_cm_sidr_request(&k->c, sidr, cm->timing.response_timeout,
+					  cm->timing.max_retries, now_ns(cm), &o);
+	else
+		ret = dpv_cm_connect(&k->c, req, now_ns(cm), &o);
+	if (ret != 0) {
+		conn_free(cm, k);
+		return ret;
+	}
+	*id = k->c.local_id;
+	cm_out(dev, k, &o);
+	return 0;
+}
+
 int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
 		       const struct dpv_dev_cm_param *p, uint32_t *id)
 {
 	struct dpv_dev_cm *cm = dev->cm;
 	struct dpv_cm_req r;
-	struct dpv_cm_out o;
-	struct cm_conn *k;
 	int ret;
 
 	if (!param_ok(p, DPV_CM_REQ_PDATA_LEN))
@@ -365,30 +433,57 @@ int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id
 	r.max_cm_retries = cm->timing.max_retries;
 	r.primary.local_ack_timeout =
 		cm->timing.packet_life_time < 31 ? cm->timing.packet_life_time + 1 : 31;
-	k = conn_new(cm);
-	if (k == NULL) {
-		ret = ENOSPC;
-	} else {
-		k->peer_ip = dst_ip;
-		ret = dpv_cm_connect(&k->c, &r, now_ns(cm), &o);
-		if (ret != 0) {
-			conn_free(cm, k);
-		} else {
-			*id = k->c.local_id;
-			cm_out(dev, k, &o);
-		}
-	}
+	ret = active_start(dev, dst_ip, &r, NULL, id);
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
+			    const void *pdata, uint8_t len, uint32_t *id)
+{
+	struct dpv_cm_sidr_req r;
+	int ret;
+
+	if (len > DPV_CM_SIDR_REQ_PDATA_LEN || (pdata == NULL && len != 0))
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.service_id = service_id;
+	r.pkey = DPV_WIRE_PKEY_DEFAULT;
+	if (len)
+		memcpy(r.private_data, pdata, len);
+	dpv_dev_own(dev);
+	ret = active_start(dev, dst_ip, NULL, &r, id);
 	dpv_dev_disown(dev);
 	return ret;
 }
 
 /* A consumer's call on one connection (not a listener). */
 struct conn_call {
-	enum { CALL_ACCEPT, CALL_REJECT, CALL_ESTABLISH, CALL_DISCONNECT } op;
-	const struct dpv_cm_rep *rep;  /* ACCEPT */
-	const void *pdata;             /* REJECT */
+	enum { CALL_ACCEPT, CALL_REJECT, CALL_ESTABLISH, CALL_DISCONNECT, CALL_SIDR_REPLY } op;
+	const struct dpv_cm_rep *rep;       /* ACCEPT */
+	const struct dpv_cm_sidr_rep *sidr_rep; /* SIDR_REPLY */
+	const void *pdata;                  /* REJECT */
 	uint8_t len;
 };
+
+/* The consumer's reject: a SIDR_REP (Rejected) to a SIDR request, a REJ (Consumer
+ * Defined) to the others. */
+static int conn_reject(struct cm_conn *k, const struct conn_call *call, uint64_t now,
+		       struct dpv_cm_out *o)
+{
+	struct dpv_cm_sidr_rep r;
+
+	if (dpv_cm_state(&k->c) != DPV_CM_SIDR_REQ_RCVD)
+		return dpv_cm_reject(&k->c, DPV_CM_REJ_CONSUMER_DEFINED, call->pdata, call->len,
+				     now, o);
+	if (call->len > DPV_CM_SIDR_REP_PDATA_LEN)
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.status = DPV_CM_SIDR_REJECT;
+	if (call->len)
+		memcpy(r.private_data, call->pdata, call->len);
+	return dpv_cm_sidr_reply(&k->c, &r, o);
+}
 
 static int conn_call(struct dpv_dev *dev, uint32_t id, const struct conn_call *call)
 {
@@ -407,8 +502,10 @@ static int conn_call(struct dpv_dev *dev, uint32_t id, const struct conn_call *c
 		ret = dpv_cm_accept(&k->c, call->rep, now, &o);
 		break;
 	case CALL_REJECT:
-		ret = dpv_cm_reject(&k->c, DPV_CM_REJ_CONSUMER_DEFINED, call->pdata, call->len,
-				    now, &o);
+		ret = conn_reject(k, call, now, &o);
+		break;
+	case CALL_SIDR_REPLY:
+		ret = dpv_cm_sidr_reply(&k->c, call->sidr_rep, &o);
 		break;
 	case CALL_ESTABLISH:
 		ret = dpv_cm_rtu(&k->c, NULL, 0, &o);
@@ -447,6 +544,26 @@ int dpv_dev_cm_reject(struct dpv_dev *dev, uint32_t id, const void *pdata, uint8
 {
 	struct conn_call call = {.op = CALL_REJECT, .pdata = pdata, .len = len};
 
+	if (pdata == NULL && len != 0)
+		return EINVAL;
+	return conn_call(dev, id, &call);
+}
+
+int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint32_t qkey,
+			   const void *pdata, uint8_t len)
+{
+	struct conn_call call = {.op = CALL_SIDR_REPLY};
+	struct dpv_cm_sidr_rep r;
+
+	if (qpn > 0xffffff || len > DPV_CM_SIDR_REP_PDATA_LEN || (pdata == NULL && len != 0))
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	r.status = DPV_CM_SIDR_SUCCESS;
+	r.qpn = qpn;
+	r.qkey = qkey;
+	if (len)
+		memcpy(r.private_data, pdata, len);
+	call.sidr_rep = &r;
 	return conn_call(dev, id, &call);
 }
 
@@ -476,4 +593,40 @@ int dpv_dev_cm_get_event(struct dpv_dev *dev, struct dpv_dev_cm_event *ev)
 	}
 	dpv_dev_disown(dev);
 	return ret;
+}
+
+int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t max,
+		    uint32_t *n)
+{
+	const struct dpv_dev_cm *cm = dev->cm;
+	uint32_t i, got = 0;
+
+	if (info == NULL && max != 0)
+		return EINVAL;
+	dpv_dev_own(dev);
+	/* The table's slots in order: the order of the local IDs' slots. */
+	for (i = 0; i < cm->table.cap; i++) {
+		const struct cm_conn *k = (const struct cm_conn *)cm->table.slot[i];
+
+		if (k == NULL)
+			continue;
+		if (got < max) {
+			struct dpv_dev_cm_info *f = &info[got];
+
+			f->id = k->c.local_id;
+			f->remote_id = k->c.remote_id;
+			f->state = dpv_cm_state(&k->c);
+			f->ud = k->ud;
+			f->peer_ip = k->peer_ip;
+			f->listen_id = k->listen_id;
+			f->service_id = k->c.service_id;
+			f->local_qpn = k->c.local_qpn;
+			f->remote_qpn = k->c.remote_qpn;
+			f->retries = k->c.retries;
+		}
+		got++;
+	}
+	dpv_dev_disown(dev);
+	*n = got;
+	return 0;
 }

@@ -153,6 +153,32 @@ int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *
  */
 int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n);
 
+/** One CM id of a device (dpv_verbs_query_cm()): a listener, a connection in any
+ *  state of IBTA 12.9, or a SIDR request (doc/guides/cm.md). */
+struct dpv_verbs_cm_id {
+	uint32_t id;          /**< local communication ID (a SIDR request's request ID) */
+	uint32_t remote_id;   /**< the peer's communication ID, once known (0 before) */
+	char state[16];       /**< "LISTEN", "REQ_SENT", "ESTABLISHED", "TIMEWAIT", ... */
+	uint8_t ud;           /**< 1: a SIDR request (UD id) */
+	uint8_t retries;      /**< sends again of the MAD that awaits an answer */
+	uint32_t peer_ipv4;   /**< the peer's address, host order; 0 for a listener */
+	uint32_t listen_id;   /**< a passive connection's listener; 0 otherwise */
+	uint64_t service_id;  /**< the IP port space and port (0x0106 << 16 | port: TCP) */
+	uint32_t local_qpn;   /**< as the REQ, REP or SIDR_REP carried it; 0 before */
+	uint32_t remote_qpn;
+};
+
+/**
+ * The CM ids of @p context's device, in the order of their local IDs' table slots
+ * (any thread: the device is held for the copy, microseconds). A snapshot.
+ * @param ids  room for @p n ids (NULL when @p n is 0: ask for the count)
+ * @return the number of ids the device has, which may exceed @p n (then only @p n are
+ *         written); -EINVAL if @p context is NULL or @p ids NULL with @p n not 0;
+ *         -ENOMEM.
+ */
+int dpv_verbs_query_cm(struct ibv_context *context, struct dpv_verbs_cm_id *ids,
+		       unsigned int n);
+
 /*
  * Capture: every frame a device's port sends or receives, into a pcapng file that
  * tshark and Wireshark read (doc/guides/telemetry.md). What DPV_CAPTURE does for every

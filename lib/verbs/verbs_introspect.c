@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Introspection of TM SRQs (dpv_verbs_tm_query(), dpv_verbs_tm_tags()). The tag list
- * and the phase counters are the device side's of lib/tm, written by whichever thread
+ * Introspection of TM SRQs (dpv_verbs_tm_query(), dpv_verbs_tm_tags()) and of the
+ * device's CM ids (dpv_verbs_query_cm()). The tag list and the phase counters are the
+ * device side's of lib/tm, the CM's table the engine's, written by whichever thread
  * owns the device without locks; they are read here as the control path reads device
  * state, holding the device's owner flag, so nothing changes while they are read.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dpv_verbs.h"
@@ -87,4 +90,35 @@ int dpv_verbs_tm_tags(struct ibv_srq *ibsrq, uint32_t from, struct dpv_verbs_tm_
 	}
 	dpv_dev_disown(dev);
 	return (int)got;
+}
+
+int dpv_verbs_query_cm(struct ibv_context *context, struct dpv_verbs_cm_id *ids,
+		       unsigned int n)
+{
+	struct dpv_dev_cm_info *info = NULL;
+	uint32_t max = n < DPV_DEV_CM_MAX ? n : DPV_DEV_CM_MAX, total, i;
+
+	if (context == NULL || (ids == NULL && n != 0))
+		return -EINVAL;
+	if (max != 0 && (info = calloc(max, sizeof(*info))) == NULL)
+		return -ENOMEM;
+	/* dpv_dev_cm_list() holds the device for the copy. */
+	(void)dpv_dev_cm_list(to_ctx(context)->dev, info, max, &total);
+	for (i = 0; i < max && i < total; i++) {
+		struct dpv_verbs_cm_id *o = &ids[i];
+
+		memset(o, 0, sizeof(*o));
+		o->id = info[i].id;
+		o->remote_id = info[i].remote_id;
+		snprintf(o->state, sizeof(o->state), "%s", dpv_cm_state_name(info[i].state));
+		o->ud = info[i].ud;
+		o->retries = info[i].retries;
+		o->peer_ipv4 = info[i].peer_ip;
+		o->listen_id = info[i].listen_id;
+		o->service_id = info[i].service_id;
+		o->local_qpn = info[i].local_qpn;
+		o->remote_qpn = info[i].remote_qpn;
+	}
+	free(info);
+	return (int)total;
 }

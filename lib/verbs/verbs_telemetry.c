@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The devices, their counters, QPs and SRQs as DPDK telemetry commands under /dpverbs/
- * (doc/guides/telemetry.md), which DPDK's dpdk-telemetry.py reads from the telemetry
- * socket of any process on dpverbs whose EAL runs telemetry.
+ * The devices, their counters, QPs, SRQs and CM ids as DPDK telemetry commands under
+ * /dpverbs/ (doc/guides/telemetry.md), which DPDK's dpdk-telemetry.py reads from the
+ * telemetry socket of any process on dpverbs whose EAL runs telemetry.
  *
  * Handlers run on EAL's telemetry thread while the devices run. Counters are read as
  * dpv_verbs_query_xstats() reads them (each an atomic load). A QP or an SRQ is looked
@@ -103,6 +103,11 @@ static const char *mode_name(uint8_t mode)
 	}
 }
 
+static void ipv4_str(uint32_t ip, char *buf, size_t len)
+{
+	snprintf(buf, len, "%u.%u.%u.%u", ip >> 24, (ip >> 16) & 255, (ip >> 8) & 255, ip & 255);
+}
+
 static int tel_info(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct dpv_device *dv = parse(params, NULL);
@@ -116,8 +121,7 @@ static int tel_info(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", dv->ibdev.name);
 	rte_tel_data_add_dict_int(d, "dpdk_port", port.ethdev_port);
-	snprintf(buf, sizeof(buf), "%u.%u.%u.%u", port.ipv4 >> 24, (port.ipv4 >> 16) & 255,
-		 (port.ipv4 >> 8) & 255, port.ipv4 & 255);
+	ipv4_str(port.ipv4, buf, sizeof(buf));
 	rte_tel_data_add_dict_string(d, "ipv4", buf);
 	rte_ether_format_addr(buf, sizeof(buf), &port.mac);
 	rte_tel_data_add_dict_string(d, "mac", buf);
@@ -279,6 +283,58 @@ static int tel_srq(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+/* One CM id as a dict; NULL without memory. */
+static struct rte_tel_data *cm_id_dict(const struct dpv_dev_cm_info *f)
+{
+	struct rte_tel_data *c = rte_tel_data_alloc();
+	char buf[24];
+
+	if (c == NULL)
+		return NULL;
+	rte_tel_data_start_dict(c);
+	rte_tel_data_add_dict_u64(c, "id", f->id);
+	rte_tel_data_add_dict_string(c, "state", dpv_cm_state_name(f->state));
+	rte_tel_data_add_dict_int(c, "ud", f->ud);
+	ipv4_str(f->peer_ip, buf, sizeof(buf));
+	rte_tel_data_add_dict_string(c, "peer", buf);
+	snprintf(buf, sizeof(buf), "0x%016" PRIx64, f->service_id);
+	rte_tel_data_add_dict_string(c, "service_id", buf);
+	rte_tel_data_add_dict_u64(c, "listen_id", f->listen_id);
+	rte_tel_data_add_dict_u64(c, "remote_id", f->remote_id);
+	rte_tel_data_add_dict_u64(c, "local_qpn", f->local_qpn);
+	rte_tel_data_add_dict_u64(c, "remote_qpn", f->remote_qpn);
+	rte_tel_data_add_dict_u64(c, "retries", f->retries);
+	return c;
+}
+
+static int tel_cm(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct dpv_device *dv = parse(params, NULL);
+	struct dpv_dev_cm_info *info;
+	uint32_t n, i;
+
+	(void)cmd;
+	if (dv == NULL)
+		return -EINVAL;
+	info = calloc(DPV_DEV_CM_MAX, sizeof(*info));
+	if (info == NULL)
+		return -ENOMEM;
+	/* The list is copied with the device held; the replies are built after. */
+	(void)dpv_dev_cm_list(dv->dev, info, DPV_DEV_CM_MAX, &n);
+	rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
+	for (i = 0; i < n && i < RTE_TEL_MAX_ARRAY_ENTRIES; i++) {
+		struct rte_tel_data *c = cm_id_dict(&info[i]);
+
+		if (c == NULL || rte_tel_data_add_array_container(d, c, 0) != 0) {
+			rte_tel_data_free(c);
+			free(info);
+			return -ENOMEM;
+		}
+	}
+	free(info);
+	return 0;
+}
+
 static void register_all(void)
 {
 	static const struct {
@@ -298,6 +354,9 @@ static void register_all(void)
 		 "Returns a QP's type, state and counters. Parameters: device name,QP number"},
 		{"/dpverbs/srqs", tel_srqs,
 		 "Returns a device's SRQ numbers (ibv_srq handle). Parameters: device name"},
+		{"/dpverbs/cm", tel_cm,
+		 "Returns a device's CM ids: local ID, state, UD, peer, service ID, QPNs. "
+		 "Parameters: device name"},
 		{"/dpverbs/srq", tel_srq,
 		 "Returns an SRQ's sizes, fill and tag-matching counters. Parameters: device "
 		 "name,SRQ number"},

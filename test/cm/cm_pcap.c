@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Writes a pcap of one RoCEv2 frame per CM MAD lib/cm packs, each a UD SEND to QP1
- * as a GSI datagram travels (BTH dest QP 1, DETH Q_Key 0x80010000 from source QP 1),
- * and on stdout a line per frame for check_cm_pcap.py to compare with what tshark
- * reads: frame number, attribute ID, then the fields of that message tshark decodes
- * (comm IDs, service ID, QPN, REJ reason).
+ * Writes a pcap of one RoCEv2 frame per CM MAD lib/cm packs (and per refusal it answers
+ * a request with), each a UD SEND to QP1 as a GSI datagram travels (BTH dest QP 1,
+ * DETH Q_Key 0x80010000 from source QP 1), and on stdout a line per frame for
+ * check_cm_pcap.py to compare with what tshark reads: frame number, attribute ID, then
+ * the fields of that message tshark decodes (comm IDs, service ID, QPN, REJ reason).
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "dpv_cm.h"
 #include "dpv_cm_ip.h"
-#include "dpv_cm_mad.h"
 #include "dpv_pcap.h"
 #include "dpv_wire.h"
 
@@ -155,6 +155,28 @@ static struct dpv_cm_msg sidr_rep(void)
 	return m;
 }
 
+/* The answers lib/cm makes before any connection takes a request (dpv_cm.h):
+ * REJ Invalid Class Version with its ARI (0), REJ No Resources (1), SIDR_REP
+ * Unsupported Version with its additional information (2). */
+static struct dpv_cm_msg refusal(int which)
+{
+	struct dpv_cm_msg r = which == 2 ? sidr_req() : req();
+	uint8_t mad[DPV_CM_MAD_LEN];
+	struct dpv_cm_out o;
+
+	memset(&o, 0, sizeof(o));
+	if (which == 1) {
+		(void)dpv_cm_answer_no_resources(&r, &o);
+		return o.mad;
+	}
+	/* a frame not built says that this went wrong */
+	if (dpv_cm_pack(&r, mad) == 0) {
+		mad[2] = 1;
+		(void)dpv_cm_answer_version(mad, sizeof(mad), &o);
+	}
+	return o.mad;
+}
+
 /* The fields check_cm_pcap.py reads back from tshark: comm IDs (or request ID),
  * service ID and QPN, each 0 where the message has none. */
 static void manifest(unsigned int n, const struct dpv_cm_msg *m)
@@ -202,8 +224,9 @@ static void manifest(unsigned int n, const struct dpv_cm_msg *m)
 int main(int argc, char **argv)
 {
 	static uint8_t frame[512];
-	const struct dpv_cm_msg msgs[] = {req(), mra(), rep(), rtu(), rej(), dreq(), drep(),
-					  sidr_req(), sidr_rep()};
+	const struct dpv_cm_msg msgs[] = {req(),      mra(),      rep(),     rtu(),
+					  rej(),      dreq(),     drep(),    sidr_req(),
+					  sidr_rep(), refusal(0), refusal(1), refusal(2)};
 	struct dpv_pcap *f;
 	unsigned int i;
 

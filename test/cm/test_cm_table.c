@@ -22,7 +22,7 @@ static struct dpv_cm_conn c[CAP + 1];
 
 static int setup(void **state)
 {
-	struct dpv_cm_params p = {0x1111, 10, 1000};
+	struct dpv_cm_params p = {0x1111, 10, 1000, 14};
 	unsigned int i;
 
 	(void)state;

@@ -17,8 +17,7 @@
 #include <rte_eal.h>
 #include <rte_ip.h>
 
-#include "dpv_cm_ip.h"
-#include "dpv_engine.h"
+#include "cm_dev.h"
 #include "helpers.h"
 
 #define IP_A RTE_IPV4(127, 0, 21, 1)
@@ -27,147 +26,68 @@
 #define IP_D RTE_IPV4(127, 0, 22, 2)
 /* On the ring pair's subnet, and nobody's. */
 #define IP_NOBODY RTE_IPV4(127, 0, 21, 77)
-#define WAIT_MS 3000u
 #define LOSSY_CONNS 10
 
 static struct dpv_dev *A, *B, *C, *D;
-
-/* 16.8 ms answers, 1 ms one way, three retries, 20 ms of TIMEWAIT. */
-static const struct dpv_dev_cm_timing quick = {
-	.response_timeout = 12,
-	.max_retries = 3,
-	.packet_life_time = 8,
-	.timewait_ns = 20000000,
-};
-
-static void drive(void)
-{
-	dpv_engine_progress();
-}
-
-/* The next event of @p dev, driving every device while none comes. */
-static struct dpv_dev_cm_event next_event(struct dpv_dev *dev)
-{
-	struct dpv_dev_cm_event ev;
-	uint64_t t0 = now_ms();
-
-	while (dpv_dev_cm_get_event(dev, &ev) == EAGAIN) {
-		assert_true(now_ms() - t0 < WAIT_MS);
-		drive();
-	}
-	return ev;
-}
-
-/* The next event of @p dev is @p type, of connection @p id. */
-static struct dpv_dev_cm_event expect(struct dpv_dev *dev, enum dpv_cm_event type, uint32_t id)
-{
-	struct dpv_dev_cm_event ev = next_event(dev);
-
-	assert_int_equal(ev.type, type);
-	assert_int_equal(ev.id, id);
-	return ev;
-}
-
-/* No event on @p dev while the devices run @p ms more. */
-static void no_event(struct dpv_dev *dev, uint32_t ms)
-{
-	struct dpv_dev_cm_event ev;
-	uint64_t t0 = now_ms();
-
-	while (now_ms() - t0 < ms)
-		drive();
-	assert_int_equal(dpv_dev_cm_get_event(dev, &ev), EAGAIN);
-}
-
-static uint64_t tx_gsi(const struct dpv_dev *dev)
-{
-	return dpv_xport_stats_ref(dev->xport)->tx_gsi;
-}
-
-static const struct dpv_dev_cm_param param_b = {
-	.qpn = 0x000123,
-	.psn = 0x456789,
-	.responder_resources = 4,
-	.initiator_depth = 2,
-	.retry_count = 7,
-	.rnr_retry_count = 7,
-	.private_data = "hello",
-	.private_data_len = 5,
-};
-
-static const struct dpv_dev_cm_param param_a = {
-	.qpn = 0x000abc,
-	.psn = 0x0fedcb,
-	.responder_resources = 2,
-	.initiator_depth = 4,
-	.rnr_retry_count = 7,
-	.private_data = "welcome",
-	.private_data_len = 7,
-};
-
-static uint64_t sid(uint16_t port)
-{
-	return dpv_cm_ip_service_id(DPV_CM_PS_TCP, port);
-}
 
 /* REQ, REP, RTU: both sides' events exactly; then DREQ, DREP and both TIMEWAIT exits;
  * five MADs in all. */
 static void listen_connect_accept_disconnect(void **state)
 {
-	const uint64_t a0 = tx_gsi(A), b0 = tx_gsi(B);
+	const uint64_t a0 = cm_dev_tx_gsi(A), b0 = cm_dev_tx_gsi(B);
 	struct dpv_dev_cm_event ev;
 	uint32_t lid, aid, bid;
 
 	(void)state;
-	assert_int_equal(dpv_dev_cm_listen(A, sid(7471), &lid), 0);
-	assert_int_equal(dpv_dev_cm_listen(A, sid(7471), &aid), EADDRINUSE);
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(7471), &param_b, &bid), 0);
+	assert_int_equal(dpv_dev_cm_listen(A, cm_dev_tcp(7471), &lid), 0);
+	assert_int_equal(dpv_dev_cm_listen(A, cm_dev_tcp(7471), &aid), EADDRINUSE);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(7471), &cm_dev_param_b, &bid), 0);
 	assert_int_not_equal(bid, 0);
 
-	ev = next_event(A);
+	ev = cm_dev_next(A);
 	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
 	assert_int_equal(ev.listen_id, lid);
 	aid = ev.id;
 	assert_int_not_equal(aid, 0);
 	assert_int_not_equal(aid, lid);
 	assert_int_equal(ev.peer_ip, IP_B);
-	assert_true(ev.service_id == sid(7471));
-	assert_int_equal(ev.remote_qpn, param_b.qpn);
-	assert_int_equal(ev.remote_psn, param_b.psn);
+	assert_true(ev.service_id == cm_dev_tcp(7471));
+	assert_int_equal(ev.remote_qpn, cm_dev_param_b.qpn);
+	assert_int_equal(ev.remote_psn, cm_dev_param_b.psn);
 	assert_int_equal(ev.responder_resources, 4);
 	assert_int_equal(ev.initiator_depth, 2);
 	assert_int_equal(ev.private_data_len, DPV_CM_REQ_PDATA_LEN);
 	assert_memory_equal(ev.private_data, "hello", 5);
 	assert_int_equal(ev.private_data[5], 0);
-	assert_int_equal(dpv_dev_cm_accept(A, aid, &param_a), 0);
-	assert_int_equal(dpv_dev_cm_accept(A, aid, &param_a), EINVAL);
+	assert_int_equal(dpv_dev_cm_accept(A, aid, &cm_dev_param_a), 0);
+	assert_int_equal(dpv_dev_cm_accept(A, aid, &cm_dev_param_a), EINVAL);
 
-	ev = expect(B, DPV_CM_EV_CONNECT_RESPONSE, bid);
+	ev = cm_dev_expect(B, DPV_CM_EV_CONNECT_RESPONSE, bid);
 	assert_int_equal(ev.peer_ip, IP_A);
-	assert_int_equal(ev.remote_qpn, param_a.qpn);
-	assert_int_equal(ev.remote_psn, param_a.psn);
+	assert_int_equal(ev.remote_qpn, cm_dev_param_a.qpn);
+	assert_int_equal(ev.remote_psn, cm_dev_param_a.psn);
 	assert_int_equal(ev.private_data_len, DPV_CM_REP_PDATA_LEN);
 	assert_memory_equal(ev.private_data, "welcome", 7);
 	assert_int_equal(dpv_dev_cm_establish(B, bid), 0);
-	expect(B, DPV_CM_EV_ESTABLISHED, bid);
-	expect(A, DPV_CM_EV_ESTABLISHED, aid);
+	cm_dev_expect(B, DPV_CM_EV_ESTABLISHED, bid);
+	cm_dev_expect(A, DPV_CM_EV_ESTABLISHED, aid);
 	/* REQ and RTU from B, the REP from A: nothing sent again */
-	assert_int_equal(tx_gsi(B) - b0, 2);
-	assert_int_equal(tx_gsi(A) - a0, 1);
+	assert_int_equal(cm_dev_tx_gsi(B) - b0, 2);
+	assert_int_equal(cm_dev_tx_gsi(A) - a0, 1);
 
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), 0);
-	expect(A, DPV_CM_EV_DISCONNECTED, aid);
+	cm_dev_expect(A, DPV_CM_EV_DISCONNECTED, aid);
 	assert_int_equal(dpv_dev_cm_disconnect(A, aid), 0);
-	expect(B, DPV_CM_EV_DISCONNECTED, bid);
-	expect(B, DPV_CM_EV_TIMEWAIT_EXIT, bid);
-	expect(A, DPV_CM_EV_TIMEWAIT_EXIT, aid);
-	assert_int_equal(tx_gsi(B) - b0, 3);
-	assert_int_equal(tx_gsi(A) - a0, 2);
+	cm_dev_expect(B, DPV_CM_EV_DISCONNECTED, bid);
+	cm_dev_expect(B, DPV_CM_EV_TIMEWAIT_EXIT, bid);
+	cm_dev_expect(A, DPV_CM_EV_TIMEWAIT_EXIT, aid);
+	assert_int_equal(cm_dev_tx_gsi(B) - b0, 3);
+	assert_int_equal(cm_dev_tx_gsi(A) - a0, 2);
 	/* the connections are gone with their last event; the listener stays */
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), ENOENT);
 	assert_int_equal(dpv_dev_cm_disconnect(A, aid), ENOENT);
-	no_event(A, 50);
-	no_event(B, 0);
+	cm_dev_no_event(A, 50);
+	cm_dev_no_event(B, 0);
 	assert_int_equal(dpv_dev_cm_unlisten(A, aid), ENOENT);
 	assert_int_equal(dpv_dev_cm_unlisten(A, lid), 0);
 	assert_int_equal(dpv_dev_cm_unlisten(A, lid), ENOENT);
@@ -181,17 +101,17 @@ static void connect_to_no_listener_is_rejected(void **state)
 	uint32_t lid, bid;
 
 	(void)state;
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(9999), &param_b, &bid), 0);
-	ev = expect(B, DPV_CM_EV_REJECTED, bid);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(9999), &cm_dev_param_b, &bid), 0);
+	ev = cm_dev_expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_INVALID_SERVICE_ID);
 	assert_int_equal(dpv_dev_cm_establish(B, bid), ENOENT);
 
-	assert_int_equal(dpv_dev_cm_listen(A, sid(9998), &lid), 0);
+	assert_int_equal(dpv_dev_cm_listen(A, cm_dev_tcp(9998), &lid), 0);
 	assert_int_equal(dpv_dev_cm_unlisten(A, lid), 0);
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(9998), &param_b, &bid), 0);
-	ev = expect(B, DPV_CM_EV_REJECTED, bid);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(9998), &cm_dev_param_b, &bid), 0);
+	ev = cm_dev_expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_INVALID_SERVICE_ID);
-	no_event(A, 30);
+	cm_dev_no_event(A, 30);
 }
 
 /* The listener's consumer says no: REJ (Consumer Defined) with its private data. */
@@ -201,19 +121,19 @@ static void consumer_reject_carries_reason_and_private_data(void **state)
 	uint32_t lid, bid;
 
 	(void)state;
-	assert_int_equal(dpv_dev_cm_listen(A, sid(7472), &lid), 0);
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(7472), &param_b, &bid), 0);
-	ev = next_event(A);
+	assert_int_equal(dpv_dev_cm_listen(A, cm_dev_tcp(7472), &lid), 0);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(7472), &cm_dev_param_b, &bid), 0);
+	ev = cm_dev_next(A);
 	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
 	assert_int_equal(dpv_dev_cm_reject(A, ev.id, "busy", 4), 0);
-	assert_int_equal(dpv_dev_cm_accept(A, ev.id, &param_a), ENOENT);
-	ev = expect(B, DPV_CM_EV_REJECTED, bid);
+	assert_int_equal(dpv_dev_cm_accept(A, ev.id, &cm_dev_param_a), ENOENT);
+	ev = cm_dev_expect(B, DPV_CM_EV_REJECTED, bid);
 	assert_int_equal(ev.rej_reason, DPV_CM_REJ_CONSUMER_DEFINED);
 	assert_int_equal(ev.private_data_len, DPV_CM_REJ_PDATA_LEN);
 	assert_memory_equal(ev.private_data, "busy", 4);
 	assert_int_equal(dpv_dev_cm_unlisten(A, lid), 0);
-	no_event(A, 30);
-	no_event(B, 0);
+	cm_dev_no_event(A, 30);
+	cm_dev_no_event(B, 0);
 }
 
 /* An address nobody answers: the REQ goes 1 + Max CM Retries times, then UNREACHABLE,
@@ -226,51 +146,30 @@ static void connect_to_nobody_is_unreachable_after_the_retries(void **state)
 	uint32_t bid;
 
 	(void)state;
-	assert_int_equal(dpv_dev_cm_connect(B, IP_NOBODY, sid(7473), &param_b, &bid), 0);
-	expect(B, DPV_CM_EV_UNREACHABLE, bid);
-	assert_true(now_ms() - t0 >= (1 + quick.max_retries) * wait_ms);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_NOBODY, cm_dev_tcp(7473), &cm_dev_param_b, &bid), 0);
+	cm_dev_expect(B, DPV_CM_EV_UNREACHABLE, bid);
+	assert_true(now_ms() - t0 >= (1 + cm_dev_quick.max_retries) * wait_ms);
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), ENOENT);
-	no_event(B, 30);
+	cm_dev_no_event(B, 30);
 }
 
 static void bad_params_are_refused(void **state)
 {
-	struct dpv_dev_cm_param p = param_b;
-	struct dpv_dev_cm_timing t = quick;
+	struct dpv_dev_cm_param p = cm_dev_param_b;
+	struct dpv_dev_cm_timing t = cm_dev_quick;
 	uint32_t id;
 
 	(void)state;
 	p.qpn = 1u << 24;
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(1), &p, &id), EINVAL);
-	p = param_b;
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(1), &p, &id), EINVAL);
+	p = cm_dev_param_b;
 	p.private_data_len = DPV_CM_REQ_PDATA_LEN + 1;
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, sid(1), &p, &id), EINVAL);
+	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(1), &p, &id), EINVAL);
 	t.max_retries = 16;
 	assert_int_equal(dpv_dev_cm_set_timing(B, &t), EINVAL);
-	assert_int_equal(dpv_dev_cm_accept(A, 12345, &param_a), ENOENT);
+	assert_int_equal(dpv_dev_cm_accept(A, 12345, &cm_dev_param_a), ENOENT);
 	assert_int_equal(dpv_dev_cm_reject(A, 12345, NULL, 0), ENOENT);
 	assert_int_equal(dpv_dev_cm_establish(A, 12345), ENOENT);
-}
-
-/* The next event of @p x or @p y, driving while neither has one. */
-static struct dpv_dev_cm_event next_of(struct dpv_dev *x, struct dpv_dev *y,
-				       struct dpv_dev **from)
-{
-	struct dpv_dev_cm_event ev;
-	uint64_t t0 = now_ms();
-
-	for (;;) {
-		if (dpv_dev_cm_get_event(x, &ev) == 0) {
-			*from = x;
-			return ev;
-		}
-		if (dpv_dev_cm_get_event(y, &ev) == 0) {
-			*from = y;
-			return ev;
-		}
-		assert_true(now_ms() - t0 < WAIT_MS);
-		drive();
-	}
 }
 
 /* At 5 % loss each way, every connection establishes and is released, each event
@@ -278,24 +177,24 @@ static struct dpv_dev_cm_event next_of(struct dpv_dev *x, struct dpv_dev *y,
 static void lossy_link_still_establishes(void **state)
 {
 	int est[2] = {0, 0}, disc[2] = {0, 0}, gone[2] = {0, 0};
-	struct dpv_dev_cm_param p = param_b;
+	struct dpv_dev_cm_param p = cm_dev_param_b;
 	uint32_t lid, cid[LOSSY_CONNS];
 	struct dpv_dev_cm_event ev;
 	struct dpv_dev *from;
 	int i, s;
 
 	(void)state;
-	assert_int_equal(dpv_dev_cm_listen(D, sid(7474), &lid), 0);
+	assert_int_equal(dpv_dev_cm_listen(D, cm_dev_tcp(7474), &lid), 0);
 	for (i = 0; i < LOSSY_CONNS; i++) {
 		p.qpn = 0x100 + (uint32_t)i;
-		assert_int_equal(dpv_dev_cm_connect(C, IP_D, sid(7474), &p, &cid[i]), 0);
+		assert_int_equal(dpv_dev_cm_connect(C, IP_D, cm_dev_tcp(7474), &p, &cid[i]), 0);
 	}
 	while (est[0] < LOSSY_CONNS || est[1] < LOSSY_CONNS) {
-		ev = next_of(C, D, &from);
+		ev = cm_dev_next_of(C, D, &from);
 		s = from == D;
 		if (ev.type == DPV_CM_EV_CONNECT_REQUEST && s) {
 			assert_true(ev.remote_qpn >= 0x100 && ev.remote_qpn < 0x100 + LOSSY_CONNS);
-			assert_int_equal(dpv_dev_cm_accept(D, ev.id, &param_a), 0);
+			assert_int_equal(dpv_dev_cm_accept(D, ev.id, &cm_dev_param_a), 0);
 		} else if (ev.type == DPV_CM_EV_CONNECT_RESPONSE && !s) {
 			assert_int_equal(dpv_dev_cm_establish(C, ev.id), 0);
 		} else if (ev.type == DPV_CM_EV_ESTABLISHED) {
@@ -307,7 +206,7 @@ static void lossy_link_still_establishes(void **state)
 	for (i = 0; i < LOSSY_CONNS; i++)
 		assert_int_equal(dpv_dev_cm_disconnect(C, cid[i]), 0);
 	while (gone[0] < LOSSY_CONNS || gone[1] < LOSSY_CONNS) {
-		ev = next_of(C, D, &from);
+		ev = cm_dev_next_of(C, D, &from);
 		s = from == D;
 		if (ev.type == DPV_CM_EV_DISCONNECTED) {
 			disc[s]++;
@@ -324,8 +223,8 @@ static void lossy_link_still_establishes(void **state)
 	assert_int_equal(est[0], LOSSY_CONNS);
 	assert_int_equal(est[1], LOSSY_CONNS);
 	assert_int_equal(dpv_dev_cm_unlisten(D, lid), 0);
-	no_event(C, 50);
-	no_event(D, 0);
+	cm_dev_no_event(C, 50);
+	cm_dev_no_event(D, 0);
 	/* the loss was there */
 	{
 		struct dpv_faults_stats fc, fd;
@@ -336,45 +235,25 @@ static void lossy_link_still_establishes(void **state)
 	}
 	/* and MADs were sent again: a REQ, an RTU and a DREQ for each connection from C,
 	 * a REP and a DREP from D, on a lossless link */
-	assert_true(tx_gsi(C) + tx_gsi(D) > 5 * LOSSY_CONNS);
+	assert_true(cm_dev_tx_gsi(C) + cm_dev_tx_gsi(D) > 5 * LOSSY_CONNS);
 }
-
-static char **eal_argv;
-static int eal_argc;
 
 static int devices_up(void **state)
 {
-	struct dpv_dev_cm_timing lossy = quick;
-	uint16_t a, b, c, d;
+	struct dpv_dev_cm_timing lossy = cm_dev_quick;
 
 	(void)state;
-	if (rte_eal_init(eal_argc, eal_argv) < 0)
-		return -1;
-	/* Only this thread drives the devices. */
-	if (dpv_engine_set_inline_idle_us(0) != 0 ||
-	    dpv_engine_ring_pair("cmpair0", 0, &a, &b) != 0 ||
-	    dpv_engine_ring_pair("cmpair1", 0, &c, &d) != 0 ||
-	    dpv_dev_open("dpv0", a, IP_A, &A) != 0 || dpv_dev_open("dpv1", b, IP_B, &B) != 0 ||
-	    dpv_dev_open_faults("dpv2", c, IP_C, "loss=0.05,seed=3", &C) != 0 ||
-	    dpv_dev_open_faults("dpv3", d, IP_D, "loss=0.05,seed=4", &D) != 0)
-		return -1;
 	/* More retries where MADs are lost: each is lost with 10 % at most. */
 	lossy.max_retries = 8;
-	if (dpv_dev_cm_set_timing(A, &quick) || dpv_dev_cm_set_timing(B, &quick) ||
-	    dpv_dev_cm_set_timing(C, &lossy) || dpv_dev_cm_set_timing(D, &lossy))
-		return -1;
-	return 0;
+	return cm_dev_eal_up() == 0 &&
+			       cm_dev_pair("cmpair0", "dpv0", IP_A, NULL, "dpv1", IP_B, NULL,
+					   &cm_dev_quick, &A, &B) == 0 &&
+			       cm_dev_pair("cmpair1", "dpv2", IP_C, "loss=0.05,seed=3", "dpv3", IP_D,
+					   "loss=0.05,seed=4", &lossy, &C, &D) == 0
+		       ? 0
+		       : -1;
 }
 
-static int devices_down(void **state)
-{
-	(void)state;
-	dpv_dev_close(A);
-	dpv_dev_close(B);
-	dpv_dev_close(C);
-	dpv_dev_close(D);
-	return rte_eal_cleanup() == 0 ? 0 : -1;
-}
 
 int main(int argc, char **argv)
 {
@@ -387,7 +266,6 @@ int main(int argc, char **argv)
 		cmocka_unit_test(lossy_link_still_establishes),
 	};
 
-	eal_argc = argc;
-	eal_argv = argv;
-	return cmocka_run_group_tests_name("cm_dev", tests, devices_up, devices_down) ? 1 : 0;
+	cm_dev_args_keep(argc, argv);
+	return cmocka_run_group_tests_name("cm_dev", tests, devices_up, cm_dev_down) ? 1 : 0;
 }

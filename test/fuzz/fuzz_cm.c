@@ -8,6 +8,7 @@
  * MAD the machine hands out packs, and no deadline is left in the past after a timer
  * run. Built without libFuzzer, replay_main.c drives the same function.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -48,11 +49,27 @@ static void receive(struct host *h, const uint8_t *mad, size_t len)
 	struct dpv_cm_out o;
 	struct dpv_cm_conn *c;
 
-	if (dpv_cm_unpack(mad, len, &h->rx) != 0)
+	int ret = dpv_cm_unpack(mad, len, &h->rx);
+
+	if (ret == EPROTONOSUPPORT) {
+		check(dpv_cm_answer_version(mad, len, &o) == 0 || !o.send);
+		sent(h, &o);
 		return;
+	}
+	if (ret != 0)
+		return;
+	/* The sender of a SIDR_REQ is the other host: its index is its address. */
+	if (h->rx.hdr.attr_id == DPV_CM_ATTR_SIDR_REQ &&
+	    (c = dpv_cm_table_find_sidr(&h->t, h->rx.sidr_req.request_id, h == hosts)) != NULL) {
+		dpv_cm_input(c, &h->rx, now, &o);
+		sent(h, &o);
+		return;
+	}
 	c = dpv_cm_table_route(&h->t, &h->rx);
 	if (c == NULL)
 		check(dpv_cm_answer_unmatched(&h->rx, &o) == 0 || !o.send);
+	else if (c->state == DPV_CM_LISTEN && h->rx.hdr.attr_id == DPV_CM_ATTR_SIDR_REQ)
+		dpv_cm_sidr_req_received(&h->conn, c, &h->rx, h == hosts, &o);
 	else if (c->state == DPV_CM_LISTEN)
 		dpv_cm_req_received(&h->conn, c, &h->rx, &o);
 	else
@@ -70,7 +87,7 @@ static void consumer_call(struct host *h, struct tm_src *s)
 
 	for (i = 0; i < sizeof(pdata); i++)
 		pdata[i] = (uint8_t)i;
-	switch (tm_src_below(s, 8)) {
+	switch (tm_src_below(s, 10)) {
 	case 0: {
 		struct dpv_cm_req req;
 
@@ -106,6 +123,25 @@ static void consumer_call(struct host *h, struct tm_src *s)
 	case 6:
 		dpv_cm_established(c, &o);
 		break;
+	case 7: {
+		struct dpv_cm_sidr_req req;
+
+		memset(&req, 0, sizeof(req));
+		req.service_id = h->listener.service_id ^ tm_src_below(s, 2);
+		dpv_cm_sidr_request(c, &req, (uint8_t)tm_src_below(s, 33),
+				    (uint8_t)tm_src_below(s, 17), now, &o);
+		break;
+	}
+	case 8: {
+		struct dpv_cm_sidr_rep rep;
+
+		memset(&rep, 0, sizeof(rep));
+		rep.status = (uint8_t)tm_src_below(s, 6);
+		rep.qpn = tm_src_below(s, 1u << 25);
+		rep.info_length = (uint8_t)tm_src_below(s, 80);
+		dpv_cm_sidr_reply(c, &rep, &o);
+		break;
+	}
 	default:
 		/* A connection that left for IDLE is taken out and put back: a new ID. */
 		if (c->state != DPV_CM_IDLE)
@@ -133,7 +169,7 @@ static void clock_runs(uint64_t step)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct dpv_cm_params p = {0x0002c90300000a0aull, 10, 1000000000ull};
+	struct dpv_cm_params p = {0x0002c90300000a0aull, 10, 1000000000ull, 14};
 	uint8_t mad[DPV_CM_MAD_LEN + 1];
 	struct tm_src s;
 	int i;

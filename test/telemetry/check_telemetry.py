@@ -129,11 +129,11 @@ def main(argv):
             cmds = ["/dpverbs/devices", "/dpverbs/info,dpv0", "/dpverbs/counters,dpv0",
                     "/dpverbs/counters,dpv1", f"/dpverbs/qp,dpv0,{qa}",
                     f"/dpverbs/qp,dpv1,{hex(qb)}", "/dpverbs/qps,dpv0", "/dpverbs/srqs,dpv1",
-                    f"/dpverbs/srq,dpv1,{srq}", f"/dpverbs/srq,dpv1,{tm}",
+                    f"/dpverbs/srq,dpv1,{srq}", f"/dpverbs/srq,dpv1,{tm}", "/dpverbs/cm,dpv0",
                     # nothing of these exists or parses: null, and the device runs on
                     "/dpverbs/counters,dpv9", "/dpverbs/counters", "/dpverbs/qp,dpv0",
                     "/dpverbs/qp,dpv0,4095", "/dpverbs/qp,dpv0,x1", "/dpverbs/srq,dpv0,99999",
-                    "/dpverbs/qps,nosuch"]
+                    "/dpverbs/qps,nosuch", "/dpverbs/cm,nosuch", "/dpverbs/cm"]
             r = dict(zip(cmds, ask(client, prefix, cmds)))
             snaps[phase], vs[phase] = r, v
             c.eq(f"{phase}: devices", r["/dpverbs/devices"], ["dpv0", "dpv1"])
@@ -158,7 +158,10 @@ def main(argv):
             t = r[f"/dpverbs/srq,dpv1,{tm}"] or {}
             c.eq(f"{phase}: tm srq", (t.get("type"), t.get("tm_adds"), t.get("tm_listed"),
                                       t.get("tm_expected")), ("TM", v["tags"], v["tags"], 0))
-            for k in cmds[10:]:
+            # a verbs program without librdmacm has no CM ids (test/verbs/test_cm_ids.c
+            # checks the fields of some)
+            c.eq(f"{phase}: cm ids of dpv0", r["/dpverbs/cm,dpv0"], [])
+            for k in cmds[11:]:
                 c.eq(f"{phase}: {k}", r[k], None)
             # Every SEND was received: the requester's packets and the responder's
             # receives, on the QPs and summed over the device.

@@ -49,6 +49,8 @@ def main():
         # A device name, then an SRQ id: the only SRQ is 1.
         (b"show port dpv\t", "show port dpv"),
         (b"1\r", "MTU:"),
+        (b"show cm dpv\t", "show cm dpv"),
+        (b"0\r", "dpv0: 0 CM ids"),
         # With a complete command there too, the ids are listed rather than filled in.
         (b"show tags \t", " 1 [word]"),
         (b"1\r", "srq 1: 0 listed of 64"),

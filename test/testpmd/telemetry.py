@@ -7,7 +7,7 @@
 Starts dpv-testpmd on its embedded default (telemetry on, file prefix
 dpv-testpmd-<pid>), adds a tag and sends one tagged eager message through its commands,
 then asks dpdk-telemetry.py (Debian's dpdk-dev, run by the system's /usr/bin/python3)
-for /dpverbs/devices, the receiving device's counters, its SRQs and QPs, and checks the
+for /dpverbs/devices, the receiving device's counters, its SRQs, QPs and CM ids, and checks the
 values the commands imply; then ends the console's input and wants exit status 0.
 Exits 77 (skipped) without the client.
 """
@@ -96,6 +96,7 @@ def main(argv):
         eq("qp srq", qp.get("srq"), srqs[0])
         eq("qp qp_rx_packets", qp.get("qp_rx_packets"), 1)
         eq("unknown device", ask(prefix, ["/dpverbs/counters,dpv7"])[0], None)
+        eq("dpv1 CM ids", ask(prefix, ["/dpverbs/cm,dpv1"])[0], [])
     finally:
         p.stdin.close()
         try:
