@@ -86,35 +86,6 @@ expect_bw() { # file name size iters
 	expect "$1" "$2" "^ *$3$sp$4$sp$n$sp$n$sp$n[[:space:]]*\$"
 }
 
-# A server on side A and, once it listens, its client on side B, each with its own
-# outputs and counter dumps ($tmp/NAME-a.out, NAME-a-dpv0.txt, ...). Sets secs.
-pair() { # name program args...
-	local name=$1 side_eal side_ip side_run=() side_env=() t0 server
-	shift
-	tcp_port=$port
-	port=$((port + 1))
-	out_a=$tmp/$name-a.out out_b=$tmp/$name-b.out
-	t0=$(date +%s.%N)
-	if listening; then
-		fail "$name: TCP port $tcp_port is already in use"
-		return
-	fi
-	link_side a
-	link_run 150 "$out_a" "$@" -p "$tcp_port"
-	server=$last_pid
-	if wait_until "$server" listening; then
-		link_side b
-		link_run 150 "$out_b" "$@" -p "$tcp_port" "$server_host"
-		finish_side "$last_pid" "$name: the client"
-		# The server ends with its client; one still running 30 s later has hung.
-		wait_exit "$server" 300 || fail "$name: the server still runs 30 s after its client"
-	else
-		fail "$name: the server never listened on TCP port $tcp_port"
-	fi
-	finish_side "$server" "$name: the server"
-	secs=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.1f", $1 - $2 }')
-}
-
 # Both devices' counters after a run: no WR out of retries, no failed rendezvous.
 check_counters() { # name
 	local s f c v
@@ -145,13 +116,15 @@ case_run() { # name check-function program args...
 	local name=$1 check=$2 before=$failed
 	shift 2
 	failed=0
-	pair "$name" "$@"
+	tcp_port=$port
+	port=$((port + 1))
+	link_pair "$name" 150 "$@"
 	"$check" "$name" "$@"
 	check_counters "$name"
 	if [ "$failed" = 0 ]; then
-		echo "ok: $name ($*): $secs s; $(recovery "$name")"
+		echo "ok: $name ($*): $pair_secs s; $(recovery "$name")"
 	else
-		echo "FAIL: $name ($*) after $secs s"
+		echo "FAIL: $name ($*) after $pair_secs s"
 		for s in a b; do
 			echo "==== $name, side $s"
 			cat "$tmp/$name-$s.out"

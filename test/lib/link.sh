@@ -104,6 +104,14 @@
 #                        set), and stdout and stderr line-buffered into OUTFILE (a side
 #                        that is ended still shows how far it got; stderr into side_err
 #                        instead, when that is set). Sets last_pid and adds it to pids.
+#   link_pair NAME SECONDS PROGRAM [ARGS...]
+#                        PROGRAM ARGS -p tcp_port on side A (a server) and, once it
+#                        listens, PROGRAM ARGS -p tcp_port server_host on side B (its
+#                        client), each through link_run with SECONDS, into $tmp/NAME-a.out
+#                        and NAME-b.out (counters in NAME-a-dpv0.txt, NAME-b-dpv0.txt);
+#                        waits for both (a server still running 30 s after its client
+#                        has hung) and fails (fail) what did not end well; pair_secs is
+#                        how long the two took.
 #   link_track PID       a process started here (in the background): last_pid, and
 #                        in pids for link_cleanup until it is waited for.
 #   link_forget PID      PID out of pids (it has been waited for).
@@ -314,6 +322,29 @@ link_run() { # seconds outfile program args...
 		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >>"$out" \
 		2>>"${side_err:-$out}" &
 	link_track $!
+}
+
+link_pair() { # name seconds program args...
+	local name=$1 secs=$2 side_eal side_ip side_run=() side_env=() t0 server
+	shift 2
+	t0=$(date +%s.%N)
+	if listening; then
+		fail "$name: TCP port $tcp_port is already in use"
+		return
+	fi
+	link_side a
+	link_run "$secs" "$tmp/$name-a.out" "$@" -p "$tcp_port"
+	server=$last_pid
+	if wait_until "$server" listening; then
+		link_side b
+		link_run "$secs" "$tmp/$name-b.out" "$@" -p "$tcp_port" "$server_host"
+		finish_side "$last_pid" "$name: the client"
+		wait_exit "$server" 300 || fail "$name: the server still runs 30 s after its client"
+	else
+		fail "$name: the server never listened on TCP port $tcp_port"
+	fi
+	finish_side "$server" "$name: the server"
+	pair_secs=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.1f", $1 - $2 }')
 }
 
 link_track() { # pid
