@@ -21,7 +21,10 @@
  *   delayed     held for the delay and sent then, while the frames after it pass it
  *               (reordering); when the queue of held frames is full it is sent at once
  *               (counted in queue_full).
- * The rest are forwarded at once, in batches of up to 32 frames a system call.
+ * The rest are forwarded at once, in batches of up to 32 frames a system call. A frame
+ * that arrives while a socket's receive buffer (--rcvbuf) is full the kernel drops
+ * before this program sees it: rx_dropped counts those, loss the options did not ask
+ * for.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -53,6 +56,7 @@ struct opts {
 	double loss, dup, corrupt, delay; /* chances, 0..1 */
 	long delay_us;
 	unsigned queue;
+	int rcvbuf; /* bytes */
 	uint64_t seed;
 	const char *iface[2];
 };
@@ -61,6 +65,7 @@ struct opts {
 struct counts {
 	uint64_t received, forwarded, lost, duplicated, corrupted, delayed, queue_full;
 	uint64_t truncated, send_errors;
+	uint64_t rx_dropped; /* by the kernel: the socket's buffer was full */
 };
 
 struct held {
@@ -124,6 +129,8 @@ static void usage(FILE *f)
 		"  --delay PCT      frames held back, so that later ones pass them (0)\n"
 		"  --delay-us US    how long a held frame waits, 1..1000000 (300)\n"
 		"  --queue N        held frames at most, each way, 1..65536 (4096)\n"
+		"  --rcvbuf MIB     each socket's receive buffer, 1..1024 MiB (64): what a burst\n"
+		"                   finds full the kernel drops (counted in rx_dropped)\n"
 		"  --seed N         the PRNG's seed (1)\n"
 		"  -h, --help       this text\n"
 		"PCT is a percentage, 0 to 100 (5, 0.5).\n");
@@ -176,6 +183,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"delay", required_argument, NULL, 'D'},
 		{"delay-us", required_argument, NULL, 'u'},
 		{"queue", required_argument, NULL, 'q'},
+		{"rcvbuf", required_argument, NULL, 'r'},
 		{"seed", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -183,7 +191,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	unsigned long long v;
 	int c, rc = 0;
 
-	*o = (struct opts){.delay_us = 300, .queue = 4096, .seed = 1};
+	*o = (struct opts){.delay_us = 300, .queue = 4096, .rcvbuf = 64 << 20, .seed = 1};
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		switch (c) {
 		case 'l': rc = parse_pct("--loss", optarg, &o->loss); break;
@@ -197,6 +205,10 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'q':
 			rc = parse_uint("--queue", optarg, 1, 65536, &v);
 			o->queue = (unsigned)v;
+			break;
+		case 'r':
+			rc = parse_uint("--rcvbuf", optarg, 1, 1024, &v);
+			o->rcvbuf = (int)(v << 20);
 			break;
 		case 's':
 			rc = parse_uint("--seed", optarg, 0, UINT64_MAX, &v);
@@ -225,9 +237,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
  * A raw socket that takes every frame arriving on ifindex, in promiscuous mode (a NIC
  * would otherwise filter frames for other MACs), and none that leaves it: those are
  * this process's own. Bound before it takes any protocol, so no frame of another
- * interface is queued meanwhile. Returns the socket, or -1 having said why.
+ * interface is queued meanwhile. Its receive buffer is rcvbuf bytes, past
+ * net.core.rmem_max where the process may (SO_RCVBUFFORCE): a peer's burst (a READ's
+ * responses) must not be lost here beyond what the options ask. Returns the socket, or
+ * -1 having said why.
  */
-static int open_port(const char *name, int ifindex)
+static int open_port(const char *name, int ifindex, int rcvbuf)
 {
 	struct sockaddr_ll sll = {
 		.sll_family = AF_PACKET,
@@ -247,6 +262,12 @@ static int open_port(const char *name, int ifindex)
 	    setsockopt(fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mr, sizeof(mr)) < 0 ||
 	    setsockopt(fd, SOL_PACKET, PACKET_IGNORE_OUTGOING, &one, sizeof(one)) < 0) {
 		fprintf(stderr, "fwd: %s: %s\n", name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) < 0 &&
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)) < 0) {
+		fprintf(stderr, "fwd: %s: SO_RCVBUF: %s\n", name, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -433,6 +454,7 @@ static void print_counts(const struct dir *d)
 		{"duplicated", c->duplicated}, {"corrupted", c->corrupted},
 		{"delayed", c->delayed}, {"queue_full", c->queue_full},
 		{"truncated", c->truncated}, {"send_errors", c->send_errors},
+		{"rx_dropped", c->rx_dropped},
 	};
 	size_t i;
 
@@ -544,7 +566,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "fwd: interface '%s': %s\n", o.iface[i], strerror(errno));
 			goto out;
 		}
-		fds[i] = open_port(o.iface[i], ifindex[i]);
+		fds[i] = open_port(o.iface[i], ifindex[i], o.rcvbuf);
 		if (fds[i] < 0 || iface_frame_max(fds[i], o.iface[i], &fm) < 0)
 			goto out;
 		if (fm > frame_max)
@@ -564,6 +586,13 @@ int main(int argc, char **argv)
 	       o.delay * 100, o.delay_us, o.seed);
 	fflush(stdout);
 	rc = run(dirs, &o, &wait_mask) ? 1 : 0;
+	for (i = 0; i < 2; i++) {
+		struct tpacket_stats st;
+		socklen_t len = sizeof(st);
+
+		if (getsockopt(dirs[i].rx_fd, SOL_PACKET, PACKET_STATISTICS, &st, &len) == 0)
+			dirs[i].c.rx_dropped = st.tp_drops;
+	}
 	if (!rc)
 		printf("fwd: stopped by %s\n", strsignal(stop_signal));
 	for (i = 0; i < 2; i++)
