@@ -139,16 +139,10 @@ case_run() { # name check-function program args...
 }
 
 perftest_bw() { # name program args...
-	local name=$1 size=65536 iters=1000 i
-	shift 2
-	set -- "$@" ""
-	for ((i = 1; i < $#; i++)); do
-		case ${!i} in
-		-s) size=${*:i+1:1} ;;
-		-n) iters=${*:i+1:1} ;;
-		esac
-	done
-	case $name in atomic*) size=8 ;; esac
+	local name=$1 args=("${@:3}") size iters
+	size=$(opt_of -s 65536) iters=$(opt_of -n 1000)
+	# An atomic is 8 bytes, whatever -s says.
+	[[ $2 == ib_atomic_* ]] && size=8
 	expect_bw "$tmp/$name-b.out" "$name: the client" "$size" "$iters"
 	expect_bw "$tmp/$name-a.out" "$name: the server" "$size" "$iters"
 	for s in a b; do
@@ -158,15 +152,8 @@ perftest_bw() { # name program args...
 }
 
 pingpong() { # name program args...
-	local name=$1 size=4096 iters=1000 i
-	shift 2
-	set -- "$@" ""
-	for ((i = 1; i < $#; i++)); do
-		case ${!i} in
-		-s) size=${*:i+1:1} ;;
-		-n) iters=${*:i+1:1} ;;
-		esac
-	done
+	local name=$1 args=("${@:3}") size iters
+	size=$(opt_of -s 4096) iters=$(opt_of -n 1000)
 	for s in a b; do
 		expect "$tmp/$name-$s.out" "$name: side $s" "^$((size * iters * 2)) bytes in [0-9.]+ seconds"
 		expect "$tmp/$name-$s.out" "$name: side $s" "^$iters iters in [0-9.]+ seconds"
@@ -178,20 +165,12 @@ pingpong() { # name program args...
 # rndv_peer checked every byte itself; its receiver's device must have counted the
 # rendezvous it read, and their bytes, as the program saw them end.
 rendezvous() { # name program args...
-	local name=$1 reads bytes v
+	local name=$1
 	expect "$tmp/$name-a.out" "$name: the receiver" '^receiver: ok:'
 	expect "$tmp/$name-b.out" "$name: the sender" '^sender: ok:'
 	refuse "$tmp/$name-a.out" "$name: the receiver" '^FAIL'
 	refuse "$tmp/$name-b.out" "$name: the sender" '^FAIL'
-	read -r reads bytes < <(sed -nE \
-		's/.* ([0-9]+) rendezvous read by the device \(([0-9]+) bytes\).*/\1 \2/p' \
-		"$tmp/$name-a.out")
-	v=$(counter "$tmp/$name-a-dpv0.txt" xport.tm_rndv_reads)
-	[ "$v" = "${reads:-}" ] ||
-		fail "$name: xport.tm_rndv_reads $v, but ${reads:-no} rendezvous ended read by the device"
-	v=$(counter "$tmp/$name-a-dpv0.txt" xport.tm_rndv_bytes)
-	[ "$v" = "${bytes:-}" ] ||
-		fail "$name: xport.tm_rndv_bytes $v, but its rendezvous ended with ${bytes:-no} bytes"
+	rndv_counted "$tmp/$name-a.out" "$tmp/$name-a-dpv0.txt"
 }
 
 dev=(-d dpv0 -x 0)

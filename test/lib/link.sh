@@ -9,8 +9,8 @@
 # test/rndv/rndv.sh, test/compat/perftest.sh, ucx.sh and mpi.sh, the consoles of
 # test/testpmd/session2.sh, and test/fwd/fwd.sh and goodput.sh, whose link passes
 # through a forwarder in a third namespace); test/hostile/hostile.sh makes two
-# namespaces of its own shape, test/bad_config/bad_config.sh and test/dropin/abi.sh only a temporary
-# directory and what they start. A script (bash, set -u) sources it relative to its own
+# namespaces of its own shape, test/bad_config/bad_config.sh and test/dropin/abi.sh
+# only a temporary directory and what they start. A script (bash, set -u) sources it relative to its own
 # directory, since meson runs it by path:
 #
 #   . "$(dirname "$0")/../lib/link.sh"
@@ -134,6 +134,10 @@
 #   opt_of OPTION DEFAULT
 #                        the value of OPTION among the program's arguments (the array
 #                        args; the last one given), else DEFAULT.
+#   rndv_counted OUTFILE DUMPFILE
+#                        fails unless the counters of DUMPFILE (xport.tm_rndv_reads,
+#                        tm_rndv_bytes) are the rendezvous, and their bytes, that
+#                        rndv_peer's receiver says in OUTFILE its device read.
 #   nonzero_counters DUMPFILE
 #                        the counters of a dump that are not 0, on lines of 120 at most.
 
@@ -418,6 +422,18 @@ opt_of() { # option default
 		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
 	done
 	echo "$v"
+}
+
+rndv_counted() { # outfile dumpfile
+	local reads bytes v
+	read -r reads bytes < <(sed -nE \
+		's/.* ([0-9]+) rendezvous read by the device \(([0-9]+) bytes\).*/\1 \2/p' "$1")
+	v=$(counter "$2" xport.tm_rndv_reads)
+	[ "$v" = "${reads:-}" ] ||
+		fail "xport.tm_rndv_reads $v, but ${reads:-no} rendezvous ended read by the device"
+	v=$(counter "$2" xport.tm_rndv_bytes)
+	[ "$v" = "${bytes:-}" ] ||
+		fail "xport.tm_rndv_bytes $v, but the device's rendezvous ended with ${bytes:-no} bytes"
 }
 
 nonzero_counters() { # dumpfile
