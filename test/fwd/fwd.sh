@@ -85,7 +85,7 @@ refuse() { # file name regex
 # checks the rest of its shape).
 expect_bw() { # file name size iters
 	local n='[0-9]+\.[0-9]+' sp='[[:space:]]+'
-	expect "$1" "$2" "^ *$3$sp$4$sp$n$sp$n$sp$n[[:space:]]*\$"
+	expect "$1" "$2" "^ *$3$sp$4$sp$n$sp$n$sp${n}[[:space:]]*\$"
 }
 
 # Both devices' counters after a run: no WR out of retries, no failed rendezvous.
