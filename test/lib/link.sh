@@ -7,9 +7,10 @@
 # exit. Most of them run two dpverbs processes, side A and side B, each with a device
 # of its own, joined by a link (test/dropin/dropin.sh and memif_join.sh,
 # test/rndv/rndv.sh, test/compat/perftest.sh, ucx.sh and mpi.sh, the consoles of
-# test/testpmd/session2.sh); test/hostile/hostile.sh makes two namespaces of its own
-# shape, test/bad_config/bad_config.sh and test/dropin/abi.sh only a temporary
-# directory and what they start. A script (bash, set -u) sources it relative to its own
+# test/testpmd/session2.sh, and test/fwd/fwd.sh and goodput.sh, whose link passes
+# through a forwarder in a third namespace); test/hostile/hostile.sh makes two
+# namespaces of its own shape, test/bad_config/bad_config.sh and test/dropin/abi.sh
+# only a temporary directory and what they start. A script (bash, set -u) sources it relative to its own
 # directory, since meson runs it by path:
 #
 #   . "$(dirname "$0")/../lib/link.sh"
@@ -38,13 +39,13 @@
 #                        tree's dpv-devnodes); returns at once in the process run so.
 #   link_init TEMPLATE   makes the temporary directory tmp (mktemp -d TEMPLATE; exit 1
 #                        when it cannot) and id, 5 random hex digits for the script's
-#                        names; empties pids, ns_a, ns_b and veths; link_cleanup becomes
-#                        the EXIT trap, and INT, TERM and HUP exit 1. The script sets
-#                        prefix_a and prefix_b (its EAL file prefixes) right after.
+#                        names; empties pids, ns_a, ns_b, ns_f and veths; link_cleanup
+#                        becomes the EXIT trap, and INT, TERM and HUP exit 1. The script
+#                        sets prefix_a and prefix_b (its EAL file prefixes) right after.
 #   link_cleanup         the EXIT trap: ends the processes of pids (those not waited for
-#                        yet), by pid; deletes ns_a and ns_b (and with them the veth ends
-#                        in them) and the veth pairs of veths (for a pair made before its
-#                        ends moved); removes tmp and EAL's runtime directories of
+#                        yet), by pid; deletes ns_a, ns_b and ns_f (and with them the veth
+#                        ends in them) and the veth pairs of veths (for a pair made before
+#                        its ends moved); removes tmp and EAL's runtime directories of
 #                        prefix_a and prefix_b (/var/run/dpdk, $XDG_RUNTIME_DIR/dpdk).
 #   link_eal MEMORY [MEGABYTES]
 #                        eal_common, the EAL arguments of both sides: no PCI, no
@@ -63,6 +64,24 @@
 #                        veth_b=NAMES"id"b (in ns_b), both up, lo up in both; run_a and
 #                        run_b run a command in them. Needs tmp. Exits 77 saying why when
 #                        a namespace cannot be made, 1 when anything else fails.
+#   link_netns_fwd NAMES (root) the same with a namespace between: ns_a=NAMES"A"id,
+#                        ns_f=NAMES"F"id and ns_b=NAMES"B"id, and two veth pairs, veth_a
+#                        (NAMES"id"a, in ns_a) to fwd_a (NAMES"id"fa, in ns_f) and fwd_b
+#                        (NAMES"id"fb, in ns_f) to veth_b (NAMES"id"b, in ns_b), all up,
+#                        lo up in all three, IPv6 off in ns_f (its kernel sends nothing
+#                        on fwd_a and fwd_b); run_a, run_b and run_f run a command in
+#                        them. Nothing joins ns_a to ns_b until a program in ns_f
+#                        forwards between fwd_a and fwd_b (test/fwd/fwd.c). The kernel's
+#                        checksum and segmentation offloads are off on veth_a and veth_b:
+#                        a forwarder reads a frame as it left the kernel, so a TCP segment
+#                        must leave with its checksum and no larger than the MTU. Exits
+#                        as link_netns_pair does, and 77 without ethtool.
+#   link_fwd OUTFILE FWD [OPTIONS...]
+#                        (after link_netns_fwd) FWD OPTIONS fwd_a fwd_b in ns_f, in the
+#                        background, its output into OUTFILE; fwd_pid its pid, in pids.
+#                        Returns once it says it forwards (0), or 1 when it exits first or
+#                        is still silent after 30 s. link_stop "$fwd_pid" ends it, and it
+#                        prints its counters (NAME VALUE lines, for counter) into OUTFILE.
 #   link_veth NAME_A NAME_B
 #                        a veth pair, NAME_A in ns_a and NAME_B in ns_b, both up; added
 #                        to veths once made. Fails (1) when ip does.
@@ -85,6 +104,14 @@
 #                        set), and stdout and stderr line-buffered into OUTFILE (a side
 #                        that is ended still shows how far it got; stderr into side_err
 #                        instead, when that is set). Sets last_pid and adds it to pids.
+#   link_pair NAME SECONDS PROGRAM [ARGS...]
+#                        PROGRAM ARGS -p tcp_port on side A (a server) and, once it
+#                        listens, PROGRAM ARGS -p tcp_port server_host on side B (its
+#                        client), each through link_run with SECONDS, into $tmp/NAME-a.out
+#                        and NAME-b.out (counters in NAME-a-dpv0.txt, NAME-b-dpv0.txt);
+#                        waits for both (a server still running 30 s after its client
+#                        has hung) and fails (fail) what did not end well; pair_secs is
+#                        how long the two took.
 #   link_track PID       a process started here (in the background): last_pid, and
 #                        in pids for link_cleanup until it is waited for.
 #   link_forget PID      PID out of pids (it has been waited for).
@@ -107,6 +134,10 @@
 #   opt_of OPTION DEFAULT
 #                        the value of OPTION among the program's arguments (the array
 #                        args; the last one given), else DEFAULT.
+#   rndv_counted OUTFILE DUMPFILE
+#                        fails unless the counters of DUMPFILE (xport.tm_rndv_reads,
+#                        tm_rndv_bytes) are the rendezvous, and their bytes, that
+#                        rndv_peer's receiver says in OUTFILE its device read.
 #   nonzero_counters DUMPFILE
 #                        the counters of a dump that are not 0, on lines of 120 at most.
 
@@ -151,7 +182,7 @@ link_init() { # template
 	tmp=$(mktemp -d "$1") || exit 1
 	id=$(printf '%05x' $(( ($$ << 8 ^ RANDOM) & 0xfffff )))
 	pids=() veths=()
-	ns_a='' ns_b=''
+	ns_a='' ns_b='' ns_f=''
 	trap link_cleanup EXIT
 	trap 'exit 1' INT TERM HUP
 }
@@ -165,6 +196,7 @@ link_cleanup() {
 	done
 	[ -n "$ns_a" ] && ip netns del "$ns_a" 2>/dev/null
 	[ -n "$ns_b" ] && ip netns del "$ns_b" 2>/dev/null
+	[ -n "${ns_f:-}" ] && ip netns del "$ns_f" 2>/dev/null
 	# Deleting a namespace deletes the veth end inside it, and with it its peer; this
 	# is for a pair made before its ends moved.
 	for v in "${veths[@]}"; do
@@ -220,6 +252,49 @@ link_netns_pair() { # names
 	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b")
 }
 
+link_netns_fwd() { # names
+	local ns end
+	if ! command -v ethtool >/dev/null; then
+		echo "skipped: ethtool is not installed (Debian package ethtool)"
+		exit 77
+	fi
+	link_netns "$1A$id"
+	ns_a=$1A$id
+	ip netns add "$1F$id" || exit 1
+	ns_f=$1F$id
+	ip netns add "$1B$id" || exit 1
+	ns_b=$1B$id
+	veth_a=$1${id}a veth_b=$1${id}b fwd_a=$1${id}fa fwd_b=$1${id}fb
+	for end in a b; do
+		ip link add "$1${id}$end" type veth peer name "$1${id}f$end" || exit 1
+		veths+=("$1${id}$end")
+		ip link set "$1${id}f$end" netns "$ns_f" || exit 1
+	done
+	ip link set "$veth_a" netns "$ns_a" && ip link set "$veth_b" netns "$ns_b" || exit 1
+	ip netns exec "$ns_f" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 \
+		net.ipv6.conf.default.disable_ipv6=1 || exit 1
+	for ns in "$ns_a" "$ns_f" "$ns_b"; do
+		ip -n "$ns" link set lo up || exit 1
+	done
+	ip -n "$ns_a" link set "$veth_a" up && ip -n "$ns_b" link set "$veth_b" up &&
+		ip -n "$ns_f" link set "$fwd_a" up && ip -n "$ns_f" link set "$fwd_b" up || exit 1
+	for end in a b; do
+		ns=ns_$end end=veth_$end
+		ip netns exec "${!ns}" ethtool -K "${!end}" tx off tso off gso off gro off \
+			>/dev/null || exit 1
+	done
+	run_a=(ip netns exec "$ns_a") run_b=(ip netns exec "$ns_b") run_f=(ip netns exec "$ns_f")
+}
+
+link_fwd() { # outfile fwd options...
+	local out=$1
+	shift
+	"${run_f[@]}" "$@" "$fwd_a" "$fwd_b" >"$out" 2>&1 &
+	link_track $!
+	fwd_pid=$!
+	wait_until "$fwd_pid" grep -q '^fwd: forwarding' "$out"
+}
+
 link_addrs() { # net dev-a dev-b
 	ip -n "$ns_a" addr add "$1.1/24" dev "$2" || exit 1
 	ip -n "$ns_b" addr add "$1.2/24" dev "$3" || exit 1
@@ -251,6 +326,29 @@ link_run() { # seconds outfile program args...
 		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >>"$out" \
 		2>>"${side_err:-$out}" &
 	link_track $!
+}
+
+link_pair() { # name seconds program args...
+	local name=$1 secs=$2 side_eal side_ip side_run=() side_env=() t0 server
+	shift 2
+	t0=$(date +%s.%N)
+	if listening; then
+		fail "$name: TCP port $tcp_port is already in use"
+		return
+	fi
+	link_side a
+	link_run "$secs" "$tmp/$name-a.out" "$@" -p "$tcp_port"
+	server=$last_pid
+	if wait_until "$server" listening; then
+		link_side b
+		link_run "$secs" "$tmp/$name-b.out" "$@" -p "$tcp_port" "$server_host"
+		finish_side "$last_pid" "$name: the client"
+		wait_exit "$server" 300 || fail "$name: the server still runs 30 s after its client"
+	else
+		fail "$name: the server never listened on TCP port $tcp_port"
+	fi
+	finish_side "$server" "$name: the server"
+	pair_secs=$(echo "$(date +%s.%N) $t0" | awk '{ printf "%.1f", $1 - $2 }')
 }
 
 link_track() { # pid
@@ -324,6 +422,18 @@ opt_of() { # option default
 		[ "${args[i]}" = "$1" ] && v=${args[i + 1]}
 	done
 	echo "$v"
+}
+
+rndv_counted() { # outfile dumpfile
+	local reads bytes v
+	read -r reads bytes < <(sed -nE \
+		's/.* ([0-9]+) rendezvous read by the device \(([0-9]+) bytes\).*/\1 \2/p' "$1")
+	v=$(counter "$2" xport.tm_rndv_reads)
+	[ "$v" = "${reads:-}" ] ||
+		fail "xport.tm_rndv_reads $v, but ${reads:-no} rendezvous ended read by the device"
+	v=$(counter "$2" xport.tm_rndv_bytes)
+	[ "$v" = "${bytes:-}" ] ||
+		fail "xport.tm_rndv_bytes $v, but the device's rendezvous ended with ${bytes:-no} bytes"
 }
 
 nonzero_counters() { # dumpfile

@@ -115,14 +115,7 @@ grep -q '^sender: ok:' "$out_b" || fail "the sender did not print its ok line"
 # The receiver's device counted the rendezvous it read, and their bytes, as the program
 # saw them end (doc/guides/reliability.md, Counters); none may have failed on either.
 if [ "$failed" = 0 ] && [ -s "$tmp/a-dpv0.txt" ]; then
-	read -r reads bytes < <(sed -nE \
-		's/.* ([0-9]+) rendezvous read by the device \(([0-9]+) bytes\).*/\1 \2/p' "$out_a")
-	v=$(counter "$tmp/a-dpv0.txt" xport.tm_rndv_reads)
-	[ "$v" = "${reads:-}" ] ||
-		fail "xport.tm_rndv_reads $v, but ${reads:-no} rendezvous ended read by the device"
-	v=$(counter "$tmp/a-dpv0.txt" xport.tm_rndv_bytes)
-	[ "$v" = "${bytes:-}" ] ||
-		fail "xport.tm_rndv_bytes $v, but the device's rendezvous ended with ${bytes:-no} bytes"
+	rndv_counted "$out_a" "$tmp/a-dpv0.txt"
 	for s in a b; do
 		v=$(counter "$tmp/$s-dpv0.txt" xport.tm_rndv_failed)
 		[ "$v" = 0 ] || fail "side $s: xport.tm_rndv_failed $v"
