@@ -90,47 +90,6 @@ static const char *const opcode_names[256] = {
 	[DPV_OP_UD_SEND_ONLY_IMM] = "UD Send Only Immediate",
 };
 
-/* CRC-32 of IEEE 802.3, reflected polynomial, slice-by-8 tables built once at load. */
-static uint32_t crc_tab[8][256];
-
-__attribute__((constructor)) static void crc_tables_init(void)
-{
-	uint32_t c;
-	unsigned int i, j;
-
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-		crc_tab[0][i] = c;
-	}
-	for (i = 0; i < 256; i++)
-		for (j = 1; j < 8; j++)
-			crc_tab[j][i] = (crc_tab[j - 1][i] >> 8) ^ crc_tab[0][crc_tab[j - 1][i] & 0xff];
-}
-
-uint32_t dpv_wire_crc32(uint32_t state, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	uint32_t lo, hi;
-
-	while (len >= 8) {
-		lo = state ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-			      (uint32_t)p[3] << 24);
-		hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-		     (uint32_t)p[7] << 24;
-		state = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-			crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
-			crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
-			crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		state = (state >> 8) ^ crc_tab[0][(state ^ *p++) & 0xff];
-	return state;
-}
-
 static inline void put16(uint8_t *p, uint16_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
@@ -308,24 +267,6 @@ uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_
 	return hdr;
 }
 
-uint32_t dpv_wire_icrc_begin(const void *frame)
-{
-	/* A17.8.3: 8 bytes of ones stand for the LRH; then IPv4 with TOS, TTL and header
-	 * checksum as ones, UDP with checksum as ones, BTH with its FECN/BECN/resv6 byte as
-	 * ones, because routers may change all of those. */
-	uint8_t m[8 + DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN + DPV_WIRE_BTH_LEN];
-	uint8_t *ip = m + 8, *udp = ip + DPV_WIRE_IPV4_LEN, *bth = udp + DPV_WIRE_UDP_LEN;
-
-	memset(m, 0xff, 8);
-	memcpy(ip, (const uint8_t *)frame + DPV_WIRE_ETH_LEN, sizeof(m) - 8);
-	ip[1] = 0xff;
-	ip[8] = 0xff;
-	ip[10] = ip[11] = 0xff;
-	udp[6] = udp[7] = 0xff;
-	bth[4] = 0xff;
-	return dpv_wire_crc32(0xffffffffu, m, sizeof(m));
-}
-
 uint32_t dpv_wire_icrc_final(uint32_t state)
 {
 	return ~state;
@@ -348,22 +289,13 @@ uint32_t dpv_wire_icrc_get(const void *src)
 	return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
 }
 
-static uint32_t icrc_of(const uint8_t *f, uint32_t frame_len)
-{
-	uint32_t start = DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN;
-	uint32_t st = dpv_wire_icrc_begin(f);
-
-	st = dpv_wire_crc32(st, f + start, frame_len - DPV_WIRE_ICRC_LEN - start);
-	return dpv_wire_icrc_final(st);
-}
-
 void dpv_wire_finish(void *frame, uint32_t frame_len)
 {
 	uint8_t *f = frame;
 	uint32_t pad = (f[DPV_WIRE_BTH_OFF + 1] >> 4) & 3;
 
 	memset(f + frame_len - DPV_WIRE_ICRC_LEN - pad, 0, pad);
-	dpv_wire_icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, icrc_of(f, frame_len));
+	dpv_wire_icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, dpv_wire_icrc(f, frame_len));
 }
 
 enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
@@ -412,7 +344,7 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 		return DPV_WIRE_E_SHORT;
 	if (frame_len > fixed && !(info & DPV_WIRE_EXT_PAYLOAD))
 		return DPV_WIRE_E_LENGTH;
-	if (icrc_of(f, frame_len) != dpv_wire_icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
+	if (dpv_wire_icrc(f, frame_len) != dpv_wire_icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
 		return DPV_WIRE_E_ICRC;
 
 	memcpy(p->dst_mac, f, 6);

@@ -215,8 +215,24 @@ void dpv_wire_finish(void *frame, uint32_t frame_len);
  */
 uint32_t dpv_wire_icrc_begin(const void *frame);
 
-/** Continue a CRC-32 (IEEE 802.3, reflected) over @p len bytes. */
+/**
+ * Continue a CRC-32 (IEEE 802.3, reflected) over @p len bytes: PCLMULQDQ folding where
+ * the CPU has it, slice-by-8 tables elsewhere (dpv_wire_crc.h), the same result.
+ * Calls chain: crc32(crc32(s, a, n), a + n, m) equals crc32(s, a, n + m).
+ * @param state  the running state (0xffffffff to start a CRC of its own)
+ * @param data   any alignment
+ * @return the new state
+ */
 uint32_t dpv_wire_crc32(uint32_t state, const void *data, size_t len);
+
+/**
+ * The ICRC of a contiguous frame, as dpv_wire_finish() stores it and dpv_wire_parse()
+ * checks it: the masked headers and everything after them up to the ICRC, in one pass.
+ * @param frame      from its Ethernet header
+ * @param frame_len  ICRC included; at least the headers to the BTH plus the ICRC
+ * @return the value for dpv_wire_icrc_put()
+ */
+uint32_t dpv_wire_icrc(const void *frame, uint32_t frame_len);
 
 /** The ICRC value from a running state, as dpv_wire_icrc_put() stores it. */
 uint32_t dpv_wire_icrc_final(uint32_t state);
