@@ -169,49 +169,22 @@ uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len)
 	return hdr_len_tab[opcode] + payload_len + pad_of(payload_len) + DPV_WIRE_ICRC_LEN;
 }
 
-uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len)
+/* The IP length of a packet, or 0 if dpv_wire_write_headers() refuses it: an unknown
+ * opcode, payload on an opcode that carries none, a frame above 65535 bytes. */
+static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_len)
 {
-	uint8_t info = opcode_info[p->opcode];
-	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
-	uint8_t *x = f + DPV_WIRE_BTH_OFF;
-	uint32_t hdr = hdr_len_tab[p->opcode], pad = pad_of(payload_len), ip_len, w0, w1, w2;
+	uint32_t ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + pad_of(payload_len) +
+			  DPV_WIRE_ICRC_LEN;
 
-	if (!info || (payload_len && !(info & P)) || payload_len > 65535)
+	if (!info || (payload_len && !(info & P)) || payload_len > 65535 || ip_len > 65535)
 		return 0;
-	ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + pad + DPV_WIRE_ICRC_LEN;
-	if (ip_len > 65535)
-		return 0;
+	return ip_len;
+}
 
-	memcpy(f, p->dst_mac, 6);
-	memcpy(f + 6, p->src_mac, 6);
-	put16(f + 12, DPV_WIRE_ETHERTYPE_IPV4);
-
-	/* IPv4 in three words and the addresses; the checksum is the sum of those words,
-	 * taken before it is stored. DF: RoCE relies on path MTU, never on fragments. */
-	w0 = 0x45000000u | (uint32_t)p->tos << 16 | ip_len;
-	w1 = (uint32_t)p->ip_id << 16 | 0x4000u;
-	w2 = (uint32_t)p->ttl << 24 | 17u << 16;
-	w2 |= ~csum_fold((uint64_t)w0 + w1 + w2 + p->src_ip + p->dst_ip) & 0xffffu;
-	put32(ip, w0);
-	put32(ip + 4, w1);
-	put32(ip + 8, w2);
-	put32(ip + 12, p->src_ip);
-	put32(ip + 16, p->dst_ip);
-
-	/* UDP checksum 0: allowed for RoCEv2 over IPv4. */
-	put32(udp, (uint32_t)p->udp_sport << 16 | DPV_WIRE_UDP_PORT);
-	put32(udp + 4, (ip_len - DPV_WIRE_IPV4_LEN) << 16);
-
-	/* BTH: TVer 0. */
-	put32(x, (uint32_t)p->opcode << 24 | (p->solicited ? 0x800000u : 0) |
-			 (p->mig_req ? 0x400000u : 0) | pad << 20 | p->pkey);
-	put32(x + 4, (p->fecn ? 0x80000000u : 0) | (p->becn ? 0x40000000u : 0) |
-			     (p->dest_qp & DPV_WIRE_QPN_MASK));
-	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
-	x += DPV_WIRE_BTH_LEN;
-
-	/* Extension headers in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
-	 * AtomicAckETH, ImmDt). */
+/* Extension headers at @p x in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt). */
+static inline void write_ext(uint8_t *x, uint8_t info, const struct dpv_wire_pkt *p)
+{
 	if (info & DETH) {
 		put32(x, p->deth_qkey);
 		put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
@@ -240,6 +213,90 @@ uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_
 	}
 	if (info & IMM)
 		put32(x, p->imm);
+}
+
+static inline uint32_t bth_flags(const struct dpv_wire_pkt *p, uint32_t pad)
+{
+	return (p->solicited ? 0x80u : 0) | pad << 4; /* TVer 0 */
+}
+
+uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len)
+{
+	uint8_t info = opcode_info[p->opcode];
+	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
+	uint8_t *x = f + DPV_WIRE_BTH_OFF;
+	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+	uint32_t w0, w1, w2;
+
+	if (ip_len == 0)
+		return 0;
+	memcpy(f, p->dst_mac, 6);
+	memcpy(f + 6, p->src_mac, 6);
+	put16(f + 12, DPV_WIRE_ETHERTYPE_IPV4);
+
+	/* The checksum is the sum of the words before it is stored. DF: RoCE relies on
+	 * path MTU, never on fragments. */
+	w0 = 0x45000000u | (uint32_t)p->tos << 16 | ip_len;
+	w1 = (uint32_t)p->ip_id << 16 | 0x4000u;
+	w2 = (uint32_t)p->ttl << 24 | 17u << 16;
+	w2 |= ~csum_fold((uint64_t)w0 + w1 + w2 + p->src_ip + p->dst_ip) & 0xffffu;
+	put32(ip, w0);
+	put32(ip + 4, w1);
+	put32(ip + 8, w2);
+	put32(ip + 12, p->src_ip);
+	put32(ip + 16, p->dst_ip);
+
+	/* UDP checksum 0: allowed for RoCEv2 over IPv4. */
+	put32(udp, (uint32_t)p->udp_sport << 16 | DPV_WIRE_UDP_PORT);
+	put32(udp + 4, (ip_len - DPV_WIRE_IPV4_LEN) << 16);
+
+	put32(x, (uint32_t)p->opcode << 24 | (bth_flags(p, pad_of(payload_len)) |
+					      (p->mig_req ? 0x40u : 0)) << 16 | p->pkey);
+	put32(x + 4, (p->fecn ? 0x80000000u : 0) | (p->becn ? 0x40000000u : 0) |
+			     (p->dest_qp & DPV_WIRE_QPN_MASK));
+	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
+	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
+	return hdr;
+}
+
+void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p)
+{
+	struct dpv_wire_pkt c = *p;
+
+	/* The headers of an opcode without extension headers, the per-packet fields zero. */
+	c.opcode = DPV_OP_RC_SEND_ONLY;
+	c.solicited = false;
+	c.ip_id = 0;
+	c.ack_req = false;
+	c.psn = 0;
+	dpv_wire_write_headers(t->hdr, &c, 0);
+	t->hdr[DPV_WIRE_BTH_OFF] = 0;
+	t->hdr[DPV_WIRE_ETH_LEN + 2] = t->hdr[DPV_WIRE_ETH_LEN + 3] = 0;   /* IP length */
+	t->hdr[DPV_WIRE_ETH_LEN + 10] = t->hdr[DPV_WIRE_ETH_LEN + 11] = 0; /* checksum */
+	t->hdr[DPV_WIRE_BTH_OFF - 4] = t->hdr[DPV_WIRE_BTH_OFF - 3] = 0;   /* UDP length */
+	/* Version, header length, TOS, DF, TTL, protocol and the addresses. */
+	t->ip_sum = csum_fold((uint64_t)(0x45000000u | (uint32_t)p->tos << 16) + 0x4000u +
+			      ((uint32_t)p->ttl << 24 | 17u << 16) + p->src_ip + p->dst_ip);
+}
+
+uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
+			     const struct dpv_wire_pkt *p, uint32_t payload_len)
+{
+	uint8_t info = opcode_info[p->opcode];
+	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *x = f + DPV_WIRE_BTH_OFF;
+	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+
+	if (ip_len == 0)
+		return 0;
+	memcpy(f, t->hdr, sizeof(t->hdr));
+	put16(ip + 2, ip_len);
+	put16(ip + 4, p->ip_id);
+	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + ((uint32_t)p->ip_id << 16)));
+	put16(x - 4, ip_len - DPV_WIRE_IPV4_LEN);
+	x[0] = p->opcode;
+	x[1] |= (uint8_t)bth_flags(p, pad_of(payload_len));
+	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
+	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
 	return hdr;
 }
 

@@ -195,6 +195,39 @@ const char *dpv_wire_opcode_name(uint8_t opcode);
 uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len);
 
 /**
+ * The headers of one connection's packets, the fields that change from packet to
+ * packet left out: built once when a QP's path is known (dpv_wire_tmpl_init()), then
+ * each packet's headers are a copy of it and a few stores (dpv_wire_tmpl_write()),
+ * the IPv4 checksum finished from a partial sum. A plain value: copy or move it freely.
+ */
+struct dpv_wire_tmpl {
+	uint8_t hdr[DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN]; /**< Ethernet to the BTH */
+	uint32_t ip_sum; /**< one's-complement sum of the IPv4 words the template fixes */
+};
+
+/**
+ * Make a connection's template from the fields of @p p that stay the same for all its
+ * packets: the MACs, the IPv4 addresses, TOS and TTL, the UDP source port, and the
+ * BTH's P_Key, MigReq, FECN, BECN and destination QP. Its other fields are not read.
+ * @param[out] t  the template
+ * @param p       the connection's fields
+ */
+void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p);
+
+/**
+ * Write the headers of a packet from a template: the same bytes as
+ * dpv_wire_write_headers() with the template's fields and, from @p p, only those that
+ * change per packet: opcode, solicited, ip_id, ack_req, psn and the extension headers
+ * the opcode carries. Then write the payload and call dpv_wire_finish() as there.
+ * @param buf  at least dpv_wire_hdr_len(p->opcode) bytes
+ * @param t    from dpv_wire_tmpl_init()
+ * @param p    the per-packet fields
+ * @return the header length; 0 where dpv_wire_write_headers() refuses.
+ */
+uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
+			     const struct dpv_wire_pkt *p, uint32_t payload_len);
+
+/**
  * Total frame length of a packet: headers, payload, pad and ICRC.
  */
 uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len);
