@@ -7,8 +7,9 @@
  * Ethernet, IPv4, UDP, BTH, RETH, AtomicETH, AETH, AtomicAckETH, DETH, ImmDt and the
  * ICRC, which covers the IP
  * header onwards with the fields routers may change masked to ones (A17.8.3). Every
- * multi-byte field is read and written byte by byte in network order, so the code does
- * not depend on the host's byte order or on alignment. Any thread may call anything.
+ * multi-byte field is read and written in network order through memcpy, so the code
+ * does not depend on the host's byte order or on alignment. Any thread may call
+ * anything.
  */
 #ifndef DPV_WIRE_H
 #define DPV_WIRE_H
