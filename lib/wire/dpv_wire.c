@@ -123,14 +123,16 @@ static inline uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-/* One's-complement sum folded to 16 bits. Adding 32-bit words in a 64-bit sum and
- * folding gives the sum of the 16-bit words (RFC 1071 2(C)). */
+/* One's-complement sum folded to 16 bits: the 64-bit sum of at most a few 32-bit
+ * words to 32 bits with its end-around carry, then the two halves added with theirs
+ * (in the upper half of v + v rotated by 16). Adding 32-bit words and folding gives the
+ * sum of the 16-bit words (RFC 1071 2(C)). */
 static inline uint32_t csum_fold(uint64_t sum)
 {
-	sum = (sum & 0xffffffffu) + (sum >> 32);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	sum = (sum & 0xffffu) + (sum >> 16);
-	return (uint32_t)((sum & 0xffffu) + (sum >> 16));
+	uint32_t v = (uint32_t)sum + (uint32_t)(sum >> 32);
+
+	v += v < (uint32_t)sum;
+	return (v + (v << 16 | v >> 16)) >> 16;
 }
 
 /* Whether an IPv4 header's checksum is right: its words sum to 0xffff. The sum is
@@ -305,21 +307,27 @@ uint32_t dpv_wire_icrc_final(uint32_t state)
 	return ~state;
 }
 
-void dpv_wire_icrc_put(void *dst, uint32_t icrc)
+static inline void icrc_put(uint8_t *d, uint32_t icrc)
 {
-	uint8_t *d = dst;
-
 	d[0] = (uint8_t)icrc;
 	d[1] = (uint8_t)(icrc >> 8);
 	d[2] = (uint8_t)(icrc >> 16);
 	d[3] = (uint8_t)(icrc >> 24);
 }
 
+static inline uint32_t icrc_get(const uint8_t *s)
+{
+	return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+}
+
+void dpv_wire_icrc_put(void *dst, uint32_t icrc)
+{
+	icrc_put(dst, icrc);
+}
+
 uint32_t dpv_wire_icrc_get(const void *src)
 {
-	const uint8_t *s = src;
-
-	return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
+	return icrc_get(src);
 }
 
 void dpv_wire_finish(void *frame, uint32_t frame_len)
@@ -328,7 +336,7 @@ void dpv_wire_finish(void *frame, uint32_t frame_len)
 	uint32_t pad = (f[DPV_WIRE_BTH_OFF + 1] >> 4) & 3;
 
 	memset(f + frame_len - DPV_WIRE_ICRC_LEN - pad, 0, pad);
-	dpv_wire_icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, dpv_wire_icrc(f, frame_len));
+	icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, dpv_wire_icrc(f, frame_len));
 }
 
 enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
@@ -376,7 +384,7 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 		return DPV_WIRE_E_SHORT;
 	if (frame_len > fixed && !(info & P))
 		return DPV_WIRE_E_LENGTH;
-	if (dpv_wire_icrc(f, frame_len) != dpv_wire_icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
+	if (dpv_wire_icrc(f, frame_len) != icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
 		return DPV_WIRE_E_ICRC;
 
 	memcpy(p->dst_mac, f, 6);
