@@ -10,9 +10,9 @@
  * - carry-less multiplication (x86-64 PCLMULQDQ with SSSE3), folding 16 bytes at a time
  *   with the constants of Intel's "Fast CRC Computation for Generic Polynomials Using
  *   PCLMULQDQ Instruction" (Gopal et al., 2009), chosen at run time when the CPU has it.
- * dpv_wire_crc32() picks one once, on its first call, from the CPU's features; these
- * calls exist so that tests and benchmarks can hold one against the other. Any thread
- * may call anything here.
+ * dpv_wire_crc32() uses the one a constructor picks from the CPU's features when the
+ * program loads, before main; the calls here exist so that tests and benchmarks can
+ * hold one against the other. Any thread may call anything here.
  */
 #ifndef DPV_WIRE_CRC_H
 #define DPV_WIRE_CRC_H
