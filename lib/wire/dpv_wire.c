@@ -9,160 +9,91 @@
 
 #define P DPV_WIRE_EXT_PAYLOAD
 #define V DPV_WIRE_EXT_VALID
+#define IMM DPV_WIRE_EXT_IMM
+#define RETH DPV_WIRE_EXT_RETH
+#define AETH DPV_WIRE_EXT_AETH
+#define DETH DPV_WIRE_EXT_DETH
+#define ATOMIC DPV_WIRE_EXT_ATOMIC
+#define ATOMIC_ACK DPV_WIRE_EXT_ATOMIC_ACK
 
-/* IBTA Table 38 (RC, UC, UD rows dpverbs uses) and the headers each opcode carries. */
-static const uint8_t opcode_info[256] = {
-	[DPV_OP_RC_SEND_FIRST] = V | P,
-	[DPV_OP_RC_SEND_MIDDLE] = V | P,
-	[DPV_OP_RC_SEND_LAST] = V | P,
-	[DPV_OP_RC_SEND_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_RC_SEND_ONLY] = V | P,
-	[DPV_OP_RC_SEND_ONLY_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_RC_WRITE_FIRST] = V | P | DPV_WIRE_EXT_RETH,
-	[DPV_OP_RC_WRITE_MIDDLE] = V | P,
-	[DPV_OP_RC_WRITE_LAST] = V | P,
-	[DPV_OP_RC_WRITE_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_RC_WRITE_ONLY] = V | P | DPV_WIRE_EXT_RETH,
-	[DPV_OP_RC_WRITE_ONLY_IMM] = V | P | DPV_WIRE_EXT_RETH | DPV_WIRE_EXT_IMM,
-	[DPV_OP_RC_READ_REQUEST] = V | DPV_WIRE_EXT_RETH,
-	[DPV_OP_RC_READ_RESP_FIRST] = V | P | DPV_WIRE_EXT_AETH,
-	[DPV_OP_RC_READ_RESP_MIDDLE] = V | P,
-	[DPV_OP_RC_READ_RESP_LAST] = V | P | DPV_WIRE_EXT_AETH,
-	[DPV_OP_RC_READ_RESP_ONLY] = V | P | DPV_WIRE_EXT_AETH,
-	[DPV_OP_RC_ACK] = V | DPV_WIRE_EXT_AETH,
-	[DPV_OP_RC_ATOMIC_ACK] = V | DPV_WIRE_EXT_AETH | DPV_WIRE_EXT_ATOMIC_ACK,
-	[DPV_OP_RC_CMP_SWAP] = V | DPV_WIRE_EXT_ATOMIC,
-	[DPV_OP_RC_FETCH_ADD] = V | DPV_WIRE_EXT_ATOMIC,
-	[DPV_OP_UC_SEND_FIRST] = V | P,
-	[DPV_OP_UC_SEND_MIDDLE] = V | P,
-	[DPV_OP_UC_SEND_LAST] = V | P,
-	[DPV_OP_UC_SEND_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_UC_SEND_ONLY] = V | P,
-	[DPV_OP_UC_SEND_ONLY_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_UC_WRITE_FIRST] = V | P | DPV_WIRE_EXT_RETH,
-	[DPV_OP_UC_WRITE_MIDDLE] = V | P,
-	[DPV_OP_UC_WRITE_LAST] = V | P,
-	[DPV_OP_UC_WRITE_LAST_IMM] = V | P | DPV_WIRE_EXT_IMM,
-	[DPV_OP_UC_WRITE_ONLY] = V | P | DPV_WIRE_EXT_RETH,
-	[DPV_OP_UC_WRITE_ONLY_IMM] = V | P | DPV_WIRE_EXT_RETH | DPV_WIRE_EXT_IMM,
-	[DPV_OP_UD_SEND_ONLY] = V | P | DPV_WIRE_EXT_DETH,
-	[DPV_OP_UD_SEND_ONLY_IMM] = V | P | DPV_WIRE_EXT_DETH | DPV_WIRE_EXT_IMM,
-};
+/* IBTA Table 38 (RC, UC, UD rows dpverbs uses): each opcode, the headers it carries and
+ * its name as tshark spells it. The tables below are made from this one list. */
+#define OPCODES(X) \
+	X(DPV_OP_RC_SEND_FIRST, V | P, "RC Send First") \
+	X(DPV_OP_RC_SEND_MIDDLE, V | P, "RC Send Middle") \
+	X(DPV_OP_RC_SEND_LAST, V | P, "RC Send Last") \
+	X(DPV_OP_RC_SEND_LAST_IMM, V | P | IMM, "RC Send Last Immediate") \
+	X(DPV_OP_RC_SEND_ONLY, V | P, "RC Send Only") \
+	X(DPV_OP_RC_SEND_ONLY_IMM, V | P | IMM, "RC Send Only Immediate") \
+	X(DPV_OP_RC_WRITE_FIRST, V | P | RETH, "RC RDMA Write First") \
+	X(DPV_OP_RC_WRITE_MIDDLE, V | P, "RC RDMA Write Middle") \
+	X(DPV_OP_RC_WRITE_LAST, V | P, "RC RDMA Write Last") \
+	X(DPV_OP_RC_WRITE_LAST_IMM, V | P | IMM, "RC RDMA Write Last Immediate") \
+	X(DPV_OP_RC_WRITE_ONLY, V | P | RETH, "RC RDMA Write Only") \
+	X(DPV_OP_RC_WRITE_ONLY_IMM, V | P | RETH | IMM, "RC RDMA Write Only Immediate") \
+	X(DPV_OP_RC_READ_REQUEST, V | RETH, "RC RDMA Read Request") \
+	X(DPV_OP_RC_READ_RESP_FIRST, V | P | AETH, "RC RDMA Read Response First") \
+	X(DPV_OP_RC_READ_RESP_MIDDLE, V | P, "RC RDMA Read Response Middle") \
+	X(DPV_OP_RC_READ_RESP_LAST, V | P | AETH, "RC RDMA Read Response Last") \
+	X(DPV_OP_RC_READ_RESP_ONLY, V | P | AETH, "RC RDMA Read Response Only") \
+	X(DPV_OP_RC_ACK, V | AETH, "RC Acknowledge") \
+	X(DPV_OP_RC_ATOMIC_ACK, V | AETH | ATOMIC_ACK, "RC Atomic Acknowledge") \
+	X(DPV_OP_RC_CMP_SWAP, V | ATOMIC, "RC Compare Swap") \
+	X(DPV_OP_RC_FETCH_ADD, V | ATOMIC, "RC Fetch Add") \
+	X(DPV_OP_UC_SEND_FIRST, V | P, "UC Send First") \
+	X(DPV_OP_UC_SEND_MIDDLE, V | P, "UC Send Middle") \
+	X(DPV_OP_UC_SEND_LAST, V | P, "UC Send Last") \
+	X(DPV_OP_UC_SEND_LAST_IMM, V | P | IMM, "UC Send Last Immediate") \
+	X(DPV_OP_UC_SEND_ONLY, V | P, "UC Send Only") \
+	X(DPV_OP_UC_SEND_ONLY_IMM, V | P | IMM, "UC Send Only Immediate") \
+	X(DPV_OP_UC_WRITE_FIRST, V | P | RETH, "UC RDMA Write First") \
+	X(DPV_OP_UC_WRITE_MIDDLE, V | P, "UC RDMA Write Middle") \
+	X(DPV_OP_UC_WRITE_LAST, V | P, "UC RDMA Write Last") \
+	X(DPV_OP_UC_WRITE_LAST_IMM, V | P | IMM, "UC RDMA Write Last Immediate") \
+	X(DPV_OP_UC_WRITE_ONLY, V | P | RETH, "UC RDMA Write Only") \
+	X(DPV_OP_UC_WRITE_ONLY_IMM, V | P | RETH | IMM, "UC RDMA Write Only Immediate") \
+	X(DPV_OP_UD_SEND_ONLY, V | P | DETH, "UD Send Only") \
+	X(DPV_OP_UD_SEND_ONLY_IMM, V | P | DETH | IMM, "UD Send Only Immediate")
 
-#undef P
-#undef V
+/* Bytes of extension headers the flags of an opcode say it carries. */
+#define EXT_LEN(info) \
+	(((info) & RETH ? DPV_WIRE_RETH_LEN : 0) + ((info) & AETH ? DPV_WIRE_AETH_LEN : 0) + \
+	 ((info) & DETH ? DPV_WIRE_DETH_LEN : 0) + ((info) & ATOMIC ? DPV_WIRE_ATOMIC_LEN : 0) + \
+	 ((info) & ATOMIC_ACK ? DPV_WIRE_ATOMIC_ACK_LEN : 0) + ((info) & IMM ? DPV_WIRE_IMM_LEN : 0))
 
-static const char *const opcode_names[256] = {
-	[DPV_OP_RC_SEND_FIRST] = "RC Send First",
-	[DPV_OP_RC_SEND_MIDDLE] = "RC Send Middle",
-	[DPV_OP_RC_SEND_LAST] = "RC Send Last",
-	[DPV_OP_RC_SEND_LAST_IMM] = "RC Send Last Immediate",
-	[DPV_OP_RC_SEND_ONLY] = "RC Send Only",
-	[DPV_OP_RC_SEND_ONLY_IMM] = "RC Send Only Immediate",
-	[DPV_OP_RC_WRITE_FIRST] = "RC RDMA Write First",
-	[DPV_OP_RC_WRITE_MIDDLE] = "RC RDMA Write Middle",
-	[DPV_OP_RC_WRITE_LAST] = "RC RDMA Write Last",
-	[DPV_OP_RC_WRITE_LAST_IMM] = "RC RDMA Write Last Immediate",
-	[DPV_OP_RC_WRITE_ONLY] = "RC RDMA Write Only",
-	[DPV_OP_RC_WRITE_ONLY_IMM] = "RC RDMA Write Only Immediate",
-	[DPV_OP_RC_READ_REQUEST] = "RC RDMA Read Request",
-	[DPV_OP_RC_READ_RESP_FIRST] = "RC RDMA Read Response First",
-	[DPV_OP_RC_READ_RESP_MIDDLE] = "RC RDMA Read Response Middle",
-	[DPV_OP_RC_READ_RESP_LAST] = "RC RDMA Read Response Last",
-	[DPV_OP_RC_READ_RESP_ONLY] = "RC RDMA Read Response Only",
-	[DPV_OP_RC_ACK] = "RC Acknowledge",
-	[DPV_OP_RC_ATOMIC_ACK] = "RC Atomic Acknowledge",
-	[DPV_OP_RC_CMP_SWAP] = "RC Compare Swap",
-	[DPV_OP_RC_FETCH_ADD] = "RC Fetch Add",
-	[DPV_OP_UC_SEND_FIRST] = "UC Send First",
-	[DPV_OP_UC_SEND_MIDDLE] = "UC Send Middle",
-	[DPV_OP_UC_SEND_LAST] = "UC Send Last",
-	[DPV_OP_UC_SEND_LAST_IMM] = "UC Send Last Immediate",
-	[DPV_OP_UC_SEND_ONLY] = "UC Send Only",
-	[DPV_OP_UC_SEND_ONLY_IMM] = "UC Send Only Immediate",
-	[DPV_OP_UC_WRITE_FIRST] = "UC RDMA Write First",
-	[DPV_OP_UC_WRITE_MIDDLE] = "UC RDMA Write Middle",
-	[DPV_OP_UC_WRITE_LAST] = "UC RDMA Write Last",
-	[DPV_OP_UC_WRITE_LAST_IMM] = "UC RDMA Write Last Immediate",
-	[DPV_OP_UC_WRITE_ONLY] = "UC RDMA Write Only",
-	[DPV_OP_UC_WRITE_ONLY_IMM] = "UC RDMA Write Only Immediate",
-	[DPV_OP_UD_SEND_ONLY] = "UD Send Only",
-	[DPV_OP_UD_SEND_ONLY_IMM] = "UD Send Only Immediate",
-};
+#define INFO(op, info, name) [op] = (info),
+#define HDR_LEN(op, info, name) [op] = DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + EXT_LEN(info),
+#define NAME(op, info, name) [op] = name,
+static const uint8_t opcode_info[256] = {OPCODES(INFO)};
+/* Ethernet to the last extension header; 0 for an unknown opcode. */
+static const uint8_t hdr_len_tab[256] = {OPCODES(HDR_LEN)};
+static const char *const opcode_names[256] = {OPCODES(NAME)};
+#undef INFO
+#undef HDR_LEN
+#undef NAME
 
-/* CRC-32 of IEEE 802.3, reflected polynomial, slice-by-8 tables built once at load. */
-static uint32_t crc_tab[8][256];
+/* Network order, any alignment: a memcpy of a swapped word, which compilers make one
+ * load or store and a byte swap (movbe), whatever the host's byte order. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define BE16(v) ((uint16_t)(v))
+#define BE32(v) ((uint32_t)(v))
+#else
+#define BE16(v) __builtin_bswap16((uint16_t)(v))
+#define BE32(v) __builtin_bswap32((uint32_t)(v))
+#endif
 
-__attribute__((constructor)) static void crc_tables_init(void)
+static inline void put16(uint8_t *p, uint32_t v)
 {
-	uint32_t c;
-	unsigned int i, j;
+	uint16_t w = BE16(v);
 
-	for (i = 0; i < 256; i++) {
-		c = i;
-		for (j = 0; j < 8; j++)
-			c = (c >> 1) ^ (0xedb88320u & (0u - (c & 1)));
-		crc_tab[0][i] = c;
-	}
-	for (i = 0; i < 256; i++)
-		for (j = 1; j < 8; j++)
-			crc_tab[j][i] = (crc_tab[j - 1][i] >> 8) ^ crc_tab[0][crc_tab[j - 1][i] & 0xff];
-}
-
-uint32_t dpv_wire_crc32(uint32_t state, const void *data, size_t len)
-{
-	const uint8_t *p = data;
-	uint32_t lo, hi;
-
-	while (len >= 8) {
-		lo = state ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-			      (uint32_t)p[3] << 24);
-		hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 |
-		     (uint32_t)p[7] << 24;
-		state = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^
-			crc_tab[5][(lo >> 16) & 0xff] ^ crc_tab[4][lo >> 24] ^
-			crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
-			crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		state = (state >> 8) ^ crc_tab[0][(state ^ *p++) & 0xff];
-	return state;
-}
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void put24(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 16);
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)v;
+	memcpy(p, &w, 2);
 }
 
 static inline void put32(uint8_t *p, uint32_t v)
 {
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
+	uint32_t w = BE32(v);
 
-static inline uint16_t get16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static inline uint32_t get24(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-}
-
-static inline uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)get16(p) << 16 | get16(p + 2);
+	memcpy(p, &w, 4);
 }
 
 static inline void put64(uint8_t *p, uint64_t v)
@@ -171,21 +102,48 @@ static inline void put64(uint8_t *p, uint64_t v)
 	put32(p + 4, (uint32_t)v);
 }
 
+static inline uint16_t get16(const uint8_t *p)
+{
+	uint16_t w;
+
+	memcpy(&w, p, 2);
+	return BE16(w);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	uint32_t w;
+
+	memcpy(&w, p, 4);
+	return BE32(w);
+}
+
 static inline uint64_t get64(const uint8_t *p)
 {
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-static uint16_t ipv4_checksum(const uint8_t *ip)
+/* One's-complement sum folded to 16 bits: the 64-bit sum of at most a few 32-bit
+ * words to 32 bits with its end-around carry, then the two halves added with theirs
+ * (in the upper half of v + v rotated by 16). Adding 32-bit words and folding gives the
+ * sum of the 16-bit words (RFC 1071 2(C)). */
+static inline uint32_t csum_fold(uint64_t sum)
 {
-	uint32_t sum = 0;
-	unsigned int i;
+	uint32_t v = (uint32_t)sum + (uint32_t)(sum >> 32);
 
-	for (i = 0; i < DPV_WIRE_IPV4_LEN; i += 2)
-		sum += get16(ip + i);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	v += v < (uint32_t)sum;
+	return (v + (v << 16 | v >> 16)) >> 16;
+}
+
+/* Whether an IPv4 header's checksum is right: its words sum to 0xffff. The sum is
+ * taken in host order, which gives the byte-swapped sum on a little-endian host, and
+ * 0xffff swapped is itself (RFC 1071 2(B)). */
+static inline bool ipv4_checksum_ok(const uint8_t *ip)
+{
+	uint32_t w[DPV_WIRE_IPV4_LEN / 4];
+
+	memcpy(w, ip, sizeof(w));
+	return csum_fold((uint64_t)w[0] + w[1] + w[2] + w[3] + w[4]) == 0xffffu;
 }
 
 uint8_t dpv_wire_opcode_info(uint8_t opcode)
@@ -198,132 +156,150 @@ const char *dpv_wire_opcode_name(uint8_t opcode)
 	return opcode_names[opcode] != NULL ? opcode_names[opcode] : "unknown";
 }
 
-static uint32_t ext_len(uint8_t info)
-{
-	return (info & DPV_WIRE_EXT_RETH ? DPV_WIRE_RETH_LEN : 0) +
-	       (info & DPV_WIRE_EXT_AETH ? DPV_WIRE_AETH_LEN : 0) +
-	       (info & DPV_WIRE_EXT_DETH ? DPV_WIRE_DETH_LEN : 0) +
-	       (info & DPV_WIRE_EXT_ATOMIC ? DPV_WIRE_ATOMIC_LEN : 0) +
-	       (info & DPV_WIRE_EXT_ATOMIC_ACK ? DPV_WIRE_ATOMIC_ACK_LEN : 0) +
-	       (info & DPV_WIRE_EXT_IMM ? DPV_WIRE_IMM_LEN : 0);
-}
-
 uint32_t dpv_wire_hdr_len(uint8_t opcode)
 {
-	uint8_t info = opcode_info[opcode];
-
-	return info ? DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + ext_len(info) : 0;
+	return hdr_len_tab[opcode];
 }
 
-static uint32_t pad_of(uint32_t payload_len)
+static inline uint32_t pad_of(uint32_t payload_len)
 {
 	return (4 - (payload_len & 3)) & 3;
 }
 
 uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len)
 {
-	return dpv_wire_hdr_len(opcode) + payload_len + pad_of(payload_len) + DPV_WIRE_ICRC_LEN;
+	return hdr_len_tab[opcode] + payload_len + pad_of(payload_len) + DPV_WIRE_ICRC_LEN;
 }
 
-uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len)
+/* The IP length of a packet, or 0 if dpv_wire_write_headers() refuses it: an unknown
+ * opcode, payload on an opcode that carries none, a frame above 65535 bytes. */
+static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_len)
 {
-	uint8_t info = opcode_info[p->opcode];
-	uint8_t *f = buf, *ip, *udp, *x;
-	uint32_t hdr = dpv_wire_hdr_len(p->opcode);
-	uint32_t frame;
+	uint32_t ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + pad_of(payload_len) +
+			  DPV_WIRE_ICRC_LEN;
 
-	if (!info || (payload_len && !(info & DPV_WIRE_EXT_PAYLOAD)))
+	if (!info || (payload_len && !(info & P)) || payload_len > 65535 || ip_len > 65535)
 		return 0;
-	frame = dpv_wire_frame_len(p->opcode, payload_len);
-	if (payload_len > 65535 || frame - DPV_WIRE_ETH_LEN > 65535)
-		return 0;
+	return ip_len;
+}
 
-	memcpy(f, p->dst_mac, 6);
-	memcpy(f + 6, p->src_mac, 6);
-	put16(f + 12, DPV_WIRE_ETHERTYPE_IPV4);
-
-	ip = f + DPV_WIRE_ETH_LEN;
-	ip[0] = 0x45;
-	ip[1] = p->tos;
-	put16(ip + 2, (uint16_t)(frame - DPV_WIRE_ETH_LEN));
-	put16(ip + 4, p->ip_id);
-	put16(ip + 6, 0x4000); /* DF: RoCE relies on path MTU, never on fragments */
-	ip[8] = p->ttl;
-	ip[9] = 17;
-	put16(ip + 10, 0);
-	put32(ip + 12, p->src_ip);
-	put32(ip + 16, p->dst_ip);
-	put16(ip + 10, ipv4_checksum(ip));
-
-	udp = ip + DPV_WIRE_IPV4_LEN;
-	put16(udp, p->udp_sport);
-	put16(udp + 2, DPV_WIRE_UDP_PORT);
-	put16(udp + 4, (uint16_t)(frame - DPV_WIRE_ETH_LEN - DPV_WIRE_IPV4_LEN));
-	put16(udp + 6, 0);
-
-	x = f + DPV_WIRE_BTH_OFF;
-	x[0] = p->opcode;
-	x[1] = (uint8_t)((p->solicited ? 0x80 : 0) | (p->mig_req ? 0x40 : 0) |
-			 pad_of(payload_len) << 4); /* TVer 0 */
-	put16(x + 2, p->pkey);
-	x[4] = (uint8_t)((p->fecn ? 0x80 : 0) | (p->becn ? 0x40 : 0));
-	put24(x + 5, p->dest_qp & DPV_WIRE_QPN_MASK);
-	x[8] = p->ack_req ? 0x80 : 0;
-	put24(x + 9, p->psn & DPV_WIRE_PSN_MASK);
-	x += DPV_WIRE_BTH_LEN;
-
-	/* Extension headers in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
-	 * AtomicAckETH, ImmDt). */
-	if (info & DPV_WIRE_EXT_DETH) {
+/* Extension headers at @p x in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
+ * AtomicAckETH, ImmDt). */
+static inline void write_ext(uint8_t *x, uint8_t info, const struct dpv_wire_pkt *p)
+{
+	if (info & DETH) {
 		put32(x, p->deth_qkey);
-		x[4] = 0;
-		put24(x + 5, p->deth_src_qp & DPV_WIRE_QPN_MASK);
+		put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
 		x += DPV_WIRE_DETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_RETH) {
-		put32(x, (uint32_t)(p->reth_va >> 32));
-		put32(x + 4, (uint32_t)p->reth_va);
+	if (info & RETH) {
+		put64(x, p->reth_va);
 		put32(x + 8, p->reth_rkey);
 		put32(x + 12, p->reth_len);
 		x += DPV_WIRE_RETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_ATOMIC) {
+	if (info & ATOMIC) {
 		put64(x, p->atomic_va);
 		put32(x + 8, p->atomic_rkey);
 		put64(x + 12, p->atomic_swap_add);
 		put64(x + 20, p->atomic_compare);
 		x += DPV_WIRE_ATOMIC_LEN;
 	}
-	if (info & DPV_WIRE_EXT_AETH) {
-		x[0] = p->aeth_syndrome;
-		put24(x + 1, p->aeth_msn & 0xffffff);
+	if (info & AETH) {
+		put32(x, (uint32_t)p->aeth_syndrome << 24 | (p->aeth_msn & 0xffffffu));
 		x += DPV_WIRE_AETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_ATOMIC_ACK) {
+	if (info & ATOMIC_ACK) {
 		put64(x, p->atomic_orig);
 		x += DPV_WIRE_ATOMIC_ACK_LEN;
 	}
-	if (info & DPV_WIRE_EXT_IMM)
+	if (info & IMM)
 		put32(x, p->imm);
+}
+
+static inline uint32_t bth_flags(const struct dpv_wire_pkt *p, uint32_t pad)
+{
+	return (p->solicited ? 0x80u : 0) | pad << 4; /* TVer 0 */
+}
+
+uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len)
+{
+	uint8_t info = opcode_info[p->opcode];
+	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
+	uint8_t *x = f + DPV_WIRE_BTH_OFF;
+	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+	uint32_t w0, w1, w2;
+
+	if (ip_len == 0)
+		return 0;
+	memcpy(f, p->dst_mac, 6);
+	memcpy(f + 6, p->src_mac, 6);
+	put16(f + 12, DPV_WIRE_ETHERTYPE_IPV4);
+
+	/* The checksum is the sum of the words before it is stored. DF: RoCE relies on
+	 * path MTU, never on fragments. */
+	w0 = 0x45000000u | (uint32_t)p->tos << 16 | ip_len;
+	w1 = (uint32_t)p->ip_id << 16 | 0x4000u;
+	w2 = (uint32_t)p->ttl << 24 | 17u << 16;
+	w2 |= ~csum_fold((uint64_t)w0 + w1 + w2 + p->src_ip + p->dst_ip) & 0xffffu;
+	put32(ip, w0);
+	put32(ip + 4, w1);
+	put32(ip + 8, w2);
+	put32(ip + 12, p->src_ip);
+	put32(ip + 16, p->dst_ip);
+
+	/* UDP checksum 0: allowed for RoCEv2 over IPv4. */
+	put32(udp, (uint32_t)p->udp_sport << 16 | DPV_WIRE_UDP_PORT);
+	put32(udp + 4, (ip_len - DPV_WIRE_IPV4_LEN) << 16);
+
+	put32(x, (uint32_t)p->opcode << 24 | (bth_flags(p, pad_of(payload_len)) |
+					      (p->mig_req ? 0x40u : 0)) << 16 | p->pkey);
+	put32(x + 4, (p->fecn ? 0x80000000u : 0) | (p->becn ? 0x40000000u : 0) |
+			     (p->dest_qp & DPV_WIRE_QPN_MASK));
+	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
+	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
 	return hdr;
 }
 
-uint32_t dpv_wire_icrc_begin(const void *frame)
+void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p)
 {
-	/* A17.8.3: 8 bytes of ones stand for the LRH; then IPv4 with TOS, TTL and header
-	 * checksum as ones, UDP with checksum as ones, BTH with its FECN/BECN/resv6 byte as
-	 * ones, because routers may change all of those. */
-	uint8_t m[8 + DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN + DPV_WIRE_BTH_LEN];
-	uint8_t *ip = m + 8, *udp = ip + DPV_WIRE_IPV4_LEN, *bth = udp + DPV_WIRE_UDP_LEN;
+	struct dpv_wire_pkt c = *p;
 
-	memset(m, 0xff, 8);
-	memcpy(ip, (const uint8_t *)frame + DPV_WIRE_ETH_LEN, sizeof(m) - 8);
-	ip[1] = 0xff;
-	ip[8] = 0xff;
-	ip[10] = ip[11] = 0xff;
-	udp[6] = udp[7] = 0xff;
-	bth[4] = 0xff;
-	return dpv_wire_crc32(0xffffffffu, m, sizeof(m));
+	/* The headers of an opcode without extension headers, the per-packet fields zero. */
+	c.opcode = DPV_OP_RC_SEND_ONLY;
+	c.solicited = false;
+	c.ip_id = 0;
+	c.ack_req = false;
+	c.psn = 0;
+	dpv_wire_write_headers(t->hdr, &c, 0);
+	t->hdr[DPV_WIRE_BTH_OFF] = 0;
+	t->hdr[DPV_WIRE_ETH_LEN + 2] = t->hdr[DPV_WIRE_ETH_LEN + 3] = 0;   /* IP length */
+	t->hdr[DPV_WIRE_ETH_LEN + 10] = t->hdr[DPV_WIRE_ETH_LEN + 11] = 0; /* checksum */
+	t->hdr[DPV_WIRE_BTH_OFF - 4] = t->hdr[DPV_WIRE_BTH_OFF - 3] = 0;   /* UDP length */
+	/* Version, header length, TOS, DF, TTL, protocol and the addresses. */
+	t->ip_sum = csum_fold((uint64_t)(0x45000000u | (uint32_t)p->tos << 16) + 0x4000u +
+			      ((uint32_t)p->ttl << 24 | 17u << 16) + p->src_ip + p->dst_ip);
+}
+
+uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
+			     const struct dpv_wire_pkt *p, uint32_t payload_len)
+{
+	uint8_t info = opcode_info[p->opcode];
+	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *x = f + DPV_WIRE_BTH_OFF;
+	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+
+	if (ip_len == 0)
+		return 0;
+	memcpy(f, t->hdr, sizeof(t->hdr));
+	put16(ip + 2, ip_len);
+	put16(ip + 4, p->ip_id);
+	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + ((uint32_t)p->ip_id << 16)));
+	put16(x - 4, ip_len - DPV_WIRE_IPV4_LEN);
+	x[0] = p->opcode;
+	x[1] |= (uint8_t)bth_flags(p, pad_of(payload_len));
+	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
+	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
+	return hdr;
 }
 
 uint32_t dpv_wire_icrc_final(uint32_t state)
@@ -331,30 +307,27 @@ uint32_t dpv_wire_icrc_final(uint32_t state)
 	return ~state;
 }
 
-void dpv_wire_icrc_put(void *dst, uint32_t icrc)
+static inline void icrc_put(uint8_t *d, uint32_t icrc)
 {
-	uint8_t *d = dst;
-
 	d[0] = (uint8_t)icrc;
 	d[1] = (uint8_t)(icrc >> 8);
 	d[2] = (uint8_t)(icrc >> 16);
 	d[3] = (uint8_t)(icrc >> 24);
 }
 
-uint32_t dpv_wire_icrc_get(const void *src)
+static inline uint32_t icrc_get(const uint8_t *s)
 {
-	const uint8_t *s = src;
-
 	return (uint32_t)s[0] | (uint32_t)s[1] << 8 | (uint32_t)s[2] << 16 | (uint32_t)s[3] << 24;
 }
 
-static uint32_t icrc_of(const uint8_t *f, uint32_t frame_len)
+void dpv_wire_icrc_put(void *dst, uint32_t icrc)
 {
-	uint32_t start = DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN;
-	uint32_t st = dpv_wire_icrc_begin(f);
+	icrc_put(dst, icrc);
+}
 
-	st = dpv_wire_crc32(st, f + start, frame_len - DPV_WIRE_ICRC_LEN - start);
-	return dpv_wire_icrc_final(st);
+uint32_t dpv_wire_icrc_get(const void *src)
+{
+	return icrc_get(src);
 }
 
 void dpv_wire_finish(void *frame, uint32_t frame_len)
@@ -363,13 +336,13 @@ void dpv_wire_finish(void *frame, uint32_t frame_len)
 	uint32_t pad = (f[DPV_WIRE_BTH_OFF + 1] >> 4) & 3;
 
 	memset(f + frame_len - DPV_WIRE_ICRC_LEN - pad, 0, pad);
-	dpv_wire_icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, icrc_of(f, frame_len));
+	icrc_put(f + frame_len - DPV_WIRE_ICRC_LEN, dpv_wire_icrc(f, frame_len));
 }
 
 enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
 {
 	const uint8_t *f = frame, *ip, *udp, *x;
-	uint32_t ip_len, udp_len, frame_len, hdr, fixed;
+	uint32_t ip_len, frame_len, hdr, fixed, w;
 	uint8_t info;
 
 	if (len < DPV_WIRE_ETH_LEN + DPV_WIRE_IPV4_LEN)
@@ -382,7 +355,7 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 		return DPV_WIRE_E_IP;
 	if (ip[9] != 17)
 		return DPV_WIRE_E_NOT_ROCE;
-	if (ipv4_checksum(ip) != 0)
+	if (!ipv4_checksum_ok(ip))
 		return DPV_WIRE_E_IP;
 	ip_len = get16(ip + 2);
 	if (ip_len > len - DPV_WIRE_ETH_LEN)
@@ -392,8 +365,7 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	udp = ip + DPV_WIRE_IPV4_LEN;
 	if (get16(udp + 2) != DPV_WIRE_UDP_PORT)
 		return DPV_WIRE_E_NOT_ROCE;
-	udp_len = get16(udp + 4);
-	if (udp_len != ip_len - DPV_WIRE_IPV4_LEN)
+	if (get16(udp + 4) != ip_len - DPV_WIRE_IPV4_LEN)
 		return DPV_WIRE_E_LENGTH;
 	frame_len = DPV_WIRE_ETH_LEN + ip_len;
 	if (frame_len < DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_ICRC_LEN)
@@ -405,14 +377,14 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 		return DPV_WIRE_E_OPCODE;
 	if ((x[1] & 0x0f) != 0)
 		return DPV_WIRE_E_VERSION;
-	hdr = DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + ext_len(info);
+	hdr = hdr_len_tab[x[0]];
 	p->pad = (x[1] >> 4) & 3;
 	fixed = hdr + p->pad + DPV_WIRE_ICRC_LEN;
 	if (frame_len < fixed)
 		return DPV_WIRE_E_SHORT;
-	if (frame_len > fixed && !(info & DPV_WIRE_EXT_PAYLOAD))
+	if (frame_len > fixed && !(info & P))
 		return DPV_WIRE_E_LENGTH;
-	if (icrc_of(f, frame_len) != dpv_wire_icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
+	if (dpv_wire_icrc(f, frame_len) != icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN))
 		return DPV_WIRE_E_ICRC;
 
 	memcpy(p->dst_mac, f, 6);
@@ -427,40 +399,43 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	p->solicited = x[1] & 0x80;
 	p->mig_req = x[1] & 0x40;
 	p->pkey = get16(x + 2);
-	p->fecn = x[4] & 0x80;
-	p->becn = x[4] & 0x40;
-	p->dest_qp = get24(x + 5);
-	p->ack_req = x[8] & 0x80;
-	p->psn = get24(x + 9);
+	w = get32(x + 4);
+	p->fecn = w & 0x80000000u;
+	p->becn = w & 0x40000000u;
+	p->dest_qp = w & DPV_WIRE_QPN_MASK;
+	w = get32(x + 8);
+	p->ack_req = w & 0x80000000u;
+	p->psn = w & DPV_WIRE_PSN_MASK;
 	x += DPV_WIRE_BTH_LEN;
-	if (info & DPV_WIRE_EXT_DETH) {
+	if (info & DETH) {
 		p->deth_qkey = get32(x);
-		p->deth_src_qp = get24(x + 5);
+		p->deth_src_qp = get32(x + 4) & DPV_WIRE_QPN_MASK;
 		x += DPV_WIRE_DETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_RETH) {
-		p->reth_va = (uint64_t)get32(x) << 32 | get32(x + 4);
+	if (info & RETH) {
+		p->reth_va = get64(x);
 		p->reth_rkey = get32(x + 8);
 		p->reth_len = get32(x + 12);
 		x += DPV_WIRE_RETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_ATOMIC) {
+	if (info & ATOMIC) {
 		p->atomic_va = get64(x);
 		p->atomic_rkey = get32(x + 8);
 		p->atomic_swap_add = get64(x + 12);
 		p->atomic_compare = get64(x + 20);
 		x += DPV_WIRE_ATOMIC_LEN;
 	}
-	if (info & DPV_WIRE_EXT_AETH) {
-		p->aeth_syndrome = x[0];
-		p->aeth_msn = get24(x + 1);
+	if (info & AETH) {
+		w = get32(x);
+		p->aeth_syndrome = (uint8_t)(w >> 24);
+		p->aeth_msn = w & 0xffffffu;
 		x += DPV_WIRE_AETH_LEN;
 	}
-	if (info & DPV_WIRE_EXT_ATOMIC_ACK) {
+	if (info & ATOMIC_ACK) {
 		p->atomic_orig = get64(x);
 		x += DPV_WIRE_ATOMIC_ACK_LEN;
 	}
-	if (info & DPV_WIRE_EXT_IMM)
+	if (info & IMM)
 		p->imm = get32(x);
 	p->hdr_len = (uint16_t)hdr;
 	p->payload_len = frame_len - fixed;

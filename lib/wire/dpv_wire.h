@@ -7,8 +7,9 @@
  * Ethernet, IPv4, UDP, BTH, RETH, AtomicETH, AETH, AtomicAckETH, DETH, ImmDt and the
  * ICRC, which covers the IP
  * header onwards with the fields routers may change masked to ones (A17.8.3). Every
- * multi-byte field is read and written byte by byte in network order, so the code does
- * not depend on the host's byte order or on alignment. Any thread may call anything.
+ * multi-byte field is read and written in network order through memcpy, so the code
+ * does not depend on the host's byte order or on alignment. Any thread may call
+ * anything.
  */
 #ifndef DPV_WIRE_H
 #define DPV_WIRE_H
@@ -195,6 +196,39 @@ const char *dpv_wire_opcode_name(uint8_t opcode);
 uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len);
 
 /**
+ * The headers of one connection's packets, the fields that change from packet to
+ * packet left out: built once when a QP's path is known (dpv_wire_tmpl_init()), then
+ * each packet's headers are a copy of it and a few stores (dpv_wire_tmpl_write()),
+ * the IPv4 checksum finished from a partial sum. A plain value: copy or move it freely.
+ */
+struct dpv_wire_tmpl {
+	uint8_t hdr[DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN]; /**< Ethernet to the BTH */
+	uint32_t ip_sum; /**< one's-complement sum of the IPv4 words the template fixes */
+};
+
+/**
+ * Make a connection's template from the fields of @p p that stay the same for all its
+ * packets: the MACs, the IPv4 addresses, TOS and TTL, the UDP source port, and the
+ * BTH's P_Key, MigReq, FECN, BECN and destination QP. Its other fields are not read.
+ * @param[out] t  the template
+ * @param p       the connection's fields
+ */
+void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p);
+
+/**
+ * Write the headers of a packet from a template: the same bytes as
+ * dpv_wire_write_headers() with the template's fields and, from @p p, only those that
+ * change per packet: opcode, solicited, ip_id, ack_req, psn and the extension headers
+ * the opcode carries. Then write the payload and call dpv_wire_finish() as there.
+ * @param buf  at least dpv_wire_hdr_len(p->opcode) bytes
+ * @param t    from dpv_wire_tmpl_init()
+ * @param p    the per-packet fields
+ * @return the header length; 0 where dpv_wire_write_headers() refuses.
+ */
+uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
+			     const struct dpv_wire_pkt *p, uint32_t payload_len);
+
+/**
  * Total frame length of a packet: headers, payload, pad and ICRC.
  */
 uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len);
@@ -215,8 +249,24 @@ void dpv_wire_finish(void *frame, uint32_t frame_len);
  */
 uint32_t dpv_wire_icrc_begin(const void *frame);
 
-/** Continue a CRC-32 (IEEE 802.3, reflected) over @p len bytes. */
+/**
+ * Continue a CRC-32 (IEEE 802.3, reflected) over @p len bytes: PCLMULQDQ folding where
+ * the CPU has it, slice-by-8 tables elsewhere (dpv_wire_crc.h), the same result.
+ * Calls chain: crc32(crc32(s, a, n), a + n, m) equals crc32(s, a, n + m).
+ * @param state  the running state (0xffffffff to start a CRC of its own)
+ * @param data   any alignment
+ * @return the new state
+ */
 uint32_t dpv_wire_crc32(uint32_t state, const void *data, size_t len);
+
+/**
+ * The ICRC of a contiguous frame, as dpv_wire_finish() stores it and dpv_wire_parse()
+ * checks it: the masked headers and everything after them up to the ICRC, in one pass.
+ * @param frame      from its Ethernet header
+ * @param frame_len  ICRC included; at least the headers to the BTH plus the ICRC
+ * @return the value for dpv_wire_icrc_put()
+ */
+uint32_t dpv_wire_icrc(const void *frame, uint32_t frame_len);
 
 /** The ICRC value from a running state, as dpv_wire_icrc_put() stores it. */
 uint32_t dpv_wire_icrc_final(uint32_t state);
