@@ -1007,8 +1007,9 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	}
 	qp_error(c);
 	ret = dpv_verbs_cm_disconnect(id->verbs, c->conn);
+	/* The device's connection lives on to its TIMEWAIT_EXIT. */
 	if (ret == 0)
-		c->state = c->state == CMA_ESTABLISHED ? CMA_DISCONNECTING : CMA_DONE;
+		c->state = CMA_DISCONNECTING;
 	pthread_mutex_unlock(&cma.lock);
 	return ret ? err(ret) : 0;
 }
