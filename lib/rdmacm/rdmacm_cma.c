@@ -144,6 +144,7 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct cma_channel *c = to_chan(channel), **p;
 	struct cma_event *e;
+	bool keep;
 
 	pthread_mutex_lock(&cma.lock);
 	for (p = &cma.channels; *p != NULL; p = &(*p)->next)
@@ -151,14 +152,19 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 			*p = c->next;
 			break;
 		}
-	pthread_mutex_unlock(&cma.lock);
 	while ((e = c->head) != NULL) {
 		c->head = e->next;
 		free(e);
 	}
 	close(c->efd);
 	close(c->ch.fd);
-	free(c);
+	/* A thread still waiting in rdma_get_cm_event() frees it (rping's event thread
+	 * waits there while its main thread ends). */
+	keep = c->waiters > 0;
+	c->dead = true;
+	pthread_mutex_unlock(&cma.lock);
+	if (!keep)
+		free(c);
 }
 
 /* Under cma.lock. */
@@ -423,27 +429,44 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	struct cma_channel *ch = to_chan(channel);
 	struct pollfd p = {.fd = channel->fd, .events = POLLIN};
 	struct cma_event *e;
-	int fl;
+	int fl, ret = 0;
 
 	if (event == NULL)
 		return err(EINVAL);
+	pthread_mutex_lock(&cma.lock);
+	ch->waiters++;
 	for (;;) {
-		pthread_mutex_lock(&cma.lock);
 		dispatch();
 		e = chan_pop(ch);
-		if (e != NULL && e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			to_cid(e->ev.listen_id)->pending--;
-		pthread_mutex_unlock(&cma.lock);
 		if (e != NULL) {
+			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+				to_cid(e->ev.listen_id)->pending--;
 			*event = &e->ev;
-			return 0;
+			break;
 		}
 		fl = fcntl(channel->fd, F_GETFL);
-		if (fl >= 0 && (fl & O_NONBLOCK))
-			return err(EAGAIN);
+		if (fl >= 0 && (fl & O_NONBLOCK)) {
+			ret = err(EAGAIN);
+			break;
+		}
+		pthread_mutex_unlock(&cma.lock);
 		if (poll(&p, 1, -1) < 0 && errno != EINTR)
 			return -1;
+		pthread_mutex_lock(&cma.lock);
+		if (ch->dead) {
+			/* Destroyed while this thread slept in it: as a read() blocked on
+			 * rdma-core's channel, whose file was closed meanwhile, this call never
+			 * returns (the id's events are gone with the channel). */
+			if (--ch->waiters == 0)
+				free(ch);
+			pthread_mutex_unlock(&cma.lock);
+			for (;;)
+				pause();
+		}
 	}
+	ch->waiters--;
+	pthread_mutex_unlock(&cma.lock);
+	return ret;
 }
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)

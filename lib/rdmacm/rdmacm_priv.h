@@ -48,6 +48,8 @@ struct cma_channel {
 	struct rdma_event_channel ch; /* ch.fd: the epoll set */
 	int efd;                      /* readable while the queue holds an event */
 	struct cma_event *head, *tail;
+	int waiters;                  /* threads inside rdma_get_cm_event() */
+	bool dead;                    /* destroyed while a thread waited in it */
 	struct cma_channel *next;     /* cma.channels */
 };
 
