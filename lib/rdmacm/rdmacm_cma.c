@@ -99,12 +99,42 @@ static struct cma_channel *to_chan(struct rdma_event_channel *ch)
 	return (struct cma_channel *)(void *)ch;
 }
 
+/* A channel no thread waits in, for channel_new(). */
+static void spare(struct cma_channel *c)
+{
+	pthread_mutex_lock(&cma.lock);
+	c->dead = true;
+	c->next = cma.spare;
+	cma.spare = c;
+	pthread_mutex_unlock(&cma.lock);
+}
+
+/* What a thread in rdma_get_cm_event() on a destroyed channel does (with cma.lock,
+ * which it gives up): as a read() on rdma-core's channel, whose file is closed, it
+ * never returns; the id's events are gone with the channel. rping's event thread waits
+ * there while its main thread destroys the channel and exits. */
+static void park(void)
+{
+	pthread_mutex_unlock(&cma.lock);
+	for (;;)
+		pause();
+}
+
 static struct cma_channel *channel_new(void)
 {
-	struct cma_channel *c = calloc(1, sizeof(*c));
 	struct epoll_event e = {.events = EPOLLIN};
+	struct cma_channel *c;
 	int i;
 
+	pthread_mutex_lock(&cma.lock);
+	c = cma.spare;
+	if (c != NULL) {
+		cma.spare = c->next;
+		memset(c, 0, sizeof(*c));
+	}
+	pthread_mutex_unlock(&cma.lock);
+	if (c == NULL)
+		c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return NULL;
 	c->ch.fd = epoll_create1(EPOLL_CLOEXEC);
@@ -125,7 +155,7 @@ fail:
 		close(c->ch.fd);
 	if (c->efd >= 0)
 		close(c->efd);
-	free(c);
+	spare(c);
 	errno = i;
 	return NULL;
 }
@@ -144,7 +174,6 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
 	struct cma_channel *c = to_chan(channel), **p;
 	struct cma_event *e;
-	bool keep;
 
 	pthread_mutex_lock(&cma.lock);
 	for (p = &cma.channels; *p != NULL; p = &(*p)->next)
@@ -158,13 +187,13 @@ void rdma_destroy_event_channel(struct rdma_event_channel *channel)
 	}
 	close(c->efd);
 	close(c->ch.fd);
-	/* A thread still waiting in rdma_get_cm_event() frees it (rping's event thread
-	 * waits there while its main thread ends). */
-	keep = c->waiters > 0;
 	c->dead = true;
+	/* Else the last thread waiting in it makes it a spare. */
+	if (c->waiters == 0) {
+		c->next = cma.spare;
+		cma.spare = c;
+	}
 	pthread_mutex_unlock(&cma.lock);
-	if (!keep)
-		free(c);
 }
 
 /* Under cma.lock. */
@@ -350,7 +379,10 @@ static void conn_response(struct cma_id *c, const struct dpv_dev_cm_event *e)
 	chan_push(to_chan(c->id.channel), ev);
 }
 
-/* One event of device @p dev (under cma.lock). */
+/* One event of device @p dev (under cma.lock), on whichever thread takes events. An
+ * event leaves the id's QP alone, as rdma-core's does (the kernel's CM never sees a
+ * QP made in user space): the program may have destroyed it with ibv_destroy_qp()
+ * already, as rping does while its event thread takes the DISCONNECTED. */
 static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 {
 	struct ibv_context *ctx = cma.ctx[dev];
@@ -384,18 +416,15 @@ static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 			(void)post(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
 		break;
 	case DPV_CM_EV_REJECTED:
-		qp_error(c);
 		c->state = CMA_DONE;
 		(void)post(c, RDMA_CM_EVENT_REJECTED, e->rej_reason, e->private_data,
 			   DPV_CM_REJ_PDATA_LEN);
 		break;
 	case DPV_CM_EV_UNREACHABLE:
-		qp_error(c);
 		c->state = CMA_DONE;
 		(void)post(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
 		break;
 	case DPV_CM_EV_DISCONNECTED:
-		qp_error(c);
 		if (c->state != CMA_DISCONNECTING)
 			c->state = CMA_PEER_DISCONNECTED;
 		(void)post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
@@ -434,6 +463,8 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 	if (event == NULL)
 		return err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
+	if (ch->dead)
+		park();
 	ch->waiters++;
 	for (;;) {
 		dispatch();
@@ -454,14 +485,11 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 			return -1;
 		pthread_mutex_lock(&cma.lock);
 		if (ch->dead) {
-			/* Destroyed while this thread slept in it: as a read() blocked on
-			 * rdma-core's channel, whose file was closed meanwhile, this call never
-			 * returns (the id's events are gone with the channel). */
-			if (--ch->waiters == 0)
-				free(ch);
-			pthread_mutex_unlock(&cma.lock);
-			for (;;)
-				pause();
+			if (--ch->waiters == 0) {
+				ch->next = cma.spare;
+				cma.spare = ch;
+			}
+			park();
 		}
 	}
 	ch->waiters--;

@@ -49,8 +49,8 @@ struct cma_channel {
 	int efd;                      /* readable while the queue holds an event */
 	struct cma_event *head, *tail;
 	int waiters;                  /* threads inside rdma_get_cm_event() */
-	bool dead;                    /* destroyed while a thread waited in it */
-	struct cma_channel *next;     /* cma.channels */
+	bool dead;                    /* destroyed */
+	struct cma_channel *next;     /* cma.channels, or cma.spare */
 };
 
 struct cma_id {
@@ -89,6 +89,9 @@ struct cma {
 	struct ibv_device_attr attr[DPV_MAX_DEVS];
 	struct cma_id *ids;
 	struct cma_channel *channels;
+	/* Destroyed channels no thread waits in, for channel_new() to use again: a
+	 * thread may still call into one it had (it finds it dead), so none is freed. */
+	struct cma_channel *spare;
 	uint16_t next_port;
 };
 
