@@ -2,10 +2,10 @@
 /*
  * The drop-in librdmacm's API, linked as a program built against rdma-core links it:
  * one process, the two devices of a ring pair (dpv0 127.0.22.1, dpv1 127.0.22.2), a
- * passive id on dpv0 and active ids on dpv1. Each case waits for events by polling
- * the channel's fd, with no library call meanwhile (the devices are driven by the
- * engine's helper thread), then takes them without blocking; every event must come
- * in its order with its fields, and none more:
+ * passive id on dpv0 and active ids on dpv1. Events are taken without blocking, and
+ * the channel's fd must become readable by itself when the peer's MAD comes (no
+ * library call meanwhile: the engine's helper thread drives the devices); every
+ * event must come in its order with its fields, and none more:
  *   connect  ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST with the client's 56 bytes
  *            (the IP CM header stripped), ESTABLISHED on both sides with the server's
  *            196, a message over the QPs the CM moved to RTS, DISCONNECTED on both,
@@ -79,6 +79,21 @@ static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
 	}
 	return NULL;
 }
+
+/* The channel's fd must become readable by itself: nobody calls the library while
+ * the device's CM queues the event (the helper thread drives the device). */
+static void readable(struct rdma_event_channel *ch, int line)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	if (poll(&p, 1, WAIT_MS) != 1 || !(p.revents & POLLIN)) {
+		fprintf(stderr, "FAIL line %d: the channel's fd not readable within %d ms\n", line,
+			WAIT_MS);
+		failures++;
+	}
+}
+
+#define READABLE(ch) readable(ch, __LINE__)
 
 /* The next event must be @p type on @p id (NULL: any id); returns it, unacked. */
 static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
@@ -223,6 +238,7 @@ static void test_connect(void)
 	p.private_data_len = 56;
 	CHECK(rdma_connect(c, &p) == 0, "rdma_connect: %s", strerror(errno));
 
+	READABLE(chs);
 	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	if (ev == NULL)
 		exit(1);
@@ -275,6 +291,7 @@ static void test_connect(void)
 	CHECK(memcmp(buf[0], buf[1], 64) == 0, "the data");
 
 	CHECK(rdma_disconnect(c) == 0, "rdma_disconnect: %s", strerror(errno));
+	READABLE(chs);
 	EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
 	/* The server's DREP answers the client's DREQ. */
 	CHECK(rdma_disconnect(s) == 0, "rdma_disconnect (DREP): %s", strerror(errno));
