@@ -409,7 +409,7 @@ static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 		c->state = CMA_ESTABLISHED;
 		if (c->established_by_call)
 			break;
-		if (c->listener == NULL && c->id.qp != NULL)
+		if (c->active)
 			(void)post(c, RDMA_CM_EVENT_ESTABLISHED, 0, c->rep_pdata,
 				   DPV_CM_REP_PDATA_LEN);
 		else
@@ -624,20 +624,26 @@ static void conn_drop(struct cma_id *c)
 	c->state = CMA_DONE;
 }
 
+static void unlink_id(struct cma_id *c)
+{
+	for (struct cma_id **p = &cma.ids; *p != NULL; p = &(*p)->next)
+		if (*p == c) {
+			*p = c->next;
+			return;
+		}
+}
+
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
-	struct cma_id *c = to_cid(id), **p;
+	struct cma_id *c = to_cid(id);
 	struct cma_channel *ch = to_chan(id->channel);
 	struct cma_event **e, *dead;
 
 	pthread_mutex_lock(&cma.lock);
 	conn_drop(c);
-	for (p = &cma.ids; *p != NULL; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
-	/* Its events not yet taken go with it. */
+	unlink_id(c);
+	/* Its events not yet taken go with it; so do the ids of a listener's untaken
+	 * CONNECT_REQUESTs, which the program never saw: their REQs get a REJ. */
 	for (e = &ch->head; *e != NULL;) {
 		if ((*e)->ev.id == id || (*e)->ev.listen_id == id) {
 			dead = *e;
@@ -645,8 +651,11 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 			if (dead->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
 			    dead->ev.listen_id != id)
 				to_cid(dead->ev.listen_id)->pending--;
-			if (dead->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && dead->ev.id != id)
+			if (dead->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST && dead->ev.id != id) {
 				conn_drop(to_cid(dead->ev.id));
+				unlink_id(to_cid(dead->ev.id));
+				free(dead->ev.id);
+			}
 			free(dead);
 		} else {
 			e = &(*e)->next;
@@ -964,8 +973,10 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 				   dpv_cm_ip_service_id(DPV_CM_PS_TCP,
 							ntohs(id->route.addr.dst_sin.sin_port)),
 				   &p, &c->conn);
-	if (ret == 0)
+	if (ret == 0) {
 		c->state = CMA_CONNECT;
+		c->active = true;
+	}
 	pthread_mutex_unlock(&cma.lock);
 	if (ret != 0)
 		return err(ret);

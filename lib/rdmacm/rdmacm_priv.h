@@ -62,6 +62,7 @@ struct cma_id {
 	struct cma_id *listener;    /* a passive id's */
 	int backlog, pending;       /* CMA_LISTEN: CONNECT_REQUESTs queued, not yet taken */
 	bool sync;                  /* the channel is the library's (rdma_create_id(NULL)) */
+	bool active;                /* rdma_connect() made its connection */
 	bool reuseaddr;
 	bool established_by_call;   /* rdma_establish(): swallow the device's ESTABLISHED */
 	uint8_t tos, ack_timeout;

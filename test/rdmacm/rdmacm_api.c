@@ -12,6 +12,8 @@
  *            TIMEWAIT_EXIT on both; the limits of private data (EINVAL);
  *   no listener  REJECTED with reason 8 (Invalid Service ID), as the kernel's gives;
  *   reject   REJECTED with reason 28 (Consumer Defined) and the server's 148 bytes;
+ *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
+ *            when the listener goes;
  *   addr error   ADDR_ERROR for an address no device reaches;
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
  *   not offered  UD port spaces, multicast and rsockets answer at once with their errno.
@@ -369,6 +371,49 @@ static void test_reject(void)
 	rdma_destroy_event_channel(chc);
 }
 
+/* A listener of backlog 1: a second REQ while the first CONNECT_REQUEST is untaken is
+ * rejected (Consumer Defined, as the kernel's CM does); destroying the listener then
+ * rejects the first too, whose id the program never saw. */
+static void test_backlog(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct sockaddr_in a = sin_of(IP_SERVER, 7006);
+	struct rdma_cm_id *l, *c[2];
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.fd = chs->fd, .events = POLLIN};
+
+	CHECK(rdma_create_id(chs, &l, NULL, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 1) == 0,
+	      "listener: %s", strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		c[i] = client(chc, 7006);
+		qp_for(c[i]);
+		CHECK(rdma_connect(c[i], NULL) == 0, "rdma_connect: %s", strerror(errno));
+		if (i == 0)
+			READABLE(chs);
+	}
+	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c[1]);
+	if (ev != NULL) {
+		CHECK(ev->status == 28, "reason %d, want 28", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	CHECK(poll(&p, 1, 0) == 1, "the first CONNECT_REQUEST waits");
+	rdma_destroy_id(l);
+	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c[0]);
+	if (ev != NULL) {
+		CHECK(ev->status == 28, "reason %d, want 28", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	for (int i = 0; i < 2; i++) {
+		rdma_destroy_qp(c[i]);
+		rdma_destroy_id(c[i]);
+	}
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
 static void test_addr_error(void)
 {
 	struct rdma_event_channel *ch = channel();
@@ -423,6 +468,7 @@ int main(void)
 	test_addr_error();
 	test_no_listener();
 	test_reject();
+	test_backlog();
 	test_connect();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
