@@ -226,6 +226,19 @@ static struct cma_event *chan_pop(struct cma_channel *c)
 	return e;
 }
 
+/* After events were taken out of @p c's queue anywhere (under cma.lock): its tail
+ * again, and its fd no longer readable when none is left. */
+static void chan_settle(struct cma_channel *c)
+{
+	uint64_t v;
+
+	c->tail = NULL;
+	for (struct cma_event *e = c->head; e != NULL; e = e->next)
+		c->tail = e;
+	if (c->head == NULL)
+		(void)!read(c->efd, &v, sizeof(v));
+}
+
 /* Queue an event of @p c (under cma.lock): false when there is no memory for it. */
 static bool post(struct cma_id *c, enum rdma_cm_event_type type, int status,
 		 const uint8_t *pdata, uint8_t len)
@@ -661,14 +674,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 			e = &(*e)->next;
 		}
 	}
-	ch->tail = NULL;
-	for (dead = ch->head; dead != NULL; dead = dead->next)
-		ch->tail = dead;
-	if (ch->head == NULL) {
-		uint64_t v;
-
-		(void)!read(ch->efd, &v, sizeof(v));
-	}
+	chan_settle(ch);
 	/* Ids a listener gave keep living on their own. */
 	for (struct cma_id *k = cma.ids; k != NULL; k = k->next)
 		if (k->listener == c)
@@ -1109,14 +1115,7 @@ int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 			e = &(*e)->next;
 		}
 	}
-	old->tail = NULL;
-	for (m = old->head; m != NULL; m = m->next)
-		old->tail = m;
-	if (old->head == NULL) {
-		uint64_t v;
-
-		(void)!read(old->efd, &v, sizeof(v));
-	}
+	chan_settle(old);
 	id->channel = channel;
 	c->sync = own != NULL;
 	pthread_mutex_unlock(&cma.lock);
