@@ -46,6 +46,30 @@ static void notify(void *arg)
 	(void)!write(*(int *)arg, &one, sizeof(one));
 }
 
+static void conn_drop(struct cma_id *c);
+static void dispatch(void);
+
+/* At exit, what the kernel's RDMA CM does for the ids of a process that ends: each
+ * connection is ended on the wire (a DREQ, the DREP owed, a REJ for a request not
+ * answered), so the peer hears of it now, not after its retries. The drop-in
+ * libibverbs' own exit hook, registered before this one and so run after it, keeps
+ * the devices running until those MADs are out. A thread that holds the lock at exit
+ * (inside a call) is not waited for long. */
+static void cma_exit(void)
+{
+	const struct timespec pause = {.tv_nsec = 1000000};
+	int i;
+
+	for (i = 0; i < 100 && pthread_mutex_trylock(&cma.lock) != 0; i++)
+		nanosleep(&pause, NULL);
+	if (i == 100)
+		return;
+	dispatch();
+	for (struct cma_id *c = cma.ids; c != NULL; c = c->next)
+		conn_drop(c);
+	pthread_mutex_unlock(&cma.lock);
+}
+
 static void cma_open(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -76,6 +100,8 @@ static void cma_open(void)
 	cma.next_port = CMA_PORT_FIRST;
 	if (n == 0)
 		cma_init_err = ENODEV;
+	else
+		atexit(cma_exit);
 }
 
 int cma_init(void)
@@ -329,6 +355,7 @@ static void conn_request(int dev, const struct dpv_dev_cm_event *e)
 	c->id.route.addr.dst_sin.sin_addr.s_addr = htonl(e->peer_ip);
 	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
 	c->state = CMA_REQUEST;
+	c->passive = true;
 	c->dev = dev;
 	c->conn = e->id;
 	c->listener = l;
@@ -451,8 +478,9 @@ static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 	}
 }
 
-/* Move every device's events to their channels (under cma.lock). The eventfd is
- * read before the queue, so an event queued after the look makes it readable again. */
+/* Move every device's events to their channels (under cma.lock), so an id's state is
+ * its connection's. The eventfd is read before the queue, so an event queued after
+ * the look makes it readable again. */
 static void dispatch(void)
 {
 	struct dpv_dev_cm_event e;
@@ -653,6 +681,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	struct cma_event **e, *dead;
 
 	pthread_mutex_lock(&cma.lock);
+	dispatch();
 	conn_drop(c);
 	unlink_id(c);
 	/* Its events not yet taken go with it; so do the ids of a listener's untaken
@@ -695,7 +724,7 @@ static bool port_in_use(uint32_t ip, uint16_t port, const struct cma_id *self)
 	for (const struct cma_id *k = cma.ids; k != NULL; k = k->next) {
 		uint32_t kip = ntohl(k->id.route.addr.src_sin.sin_addr.s_addr);
 
-		if (k == self || k->listener != NULL || k->id.route.addr.src_addr.sa_family != AF_INET ||
+		if (k == self || k->passive || k->id.route.addr.src_addr.sa_family != AF_INET ||
 		    ntohs(k->id.route.addr.src_sin.sin_port) != port)
 			continue;
 		if (kip == ip || kip == INADDR_ANY || ip == INADDR_ANY)
@@ -1069,6 +1098,9 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	int ret;
 
 	pthread_mutex_lock(&cma.lock);
+	/* The connection may have moved while the program took no event: an RTU, a
+	 * DREQ (a program that polls its CQ and disconnects takes none). */
+	dispatch();
 	if (c->state != CMA_ESTABLISHED && c->state != CMA_PEER_DISCONNECTED) {
 		pthread_mutex_unlock(&cma.lock);
 		return err(EINVAL);

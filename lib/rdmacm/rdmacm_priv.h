@@ -63,6 +63,7 @@ struct cma_id {
 	int backlog, pending;       /* CMA_LISTEN: CONNECT_REQUESTs queued, not yet taken */
 	bool sync;                  /* the channel is the library's (rdma_create_id(NULL)) */
 	bool active;                /* rdma_connect() made its connection */
+	bool passive;               /* made for a CONNECT_REQUEST: it holds no port */
 	bool reuseaddr;
 	bool established_by_call;   /* rdma_establish(): swallow the device's ESTABLISHED */
 	uint8_t tos, ack_timeout;
