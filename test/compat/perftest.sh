@@ -49,7 +49,8 @@
 # (DPV_INLINE_IDLE_US); without it the client ends with "Failed status 12" (retry
 # exceeded).
 #
-# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default
+# DPV_DROPIN_LIBDIR is the drop-in's directory, DPV_RDMACM_LIBDIR the drop-in
+# librdmacm's (for -R: the connection through rdma_cm). DPV_COMPAT_NETNS (default
 # DPV_DROPIN_NETNS, as test/dropin/dropin.sh and ucx.sh name theirs, else dpv) starts
 # the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where
 # the temporary directory (memif socket, outputs) goes. Only the processes started here
@@ -111,10 +112,27 @@ start_side() { # side outfile program args...
 
 failed=0
 
-# Whether the server can be joined: the memif socket exists, or perftest listens.
+# Whether the server can be joined: the memif socket exists, or perftest listens. With
+# -R (rdma_cm, on the drop-in librdmacm) its exchange is no TCP socket to look for: a
+# second after it started, its device is open and its id listens.
+rdma_cm=0
+for a in "${args[@]}"; do
+	[ "$a" = -R ] && rdma_cm=1
+done
+# perftest links librdmacm: with -R it must be the drop-in's (DPV_RDMACM_LIBDIR).
+if [ "$rdma_cm" = 1 ]; then
+	[ -e "${DPV_RDMACM_LIBDIR:-}/librdmacm.so.1" ] ||
+		{ echo "-R: no DPV_RDMACM_LIBDIR/librdmacm.so.1" >&2; exit 2; }
+	libdir=$DPV_RDMACM_LIBDIR:$libdir
+	# The exchange goes over the RDMA CM too: the client names the server's dpverbs
+	# address, which its device's ARP resolves.
+	server_host=$ip_a
+fi
 joinable() {
 	if [ "$link" = memif ]; then
 		[ -S "$sock" ]
+	elif [ "$rdma_cm" = 1 ]; then
+		sleep 1
 	else
 		listening
 	fi
