@@ -14,16 +14,21 @@
  *   reject   REJECTED with reason 28 (Consumer Defined) and the server's 148 bytes;
  *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
  *            when the listener goes;
+ *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
+ *            and ended, every event each time, the heap not growing;
  *   addr error   ADDR_ERROR for an address no device reaches;
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
  *   not offered  UD port spaces, multicast and rsockets answer at once with their errno.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -44,6 +49,11 @@ static int failures;
 #define IP_SERVER "127.0.22.1"
 #define IP_CLIENT "127.0.22.2"
 #define WAIT_MS 10000
+/* Connections made and ended by test_cycles(), at most one each CYCLE_MIN_US: the
+ * ones still in TIMEWAIT (two packet life times, 537 ms) stay below the 256 a device's
+ * CM holds. */
+#define CYCLES 200
+#define CYCLE_MIN_US 3000
 
 static struct sockaddr_in sin_of(const char *ip, uint16_t port)
 {
@@ -414,6 +424,64 @@ static void test_backlog(void)
 	rdma_destroy_event_channel(chc);
 }
 
+/* Connections without QPs (conn_param.qp_num; rdma_establish() on CONNECT_RESPONSE),
+ * made and ended again and again: every event each time, and neither ids nor memory
+ * that grow (the ids' connections end in TIMEWAIT on their own, after the ids). */
+static void test_cycles(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7007), *c, *s;
+	struct rdma_conn_param p = {.retry_count = 7};
+	struct rdma_cm_event *ev;
+	size_t heap = 0;
+
+	for (int i = 0; i < CYCLES; i++) {
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (i == CYCLES / 4)
+			heap = mallinfo2().uordblks;
+		c = client(chc, 7007);
+		p.qp_num = 0x100 + (uint32_t)i;
+		CHECK(rdma_connect(c, &p) == 0, "cycle %d: rdma_connect: %s", i, strerror(errno));
+		ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+		if (ev == NULL)
+			exit(1);
+		s = ev->id;
+		CHECK(ev->param.conn.qp_num == 0x100 + (uint32_t)i, "cycle %d: the REQ's QP", i);
+		rdma_ack_cm_event(ev);
+		p.qp_num = 0x8000 + (uint32_t)i;
+		CHECK(rdma_accept(s, &p) == 0, "cycle %d: rdma_accept: %s", i, strerror(errno));
+		ev = EXPECT(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, c);
+		if (ev == NULL)
+			exit(1);
+		CHECK(ev->param.conn.qp_num == 0x8000 + (uint32_t)i, "cycle %d: the REP's QP", i);
+		rdma_ack_cm_event(ev);
+		CHECK(rdma_establish(c) == 0, "cycle %d: rdma_establish: %s", i, strerror(errno));
+		EXPECT_ACK(chs, RDMA_CM_EVENT_ESTABLISHED, s);
+		CHECK(rdma_disconnect(c) == 0, "cycle %d: rdma_disconnect: %s", i, strerror(errno));
+		EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
+		CHECK(rdma_disconnect(s) == 0, "cycle %d: the DREP: %s", i, strerror(errno));
+		EXPECT_ACK(chc, RDMA_CM_EVENT_DISCONNECTED, c);
+		rdma_destroy_id(s);
+		rdma_destroy_id(c);
+		if (failures)
+			break;
+		/* At most one cycle per CYCLE_MIN_US: the connections in TIMEWAIT fit. */
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+		if (us < CYCLE_MIN_US)
+			usleep((useconds_t)(CYCLE_MIN_US - us));
+	}
+	CHECK(mallinfo2().uordblks <= heap + 16384, "the heap grew from %zu to %zu bytes",
+	      heap, mallinfo2().uordblks);
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
 static void test_addr_error(void)
 {
 	struct rdma_event_channel *ch = channel();
@@ -470,6 +538,7 @@ int main(void)
 	test_reject();
 	test_backlog();
 	test_connect();
+	test_cycles();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures ? 1 : 0;
