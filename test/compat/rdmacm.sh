@@ -156,8 +156,9 @@ rping)
 	;;
 ucmatose)
 	for f in "$out_a" "$out_b"; do
-		grep -q '^test complete' "$f" && grep -q '^return status 0' "$f" ||
+		if ! grep -q '^test complete' "$f" || ! grep -q '^return status 0' "$f"; then
 			fail "$(basename "$f" .out): no \"test complete\" and \"return status 0\""
+		fi
 	done
 	;;
 rdma_server)
