@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The connection calls of <rdma/rdma_cma.h> over the devices' CM: event channels, ids,
- * addresses, and the connection's life, with the QP moved through its states as the
- * kernel's RDMA CM moves it. rdmacm_priv.h says how events reach a channel.
+ * The connection calls of <rdma/rdma_cma.h> over the devices' CM: the devices opened
+ * once, ids, addresses, and the connection's life, with the QP moved through its
+ * states as the kernel's RDMA CM moves it. The events are rdmacm_event.c's.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,12 +29,6 @@ static int cma_init_err;
 /* The RNR NAK timer of the receive side (IBTA's code 12: 0.64 ms), as Linux's. */
 #define CMA_MIN_RNR_TIMER 12u
 
-static int err(int e)
-{
-	errno = e;
-	return -1;
-}
-
 static void notify(void *arg)
 {
 	const uint64_t one = 1;
@@ -47,7 +38,6 @@ static void notify(void *arg)
 }
 
 static void conn_drop(struct cma_id *c);
-static void dispatch(void);
 
 /* At exit, what the kernel's RDMA CM does for the ids of a process that ends: each
  * connection is ended on the wire (a DREQ, the DREP owed, a REJ for a request not
@@ -64,7 +54,7 @@ static void cma_exit(void)
 		nanosleep(&pause, NULL);
 	if (i == 100)
 		return;
-	dispatch();
+	cma_dispatch();
 	for (struct cma_id *c = cma.ids; c != NULL; c = c->next)
 		conn_drop(c);
 	pthread_mutex_unlock(&cma.lock);
@@ -107,7 +97,7 @@ static void cma_open(void)
 int cma_init(void)
 {
 	pthread_once(&cma_once, cma_open);
-	return cma_init_err ? err(cma_init_err) : 0;
+	return cma_init_err ? cma_err(cma_init_err) : 0;
 }
 
 static int dev_of_ip(uint32_t ip)
@@ -116,486 +106,6 @@ static int dev_of_ip(uint32_t ip)
 		if (dpv_verbs_cm_ipv4(cma.ctx[i]) == ip)
 			return i;
 	return -1;
-}
-
-/* ---- event channels ---- */
-
-static struct cma_channel *to_chan(struct rdma_event_channel *ch)
-{
-	return (struct cma_channel *)(void *)ch;
-}
-
-/* A channel no thread waits in, for channel_new(). */
-static void spare(struct cma_channel *c)
-{
-	pthread_mutex_lock(&cma.lock);
-	c->dead = true;
-	c->next = cma.spare;
-	cma.spare = c;
-	pthread_mutex_unlock(&cma.lock);
-}
-
-/* What a thread in rdma_get_cm_event() on a destroyed channel does (with cma.lock,
- * which it gives up): as a read() on rdma-core's channel, whose file is closed, it
- * never returns; the id's events are gone with the channel. rping's event thread waits
- * there while its main thread destroys the channel and exits. */
-static void park(void)
-{
-	pthread_mutex_unlock(&cma.lock);
-	for (;;)
-		pause();
-}
-
-static struct cma_channel *channel_new(void)
-{
-	struct epoll_event e = {.events = EPOLLIN};
-	struct cma_channel *c;
-	int i;
-
-	pthread_mutex_lock(&cma.lock);
-	c = cma.spare;
-	if (c != NULL) {
-		cma.spare = c->next;
-		memset(c, 0, sizeof(*c));
-	}
-	pthread_mutex_unlock(&cma.lock);
-	if (c == NULL)
-		c = calloc(1, sizeof(*c));
-	if (c == NULL)
-		return NULL;
-	c->ch.fd = epoll_create1(EPOLL_CLOEXEC);
-	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->ch.fd < 0 || c->efd < 0 || epoll_ctl(c->ch.fd, EPOLL_CTL_ADD, c->efd, &e) != 0)
-		goto fail;
-	for (i = 0; i < cma.n; i++)
-		if (epoll_ctl(c->ch.fd, EPOLL_CTL_ADD, cma.efd[i], &e) != 0)
-			goto fail;
-	pthread_mutex_lock(&cma.lock);
-	c->next = cma.channels;
-	cma.channels = c;
-	pthread_mutex_unlock(&cma.lock);
-	return c;
-fail:
-	i = errno;
-	if (c->ch.fd >= 0)
-		close(c->ch.fd);
-	if (c->efd >= 0)
-		close(c->efd);
-	spare(c);
-	errno = i;
-	return NULL;
-}
-
-struct rdma_event_channel *rdma_create_event_channel(void)
-{
-	struct cma_channel *c;
-
-	if (cma_init() != 0)
-		return NULL;
-	c = channel_new();
-	return c ? &c->ch : NULL;
-}
-
-void rdma_destroy_event_channel(struct rdma_event_channel *channel)
-{
-	struct cma_channel *c = to_chan(channel), **p;
-	struct cma_event *e;
-
-	pthread_mutex_lock(&cma.lock);
-	for (p = &cma.channels; *p != NULL; p = &(*p)->next)
-		if (*p == c) {
-			*p = c->next;
-			break;
-		}
-	while ((e = c->head) != NULL) {
-		c->head = e->next;
-		free(e);
-	}
-	close(c->efd);
-	close(c->ch.fd);
-	c->dead = true;
-	/* Else the last thread waiting in it makes it a spare. */
-	if (c->waiters == 0) {
-		c->next = cma.spare;
-		cma.spare = c;
-	}
-	pthread_mutex_unlock(&cma.lock);
-}
-
-/* Under cma.lock. */
-static void chan_push(struct cma_channel *c, struct cma_event *e)
-{
-	const uint64_t one = 1;
-
-	e->next = NULL;
-	if (c->tail != NULL)
-		c->tail->next = e;
-	else
-		c->head = e;
-	c->tail = e;
-	(void)!write(c->efd, &one, sizeof(one));
-}
-
-/* Under cma.lock. */
-static struct cma_event *chan_pop(struct cma_channel *c)
-{
-	struct cma_event *e = c->head;
-	uint64_t v;
-
-	if (e == NULL)
-		return NULL;
-	c->head = e->next;
-	if (c->head == NULL) {
-		c->tail = NULL;
-		(void)!read(c->efd, &v, sizeof(v));
-	}
-	return e;
-}
-
-/* After events were taken out of @p c's queue anywhere (under cma.lock): its tail
- * again, and its fd no longer readable when none is left. */
-static void chan_settle(struct cma_channel *c)
-{
-	uint64_t v;
-
-	c->tail = NULL;
-	for (struct cma_event *e = c->head; e != NULL; e = e->next)
-		c->tail = e;
-	if (c->head == NULL)
-		(void)!read(c->efd, &v, sizeof(v));
-}
-
-/* Queue an event of @p c (under cma.lock): false when there is no memory for it. */
-static bool post(struct cma_id *c, enum rdma_cm_event_type type, int status,
-		 const uint8_t *pdata, uint8_t len)
-{
-	struct cma_event *e = calloc(1, sizeof(*e));
-
-	if (e == NULL)
-		return false;
-	e->ev.id = &c->id;
-	e->ev.event = type;
-	e->ev.status = status;
-	if (len) {
-		memcpy(e->pdata, pdata, len);
-		e->ev.param.conn.private_data = e->pdata;
-		e->ev.param.conn.private_data_len = len;
-	}
-	chan_push(to_chan(c->id.channel), e);
-	return true;
-}
-
-static int post_locked(struct cma_id *c, enum rdma_cm_event_type type, int status)
-{
-	bool ok;
-
-	pthread_mutex_lock(&cma.lock);
-	ok = post(c, type, status, NULL, 0);
-	pthread_mutex_unlock(&cma.lock);
-	return ok ? 0 : err(ENOMEM);
-}
-
-static struct cma_id *find_conn(int dev, uint32_t conn)
-{
-	for (struct cma_id *c = cma.ids; c != NULL; c = c->next)
-		if (c->dev == dev && c->conn == conn && c->state != CMA_LISTEN &&
-		    c->state != CMA_DONE)
-			return c;
-	return NULL;
-}
-
-static struct cma_id *find_listener(int dev, uint32_t listen)
-{
-	for (struct cma_id *c = cma.ids; c != NULL; c = c->next)
-		if (c->state == CMA_LISTEN && c->listen[dev] == listen)
-			return c;
-	return NULL;
-}
-
-static void qp_error(struct cma_id *c)
-{
-	struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-
-	if (c->id.qp != NULL)
-		(void)ibv_modify_qp(c->id.qp, &a, IBV_QP_STATE);
-}
-
-/* A CONNECT_REQUEST for a listener of the program (under cma.lock). */
-static void conn_request(int dev, const struct dpv_dev_cm_event *e)
-{
-	struct ibv_context *ctx = cma.ctx[dev];
-	struct cma_id *l = find_listener(dev, e->listen_id), *c;
-	struct dpv_cm_ip_hdr h;
-	struct cma_event *ev;
-	uint32_t src;
-
-	if (l == NULL || (l->backlog > 0 && l->pending >= l->backlog) ||
-	    dpv_cm_ip_hdr_unpack(e->private_data, e->private_data_len, &h) != 0 ||
-	    h.ip_version != 4 || !dpv_cm_gid_to_ipv4(h.src, &src) ||
-	    (c = calloc(1, sizeof(*c))) == NULL) {
-		(void)dpv_verbs_cm_reject(ctx, e->id, NULL, 0);
-		return;
-	}
-	ev = calloc(1, sizeof(*ev));
-	if (ev == NULL) {
-		free(c);
-		(void)dpv_verbs_cm_reject(ctx, e->id, NULL, 0);
-		return;
-	}
-	c->id.verbs = ctx;
-	c->id.channel = l->id.channel;
-	c->id.context = l->id.context;
-	c->id.ps = l->id.ps;
-	c->id.port_num = 1;
-	c->id.qp_type = IBV_QPT_RC;
-	c->id.route.addr.src_sin.sin_family = AF_INET;
-	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(ctx));
-	c->id.route.addr.src_sin.sin_port = l->id.route.addr.src_sin.sin_port;
-	c->id.route.addr.dst_sin.sin_family = AF_INET;
-	c->id.route.addr.dst_sin.sin_addr.s_addr = htonl(e->peer_ip);
-	c->id.route.addr.dst_sin.sin_port = htons(h.src_port);
-	c->state = CMA_REQUEST;
-	c->passive = true;
-	c->dev = dev;
-	c->conn = e->id;
-	c->listener = l;
-	c->sync = false;
-	c->tos = l->tos;
-	c->ack_timeout = l->ack_timeout;
-	c->remote_qpn = e->remote_qpn;
-	c->remote_psn = e->remote_psn;
-	c->next = cma.ids;
-	cma.ids = c;
-	l->pending++;
-	/* The consumer sees its own bytes: the IP CM header stripped, the length the
-	 * field's rest, as the kernel reports it. */
-	memcpy(ev->pdata, e->private_data + DPV_CM_IP_HDR_LEN,
-	       DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN);
-	ev->ev.id = &c->id;
-	ev->ev.listen_id = &l->id;
-	ev->ev.event = RDMA_CM_EVENT_CONNECT_REQUEST;
-	ev->ev.param.conn.private_data = ev->pdata;
-	ev->ev.param.conn.private_data_len = DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN;
-	/* The peer's responder resources are what this side may initiate, and back. */
-	ev->ev.param.conn.responder_resources = e->initiator_depth;
-	ev->ev.param.conn.initiator_depth = e->responder_resources;
-	ev->ev.param.conn.qp_num = e->remote_qpn;
-	chan_push(to_chan(l->id.channel), ev);
-}
-
-/* The REP of an active id: ready its QP and send the RTU (under cma.lock). */
-static void conn_response(struct cma_id *c, const struct dpv_dev_cm_event *e)
-{
-	struct ibv_context *ctx = cma.ctx[c->dev];
-	struct cma_event *ev;
-
-	c->remote_qpn = e->remote_qpn;
-	c->remote_psn = e->remote_psn;
-	memcpy(c->rep_pdata, e->private_data, sizeof(c->rep_pdata));
-	if (c->id.qp != NULL) {
-		if (cma_modify_qp(c, IBV_QPS_RTR) != 0 || cma_modify_qp(c, IBV_QPS_RTS) != 0) {
-			(void)dpv_verbs_cm_reject(ctx, c->conn, NULL, 0);
-			qp_error(c);
-			c->state = CMA_DONE;
-			(void)post(c, RDMA_CM_EVENT_CONNECT_ERROR, -errno, NULL, 0);
-			return;
-		}
-		/* ESTABLISHED comes from the device at once, with the REP's data. */
-		(void)dpv_verbs_cm_establish(ctx, c->conn);
-		return;
-	}
-	c->state = CMA_RESPONSE;
-	ev = calloc(1, sizeof(*ev));
-	if (ev == NULL)
-		return;
-	ev->ev.id = &c->id;
-	ev->ev.event = RDMA_CM_EVENT_CONNECT_RESPONSE;
-	memcpy(ev->pdata, e->private_data, DPV_CM_REP_PDATA_LEN);
-	ev->ev.param.conn.private_data = ev->pdata;
-	ev->ev.param.conn.private_data_len = DPV_CM_REP_PDATA_LEN;
-	ev->ev.param.conn.responder_resources = e->initiator_depth;
-	ev->ev.param.conn.initiator_depth = e->responder_resources;
-	ev->ev.param.conn.qp_num = e->remote_qpn;
-	chan_push(to_chan(c->id.channel), ev);
-}
-
-/* One event of device @p dev (under cma.lock), on whichever thread takes events. An
- * event leaves the id's QP alone, as rdma-core's does (the kernel's CM never sees a
- * QP made in user space): the program may have destroyed it with ibv_destroy_qp()
- * already, as rping does while its event thread takes the DISCONNECTED. */
-static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
-{
-	struct ibv_context *ctx = cma.ctx[dev];
-	struct cma_id *c;
-
-	if (e->type == DPV_CM_EV_CONNECT_REQUEST) {
-		conn_request(dev, e);
-		return;
-	}
-	c = find_conn(dev, e->id);
-	if (c == NULL) {
-		/* The id went away meanwhile: answer for it, as a destroyed kernel id does. */
-		if (e->type == DPV_CM_EV_CONNECT_RESPONSE)
-			(void)dpv_verbs_cm_reject(ctx, e->id, NULL, 0);
-		else if (e->type == DPV_CM_EV_ESTABLISHED || e->type == DPV_CM_EV_DISCONNECTED)
-			(void)dpv_verbs_cm_disconnect(ctx, e->id);
-		return;
-	}
-	switch (e->type) {
-	case DPV_CM_EV_CONNECT_RESPONSE:
-		conn_response(c, e);
-		break;
-	case DPV_CM_EV_ESTABLISHED:
-		c->state = CMA_ESTABLISHED;
-		if (c->established_by_call)
-			break;
-		if (c->active)
-			(void)post(c, RDMA_CM_EVENT_ESTABLISHED, 0, c->rep_pdata,
-				   DPV_CM_REP_PDATA_LEN);
-		else
-			(void)post(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
-		break;
-	case DPV_CM_EV_REJECTED:
-		c->state = CMA_DONE;
-		(void)post(c, RDMA_CM_EVENT_REJECTED, e->rej_reason, e->private_data,
-			   DPV_CM_REJ_PDATA_LEN);
-		break;
-	case DPV_CM_EV_UNREACHABLE:
-		c->state = CMA_DONE;
-		(void)post(c, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, 0);
-		break;
-	case DPV_CM_EV_DISCONNECTED:
-		if (c->state != CMA_DISCONNECTING)
-			c->state = CMA_PEER_DISCONNECTED;
-		(void)post(c, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
-		break;
-	case DPV_CM_EV_TIMEWAIT_EXIT:
-		c->state = CMA_DONE;
-		(void)post(c, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0, NULL, 0);
-		break;
-	default:
-		break;
-	}
-}
-
-/* Move every device's events to their channels (under cma.lock), so an id's state is
- * its connection's. The eventfd is read before the queue, so an event queued after
- * the look makes it readable again. */
-static void dispatch(void)
-{
-	struct dpv_dev_cm_event e;
-	uint64_t v;
-
-	for (int i = 0; i < cma.n; i++) {
-		if (read(cma.efd[i], &v, sizeof(v)) != (ssize_t)sizeof(v))
-			continue;
-		while (dpv_verbs_cm_get_event(cma.ctx[i], &e) == 0)
-			dispatch_one(i, &e);
-	}
-}
-
-int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
-{
-	struct cma_channel *ch = to_chan(channel);
-	struct pollfd p = {.fd = channel->fd, .events = POLLIN};
-	struct cma_event *e;
-	int fl, ret = 0;
-
-	if (event == NULL)
-		return err(EINVAL);
-	pthread_mutex_lock(&cma.lock);
-	if (ch->dead)
-		park();
-	ch->waiters++;
-	for (;;) {
-		dispatch();
-		e = chan_pop(ch);
-		if (e != NULL) {
-			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
-				to_cid(e->ev.listen_id)->pending--;
-			*event = &e->ev;
-			break;
-		}
-		fl = fcntl(channel->fd, F_GETFL);
-		if (fl >= 0 && (fl & O_NONBLOCK)) {
-			ret = err(EAGAIN);
-			break;
-		}
-		pthread_mutex_unlock(&cma.lock);
-		if (poll(&p, 1, -1) < 0 && errno != EINTR)
-			return -1;
-		pthread_mutex_lock(&cma.lock);
-		if (ch->dead) {
-			if (--ch->waiters == 0) {
-				ch->next = cma.spare;
-				cma.spare = ch;
-			}
-			park();
-		}
-	}
-	ch->waiters--;
-	pthread_mutex_unlock(&cma.lock);
-	return ret;
-}
-
-int rdma_ack_cm_event(struct rdma_cm_event *event)
-{
-	if (event == NULL)
-		return err(EINVAL);
-	free((struct cma_event *)(void *)event);
-	return 0;
-}
-
-int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want)
-{
-	struct rdma_cm_event *ev;
-	int status;
-	enum rdma_cm_event_type got;
-
-	if (c->sync_event != NULL) {
-		rdma_ack_cm_event(c->sync_event);
-		c->sync_event = NULL;
-	}
-	if (rdma_get_cm_event(c->id.channel, &ev) != 0)
-		return -1;
-	/* Kept for the program to read (rdma-core's id->event), until the next call. */
-	c->sync_event = ev;
-	c->id.event = ev;
-	status = ev->status;
-	got = ev->event;
-	if (got == want && status == 0)
-		return 0;
-	if (got == RDMA_CM_EVENT_REJECTED)
-		return err(ECONNREFUSED);
-	if (status < 0)
-		return err(-status);
-	return err(status ? status : EPROTO);
-}
-
-const char *rdma_event_str(enum rdma_cm_event_type event)
-{
-	static const char *const s[] = {
-		[RDMA_CM_EVENT_ADDR_RESOLVED] = "RDMA_CM_EVENT_ADDR_RESOLVED",
-		[RDMA_CM_EVENT_ADDR_ERROR] = "RDMA_CM_EVENT_ADDR_ERROR",
-		[RDMA_CM_EVENT_ROUTE_RESOLVED] = "RDMA_CM_EVENT_ROUTE_RESOLVED",
-		[RDMA_CM_EVENT_ROUTE_ERROR] = "RDMA_CM_EVENT_ROUTE_ERROR",
-		[RDMA_CM_EVENT_CONNECT_REQUEST] = "RDMA_CM_EVENT_CONNECT_REQUEST",
-		[RDMA_CM_EVENT_CONNECT_RESPONSE] = "RDMA_CM_EVENT_CONNECT_RESPONSE",
-		[RDMA_CM_EVENT_CONNECT_ERROR] = "RDMA_CM_EVENT_CONNECT_ERROR",
-		[RDMA_CM_EVENT_UNREACHABLE] = "RDMA_CM_EVENT_UNREACHABLE",
-		[RDMA_CM_EVENT_REJECTED] = "RDMA_CM_EVENT_REJECTED",
-		[RDMA_CM_EVENT_ESTABLISHED] = "RDMA_CM_EVENT_ESTABLISHED",
-		[RDMA_CM_EVENT_DISCONNECTED] = "RDMA_CM_EVENT_DISCONNECTED",
-		[RDMA_CM_EVENT_DEVICE_REMOVAL] = "RDMA_CM_EVENT_DEVICE_REMOVAL",
-		[RDMA_CM_EVENT_MULTICAST_JOIN] = "RDMA_CM_EVENT_MULTICAST_JOIN",
-		[RDMA_CM_EVENT_MULTICAST_ERROR] = "RDMA_CM_EVENT_MULTICAST_ERROR",
-		[RDMA_CM_EVENT_ADDR_CHANGE] = "RDMA_CM_EVENT_ADDR_CHANGE",
-		[RDMA_CM_EVENT_TIMEWAIT_EXIT] = "RDMA_CM_EVENT_TIMEWAIT_EXIT",
-	};
-
-	if ((unsigned int)event < sizeof(s) / sizeof(s[0]))
-		return s[event];
-	return "UNKNOWN EVENT";
 }
 
 /* ---- ids ---- */
@@ -607,17 +117,17 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	struct cma_id *c;
 
 	if (id == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (cma_init() != 0)
 		return -1;
 	/* The UD port spaces need SIDR, and RDMA_PS_IB IB addresses: neither is here. */
 	if (ps != RDMA_PS_TCP)
-		return err(EPROTONOSUPPORT);
+		return cma_err(EPROTONOSUPPORT);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
-		return err(ENOMEM);
+		return cma_err(ENOMEM);
 	if (channel == NULL) {
-		own = channel_new();
+		own = cma_channel_new();
 		if (own == NULL) {
 			free(c);
 			return -1;
@@ -677,11 +187,11 @@ static void unlink_id(struct cma_id *c)
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cma_id *c = to_cid(id);
-	struct cma_channel *ch = to_chan(id->channel);
+	struct cma_channel *ch = cma_chan(id->channel);
 	struct cma_event **e, *dead;
 
 	pthread_mutex_lock(&cma.lock);
-	dispatch();
+	cma_dispatch();
 	conn_drop(c);
 	unlink_id(c);
 	/* Its events not yet taken go with it; so do the ids of a listener's untaken
@@ -703,7 +213,7 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 			e = &(*e)->next;
 		}
 	}
-	chan_settle(ch);
+	cma_chan_settle(ch);
 	/* Ids a listener gave keep living on their own. */
 	for (struct cma_id *k = cma.ids; k != NULL; k = k->next)
 		if (k->listener == c)
@@ -777,13 +287,13 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	int ret;
 
 	if (addr == NULL || c->state != CMA_IDLE)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (addr->sa_family != AF_INET)
-		return err(EAFNOSUPPORT);
+		return cma_err(EAFNOSUPPORT);
 	pthread_mutex_lock(&cma.lock);
 	ret = bind_locked(c, ntohl(sin->sin_addr.s_addr), ntohs(sin->sin_port));
 	pthread_mutex_unlock(&cma.lock);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }
 
 static uint64_t now_ms(void)
@@ -825,12 +335,12 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	int dev, ret = 0;
 
 	if (dst_addr == NULL || (c->state != CMA_IDLE && c->state != CMA_ADDR_BOUND))
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (dst_addr->sa_family != AF_INET || (src_addr && src_addr->sa_family != AF_INET))
-		return err(EAFNOSUPPORT);
+		return cma_err(EAFNOSUPPORT);
 	ip = ntohl(dst->sin_addr.s_addr);
 	if (ip == INADDR_ANY)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	if (src_addr != NULL && c->state == CMA_IDLE) {
 		const struct sockaddr_in *s = (const struct sockaddr_in *)(const void *)src_addr;
@@ -841,11 +351,11 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	}
 	pthread_mutex_unlock(&cma.lock);
 	if (ret)
-		return err(ret);
+		return cma_err(ret);
 	dev = find_route(c, ip, timeout_ms);
 	memcpy(&c->id.route.addr.dst_sin, dst, sizeof(*dst));
 	if (dev < 0) {
-		if (post_locked(c, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT) != 0)
+		if (cma_post(c, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT) != 0)
 			return -1;
 		return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 	}
@@ -854,7 +364,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	c->id.port_num = 1;
 	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(cma.ctx[dev]));
 	c->state = CMA_ADDR_RESOLVED;
-	if (post_locked(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0) != 0)
+	if (cma_post(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0) != 0)
 		return -1;
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
@@ -867,7 +377,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 
 	(void)timeout_ms;
 	if (c->state != CMA_ADDR_RESOLVED)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (ibv_query_port(c->id.verbs, 1, &pa) != 0)
 		return -1;
 	/* RoCEv2's path: IPv4-mapped GIDs, no LIDs, the port's MTU. */
@@ -885,7 +395,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	c->id.route.path_rec = p;
 	c->id.route.num_paths = 1;
 	c->state = CMA_ROUTE_RESOLVED;
-	if (post_locked(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0) != 0)
+	if (cma_post(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 0) != 0)
 		return -1;
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ROUTE_RESOLVED) : 0;
 }
@@ -945,7 +455,7 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	int ret = 0;
 
 	if (c->state != CMA_ADDR_BOUND)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	for (int i = 0; i < cma.n && ret == 0; i++)
 		if (c->dev < 0 || c->dev == i)
@@ -961,7 +471,7 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 		c->pending = 0;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }
 
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
@@ -975,11 +485,11 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	int ret;
 
 	if (c->state != CMA_ROUTE_RESOLVED)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (param != NULL && param->private_data_len > DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (id->qp == NULL && (param == NULL || param->qp_num == 0))
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	da = &cma.attr[c->dev];
 	dst = ntohl(id->route.addr.dst_sin.sin_addr.s_addr);
 	h.src_port = ntohs(id->route.addr.src_sin.sin_port);
@@ -1014,7 +524,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	}
 	pthread_mutex_unlock(&cma.lock);
 	if (ret != 0)
-		return err(ret);
+		return cma_err(ret);
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
@@ -1024,12 +534,12 @@ int rdma_establish(struct rdma_cm_id *id)
 	int ret;
 
 	if (c->state != CMA_RESPONSE || id->qp != NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	c->established_by_call = true;
 	ret = dpv_verbs_cm_establish(id->verbs, c->conn);
 	pthread_mutex_unlock(&cma.lock);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }
 
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
@@ -1040,11 +550,11 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	int ret;
 
 	if (c->state != CMA_REQUEST)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (param != NULL && param->private_data_len > DPV_CM_REP_PDATA_LEN)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (id->qp == NULL && (param == NULL || param->qp_num == 0))
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	c->responder_resources = param ? clamp(param->responder_resources, da->max_qp_rd_atom) :
 					 (uint8_t)da->max_qp_rd_atom;
 	c->initiator_depth = param ? clamp(param->initiator_depth, da->max_qp_init_rd_atom) :
@@ -1070,7 +580,7 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		c->state = CMA_ACCEPTED;
 	pthread_mutex_unlock(&cma.lock);
 	if (ret != 0)
-		return err(ret);
+		return cma_err(ret);
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
@@ -1080,16 +590,16 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 	int ret;
 
 	if (c->state != CMA_REQUEST && c->state != CMA_RESPONSE)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (private_data_len > DPV_CM_REJ_PDATA_LEN ||
 	    (private_data_len && private_data == NULL))
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	ret = dpv_verbs_cm_reject(id->verbs, c->conn, private_data, private_data_len);
 	if (ret == 0)
 		c->state = CMA_DONE;
 	pthread_mutex_unlock(&cma.lock);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }
 
 int rdma_disconnect(struct rdma_cm_id *id)
@@ -1100,18 +610,18 @@ int rdma_disconnect(struct rdma_cm_id *id)
 	pthread_mutex_lock(&cma.lock);
 	/* The connection may have moved while the program took no event: an RTU, a
 	 * DREQ (a program that polls its CQ and disconnects takes none). */
-	dispatch();
+	cma_dispatch();
 	if (c->state != CMA_ESTABLISHED && c->state != CMA_PEER_DISCONNECTED) {
 		pthread_mutex_unlock(&cma.lock);
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	}
-	qp_error(c);
+	cma_qp_error(c);
 	ret = dpv_verbs_cm_disconnect(id->verbs, c->conn);
 	/* The device's connection lives on to its TIMEWAIT_EXIT. */
 	if (ret == 0)
 		c->state = CMA_DISCONNECTING;
 	pthread_mutex_unlock(&cma.lock);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }
 
 int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
@@ -1119,35 +629,35 @@ int rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	(void)event;
 	/* The device's CM takes the RTU as the connection's start; data before it is
 	 * no event of its own here. */
-	return to_cid(id)->state == CMA_IDLE ? err(EINVAL) : 0;
+	return to_cid(id)->state == CMA_IDLE ? cma_err(EINVAL) : 0;
 }
 
 int rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
 	struct cma_id *c = to_cid(id);
-	struct cma_channel *old = to_chan(id->channel), *own = NULL, *to;
+	struct cma_channel *old = cma_chan(id->channel), *own = NULL, *to;
 	struct cma_event **e, *m;
 	bool was_sync = c->sync;
 
 	if (channel == NULL) {
-		own = channel_new();
+		own = cma_channel_new();
 		if (own == NULL)
 			return -1;
 		channel = &own->ch;
 	}
-	to = to_chan(channel);
+	to = cma_chan(channel);
 	pthread_mutex_lock(&cma.lock);
 	/* Its events not yet taken go along. */
 	for (e = &old->head; *e != NULL;) {
 		if ((*e)->ev.id == id) {
 			m = *e;
 			*e = m->next;
-			chan_push(to, m);
+			cma_chan_push(to, m);
 		} else {
 			e = &(*e)->next;
 		}
 	}
-	chan_settle(old);
+	cma_chan_settle(old);
 	id->channel = channel;
 	c->sync = own != NULL;
 	pthread_mutex_unlock(&cma.lock);
@@ -1162,32 +672,32 @@ int rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 	struct cma_id *c = to_cid(id);
 
 	if (optval == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (level == RDMA_OPTION_IB)
-		return err(optname == RDMA_OPTION_IB_PATH ? EOPNOTSUPP : ENOSYS);
+		return cma_err(optname == RDMA_OPTION_IB_PATH ? EOPNOTSUPP : ENOSYS);
 	if (level != RDMA_OPTION_ID)
-		return err(ENOSYS);
+		return cma_err(ENOSYS);
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:
 		if (optlen != sizeof(uint8_t))
-			return err(EINVAL);
+			return cma_err(EINVAL);
 		c->tos = *(uint8_t *)optval;
 		return 0;
 	case RDMA_OPTION_ID_REUSEADDR:
 		if (optlen != sizeof(int))
-			return err(EINVAL);
+			return cma_err(EINVAL);
 		c->reuseaddr = *(int *)optval != 0;
 		return 0;
 	case RDMA_OPTION_ID_AFONLY:
 		/* Only IPv4 is bound: the flag changes nothing. */
-		return optlen == sizeof(int) ? 0 : err(EINVAL);
+		return optlen == sizeof(int) ? 0 : cma_err(EINVAL);
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
 		if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31)
-			return err(EINVAL);
+			return cma_err(EINVAL);
 		c->ack_timeout = *(uint8_t *)optval;
 		return 0;
 	default:
-		return err(ENOSYS);
+		return cma_err(ENOSYS);
 	}
 }
 
@@ -1197,7 +707,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 	struct ibv_port_attr pa;
 
 	if (attr == NULL || mask == NULL || id->verbs == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
 		attr->pkey_index = 0;
@@ -1208,7 +718,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 		return 0;
 	case IBV_QPS_RTR:
 		if (c->state != CMA_REQUEST && c->state != CMA_CONNECT && c->state != CMA_RESPONSE)
-			return err(EINVAL);
+			return cma_err(EINVAL);
 		if (ibv_query_port(id->verbs, 1, &pa) != 0)
 			return -1;
 		memset(&attr->ah_attr, 0, sizeof(attr->ah_attr));
@@ -1229,7 +739,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 		return 0;
 	case IBV_QPS_RTS:
 		if (c->state != CMA_REQUEST && c->state != CMA_CONNECT && c->state != CMA_RESPONSE)
-			return err(EINVAL);
+			return cma_err(EINVAL);
 		attr->sq_psn = c->psn;
 		attr->timeout = c->ack_timeout;
 		attr->retry_cnt = c->retry_count;
@@ -1239,7 +749,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 			IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 		return 0;
 	default:
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	}
 }
 
@@ -1251,5 +761,5 @@ int cma_modify_qp(struct cma_id *c, enum ibv_qp_state state)
 	if (rdma_init_qp_attr(&c->id, &a, &mask) != 0)
 		return -1;
 	ret = ibv_modify_qp(c->id.qp, &a, mask);
-	return ret ? err(ret) : 0;
+	return ret ? cma_err(ret) : 0;
 }

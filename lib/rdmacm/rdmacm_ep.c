@@ -17,12 +17,6 @@
 /* How long rdma_create_ep() waits for an address or route (rdma-core's own wait). */
 #define CMA_EP_TIMEOUT_MS 2000
 
-static int err(int e)
-{
-	errno = e;
-	return -1;
-}
-
 static struct ibv_pd *default_pd(struct cma_id *c)
 {
 	struct ibv_pd *pd;
@@ -79,7 +73,7 @@ static int create_cqs(struct cma_id *c, uint32_t send_size, uint32_t recv_size)
 	return 0;
 fail:
 	destroy_cqs(c);
-	return err(ENOMEM);
+	return cma_err(ENOMEM);
 }
 
 int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
@@ -88,17 +82,17 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	struct ibv_qp *qp;
 
 	if (attr == NULL || id->verbs == NULL || id->qp != NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (attr->qp_type != IBV_QPT_RC)
-		return err(EOPNOTSUPP);
+		return cma_err(EOPNOTSUPP);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
 		attr->pd = id->pd ? id->pd : default_pd(c);
 		if (attr->pd == NULL)
-			return err(ENOMEM);
+			return cma_err(ENOMEM);
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (attr->pd->context != id->verbs)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (attr->srq == NULL)
 		attr->srq = id->srq;
 	if ((attr->send_cq == NULL || attr->recv_cq == NULL) &&
@@ -124,7 +118,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		ibv_destroy_qp(qp);
 		id->qp = NULL;
 		destroy_cqs(c);
-		return err(e);
+		return cma_err(e);
 	}
 	return 0;
 }
@@ -135,7 +129,7 @@ int rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_
 	int ret;
 
 	if (attr == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	memset(&ex, 0, sizeof(ex));
 	memcpy(&ex, attr, sizeof(*attr));
 	ex.comp_mask = pd ? IBV_QP_INIT_ATTR_PD : 0;
@@ -166,14 +160,14 @@ int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 	struct ibv_pd *pd;
 
 	if (attr == NULL || id->verbs == NULL || id->srq != NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	/* XRC needs XRC domains, which dpverbs does not have. */
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
-		return err(EOPNOTSUPP);
+		return cma_err(EOPNOTSUPP);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd :
 	     id->pd ? id->pd : default_pd(to_cid(id));
 	if (pd == NULL)
-		return err(ENOMEM);
+		return cma_err(ENOMEM);
 	memset(&a, 0, sizeof(a));
 	a.srq_context = attr->srq_context;
 	a.attr = attr->attr;
@@ -191,7 +185,7 @@ int rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_ini
 	int ret;
 
 	if (attr == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	memset(&ex, 0, sizeof(ex));
 	ex.srq_context = attr->srq_context;
 	ex.attr = attr->attr;
@@ -250,25 +244,25 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	int ret;
 
 	if (res == NULL || (node == NULL && service == NULL))
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (hints != NULL && hints->ai_family != AF_UNSPEC && hints->ai_family != AF_INET)
-		return err(EAFNOSUPPORT);
+		return cma_err(EAFNOSUPPORT);
 	if (hints != NULL && hints->ai_port_space != 0 && hints->ai_port_space != RDMA_PS_TCP)
-		return err(EPROTONOSUPPORT);
+		return cma_err(EPROTONOSUPPORT);
 	if (hints != NULL && hints->ai_qp_type != 0 && hints->ai_qp_type != IBV_QPT_RC)
-		return err(EOPNOTSUPP);
+		return cma_err(EOPNOTSUPP);
 	if (hints != NULL && (hints->ai_flags & RAI_NUMERICHOST))
 		h.ai_flags |= AI_NUMERICHOST;
 	if (passive)
 		h.ai_flags |= AI_PASSIVE;
 	ret = getaddrinfo(node, service, &h, &ai);
 	if (ret != 0)
-		return err(gai_errno(ret));
+		return cma_err(gai_errno(ret));
 	memcpy(&sin, ai->ai_addr, sizeof(sin));
 	freeaddrinfo(ai);
 	r = calloc(1, sizeof(*r));
 	if (r == NULL)
-		return err(ENOMEM);
+		return cma_err(ENOMEM);
 	r->ai_flags = hints ? hints->ai_flags : 0;
 	r->ai_family = AF_INET;
 	r->ai_qp_type = IBV_QPT_RC;
@@ -288,7 +282,7 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	}
 	if ((passive && r->ai_src_addr == NULL) || (!passive && r->ai_dst_addr == NULL)) {
 		rdma_freeaddrinfo(r);
-		return err(ENOMEM);
+		return cma_err(ENOMEM);
 	}
 	*res = r;
 	return 0;
@@ -320,7 +314,7 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 	int e;
 
 	if (id == NULL || res == NULL)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	if (rdma_create_id(NULL, &cid, NULL, (enum rdma_port_space)res->ai_port_space) != 0)
 		return -1;
 	c = to_cid(cid);
@@ -348,7 +342,7 @@ int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv
 fail:
 	e = errno;
 	rdma_destroy_id(cid);
-	return err(e);
+	return cma_err(e);
 }
 
 void rdma_destroy_ep(struct rdma_cm_id *id)
@@ -365,7 +359,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 	struct rdma_cm_event *ev;
 
 	if (id == NULL || !l->sync || l->state != CMA_LISTEN)
-		return err(EINVAL);
+		return cma_err(EINVAL);
 	for (;;) {
 		if (rdma_get_cm_event(listen->channel, &ev) != 0)
 			return -1;
@@ -393,6 +387,6 @@ fail:
 		(void)rdma_reject(&c->id, NULL, 0);
 		rdma_destroy_id(&c->id);
 		rdma_ack_cm_event(ev);
-		return err(e);
+		return cma_err(e);
 	}
 }

@@ -13,6 +13,7 @@
 #ifndef DPV_RDMACM_PRIV_H
 #define DPV_RDMACM_PRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -101,6 +102,31 @@ extern struct cma cma;
 
 /* Open the devices once: 0, or -1 with errno. */
 int cma_init(void);
+
+/* -1 with errno @p e, as the library's calls fail. */
+static inline int cma_err(int e)
+{
+	errno = e;
+	return -1;
+}
+
+static inline struct cma_channel *cma_chan(struct rdma_event_channel *ch)
+{
+	return (struct cma_channel *)(void *)ch;
+}
+
+/* rdmacm_event.c: channels and events. Those named "under cma.lock" want it held. */
+struct cma_channel *cma_channel_new(void);
+/* Queue @p e on @p c and make its fd readable (under cma.lock). */
+void cma_chan_push(struct cma_channel *c, struct cma_event *e);
+/* After events were taken out of @p c's queue (under cma.lock). */
+void cma_chan_settle(struct cma_channel *c);
+/* Queue an event without private data for @p c: 0, or -1 with errno ENOMEM. */
+int cma_post(struct cma_id *c, enum rdma_cm_event_type type, int status);
+/* Move the id's QP to the error state, if it has one. */
+void cma_qp_error(struct cma_id *c);
+/* Move every device's events to their ids' channels (under cma.lock). */
+void cma_dispatch(void);
 
 static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 {
