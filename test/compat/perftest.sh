@@ -114,8 +114,8 @@ failed=0
 
 # Whether the server can be joined: the memif socket exists, or perftest listens. With
 # -R (connect through rdma_cm) or -z (exchange through it), on the drop-in librdmacm,
-# there is no TCP socket to look for: a second after it started, its device is open
-# and its id listens.
+# there is no TCP socket to look for: its port answers ARP once its device is open,
+# and its id listens right after.
 rdma_cm=0
 for a in "${args[@]}"; do
 	case $a in -R | -z) rdma_cm=1 ;; esac
@@ -133,7 +133,7 @@ joinable() {
 	if [ "$link" = memif ]; then
 		[ -S "$sock" ]
 	elif [ "$rdma_cm" = 1 ]; then
-		sleep 1
+		arp_answered "$ip_a" && sleep 0.2
 	else
 		listening
 	fi

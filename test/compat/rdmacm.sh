@@ -104,13 +104,13 @@ start_side a "$out_a" "${server[@]}"
 spid=$last_pid
 # The client joins once the server can be: over memif once its socket is there (the
 # server's device waits for the link, then listens before the client's device, which
-# waits 250 ms after its link came up, sends its REQ); over af_packet at once (the
-# client's REQ to a port nobody listens on yet would be rejected: give the server its
-# start first).
+# waits 250 ms after its link came up, sends its REQ); over af_packet once the server's
+# port answers ARP (a REQ to a port nobody listens on yet would be rejected).
 if [ "$link" = memif ]; then
 	wait_until "$spid" test -S "$sock" || fail "the memif socket never came"
 else
-	sleep 1
+	wait_until "$spid" arp_answered "$ip_a" || fail "the server's port never answered ARP"
+	sleep 0.2
 fi
 start_side b "$out_b" "${client[@]}"
 finish_side "$last_pid" "client (${client[*]})"
