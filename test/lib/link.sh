@@ -6,7 +6,7 @@
 # mode, the processes they start and end (by pid) and the clean-up after them on every
 # exit. Most of them run two dpverbs processes, side A and side B, each with a device
 # of its own, joined by a link (test/dropin/dropin.sh and memif_join.sh,
-# test/rndv/rndv.sh, test/compat/perftest.sh, ucx.sh and mpi.sh, the consoles of
+# test/rndv/rndv.sh, test/compat/perftest.sh, rdmacm.sh, ucx.sh and mpi.sh, the consoles of
 # test/testpmd/session2.sh); test/hostile/hostile.sh makes two namespaces of its own
 # shape, test/bad_config/bad_config.sh and test/dropin/abi.sh only a temporary
 # directory and what they start. A script (bash, set -u) sources it relative to its own
