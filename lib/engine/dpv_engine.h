@@ -592,6 +592,18 @@ int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t 
  */
 int dpv_dev_cm_get_event(struct dpv_dev *dev, struct dpv_dev_cm_event *ev);
 
+/** Called when the CM has queued an event (or found its queue full), on the thread
+ *  that queued it: the owner, holding the device. It must not call into the device. */
+typedef void dpv_dev_cm_notify_fn(void *arg);
+
+/**
+ * Have @p fn called with @p arg whenever an event is queued for
+ * dpv_dev_cm_get_event(), so that a consumer that sleeps (an event channel's file
+ * descriptor) learns of it while some other thread drives the device (control thread).
+ * @param fn  NULL: no call from now on
+ */
+void dpv_dev_cm_set_notify(struct dpv_dev *dev, dpv_dev_cm_notify_fn *fn, void *arg);
+
 #ifdef __cplusplus
 }
 #endif

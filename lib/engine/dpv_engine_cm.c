@@ -32,6 +32,8 @@ struct dpv_dev_cm {
 	uint64_t hz;
 	uint32_t free_head;    /* DPV_DEV_CM_MAX: none free */
 	uint32_t ev_head, ev_tail;
+	dpv_dev_cm_notify_fn *notify;  /* dpv_dev_cm_set_notify() */
+	void *notify_arg;
 	struct cm_conn conns[DPV_DEV_CM_MAX];
 	struct dpv_dev_cm_event ev[DPV_DEV_CM_EVENTS];
 	/* then the table's memory (dpv_cm_table_memsize()) */
@@ -188,8 +190,11 @@ static void cm_out(struct dpv_dev *dev, struct cm_conn *k, const struct dpv_cm_o
 {
 	if (o->send)
 		mad_send(dev, k->peer_ip, &o->mad);
-	if (o->event != DPV_CM_EV_NONE)
+	if (o->event != DPV_CM_EV_NONE) {
 		event_put(dev, k, o);
+		if (dev->cm->notify != NULL)
+			dev->cm->notify(dev->cm->notify_arg);
+	}
 	if (dpv_cm_state(&k->c) == DPV_CM_IDLE)
 		conn_free(dev->cm, k);
 	else
@@ -629,4 +634,12 @@ int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t 
 	dpv_dev_disown(dev);
 	*n = got;
 	return 0;
+}
+
+void dpv_dev_cm_set_notify(struct dpv_dev *dev, dpv_dev_cm_notify_fn *fn, void *arg)
+{
+	dpv_dev_own(dev);
+	dev->cm->notify = fn;
+	dev->cm->notify_arg = arg;
+	dpv_dev_disown(dev);
 }

@@ -49,7 +49,8 @@
 # (DPV_INLINE_IDLE_US); without it the client ends with "Failed status 12" (retry
 # exceeded).
 #
-# DPV_DROPIN_LIBDIR is the drop-in's directory. DPV_COMPAT_NETNS (default
+# DPV_DROPIN_LIBDIR is the drop-in's directory, DPV_RDMACM_LIBDIR the drop-in
+# librdmacm's (for -R and -z: rdma_cm). DPV_COMPAT_NETNS (default
 # DPV_DROPIN_NETNS, as test/dropin/dropin.sh and ucx.sh name theirs, else dpv) starts
 # the names of the namespaces and veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where
 # the temporary directory (memif socket, outputs) goes. Only the processes started here
@@ -111,10 +112,28 @@ start_side() { # side outfile program args...
 
 failed=0
 
-# Whether the server can be joined: the memif socket exists, or perftest listens.
+# Whether the server can be joined: the memif socket exists, or perftest listens. With
+# -R (connect through rdma_cm) or -z (exchange through it), on the drop-in librdmacm,
+# there is no TCP socket to look for: its port answers ARP once its device is open,
+# and its id listens right after.
+rdma_cm=0
+for a in "${args[@]}"; do
+	case $a in -R | -z) rdma_cm=1 ;; esac
+done
+# perftest links librdmacm: with -R or -z it must be the drop-in's (DPV_RDMACM_LIBDIR).
+if [ "$rdma_cm" = 1 ]; then
+	[ -e "${DPV_RDMACM_LIBDIR:-}/librdmacm.so.1" ] ||
+		{ echo "-R, -z: no DPV_RDMACM_LIBDIR/librdmacm.so.1" >&2; exit 2; }
+	libdir=$DPV_RDMACM_LIBDIR:$libdir
+	# The exchange goes over the RDMA CM too: the client names the server's dpverbs
+	# address, which its device's ARP resolves.
+	server_host=$ip_a
+fi
 joinable() {
 	if [ "$link" = memif ]; then
 		[ -S "$sock" ]
+	elif [ "$rdma_cm" = 1 ]; then
+		arp_answered "$ip_a" && sleep 0.2
 	else
 		listening
 	fi

@@ -4,7 +4,7 @@
 #
 # What a user gets from `meson install`: the build is installed into a temporary
 # DESTDIR, whose files must be exactly the public ones: the commands, their man pages,
-# the drop-in libibverbs.so.1 and its links, dpverbs.pc, dpv_verbs.h and the profile,
+# the drop-in libibverbs.so.1 and librdmacm.so.1 and their links, dpverbs.pc, dpv_verbs.h and the profile,
 # no internal header and no static library. The drop-in, dpv-perf and dpv-devnodes (as
 # root: the nodes it makes and removes) are checked there, then PROGRAM.c, an ordinary
 # verbs program that includes dpv_verbs.h, is built with `pkg-config --cflags --libs
@@ -50,7 +50,9 @@ ok "meson install --destdir"
 expected=$(printf '%s\n' "$bindir/dpv-devnodes" "$bindir/dpv-perf" "$bindir/dpv-testpmd" \
 	"$includedir/dpverbs/dpv_verbs.h" \
 	"$libdir/dpverbs/libibverbs.so" "$libdir/dpverbs/libibverbs.so.1" \
-	"$libdir/dpverbs/libibverbs.so.1.14.44" "$libdir/pkgconfig/dpverbs.pc" \
+	"$libdir/dpverbs/libibverbs.so.1.14.44" "$libdir/dpverbs/librdmacm.so" \
+	"$libdir/dpverbs/librdmacm.so.1" "$libdir/dpverbs/librdmacm.so.1.3.44" \
+	"$libdir/pkgconfig/dpverbs.pc" \
 	"$datadir/dpverbs/ring-pair.ini" \
 	"$mandir/man1/dpv-devnodes.1" "$mandir/man1/dpv-perf.1" "$mandir/man1/dpv-testpmd.1" \
 	"$mandir/man7/dpverbs.7" | sort)
@@ -77,6 +79,15 @@ check "libibverbs.so links to $real" \
 	test -L "$dropin/libibverbs.so" -a "$(readlink -f "$dropin/libibverbs.so")" = "$(readlink -f "$dropin/$real")"
 check "its SONAME is libibverbs.so.1" \
 	grep -q 'SONAME.*\[libibverbs\.so\.1\]' <(readelf -d "$dropin/$real" 2>&1)
+
+# The drop-in librdmacm beside it, which takes that libibverbs.so.1 whatever the
+# program's search path.
+check "librdmacm.so.1 links to librdmacm.so.1.3.44" \
+	test -L "$dropin/librdmacm.so.1" -a "$(readlink -f "$dropin/librdmacm.so.1")" = "$(readlink -f "$dropin/librdmacm.so.1.3.44")"
+check "its SONAME is librdmacm.so.1" \
+	grep -q 'SONAME.*\[librdmacm\.so\.1\]' <(readelf -d "$dropin/librdmacm.so.1.3.44" 2>&1)
+check "librdmacm.so.1 loads the libibverbs.so.1 beside it" \
+	grep -q "libibverbs\.so\.1 => $dropin/libibverbs\.so\.1 " <(env -u LD_LIBRARY_PATH ldd "$dropin/librdmacm.so.1" 2>&1)
 
 check "dpv-perf in $bindir runs" grep -q '^usage: dpv-perf' <("$root$bindir/dpv-perf" --help 2>&1)
 check "dpv-devnodes in $bindir, executable" test -x "$root$bindir/dpv-devnodes"

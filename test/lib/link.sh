@@ -6,12 +6,12 @@
 # mode, the processes they start and end (by pid) and the clean-up after them on every
 # exit. Most of them run two dpverbs processes, side A and side B, each with a device
 # of its own, joined by a link (test/dropin/dropin.sh and memif_join.sh,
-# test/rndv/rndv.sh, test/compat/perftest.sh, ucx.sh and mpi.sh, the consoles of
-# test/testpmd/session2.sh, and test/fwd/fwd.sh and goodput.sh, whose link passes
+# test/rndv/rndv.sh, test/compat/perftest.sh, rdmacm.sh, ucx.sh and mpi.sh, the consoles
+# of test/testpmd/session2.sh, and test/fwd/fwd.sh and goodput.sh, whose link passes
 # through a forwarder in a third namespace); test/hostile/hostile.sh makes two
 # namespaces of its own shape, test/bad_config/bad_config.sh and test/dropin/abi.sh
-# only a temporary directory and what they start. A script (bash, set -u) sources it relative to its own
-# directory, since meson runs it by path:
+# only a temporary directory and what they start. A script (bash, set -u) sources it
+# relative to its own directory, since meson runs it by path:
 #
 #   . "$(dirname "$0")/../lib/link.sh"
 #
@@ -119,6 +119,11 @@
 #                        ends PID: SIGNAL (default TERM), 5 s to exit, then TERM; waits
 #                        for it (its status is not the caller's) and forgets it.
 #   listening            side A has a TCP listener on tcp_port (in run_a's namespace).
+#   arp_answered IP      (af_packet) side A's dpverbs port answers ARP for IP: a UDP
+#                        datagram from run_b's namespace makes its kernel ask, and it
+#                        has learned the MAC (for programs whose server opens no TCP
+#                        port, the rdma_cm ones: their device is up, their id listens
+#                        right after).
 #   wait_until PID COMMAND [ARGS...]
 #                        runs COMMAND every 0.1 s, 300 times at most (30 s), until it
 #                        succeeds (returns 0) or PID has exited (returns 1; 1 too after
@@ -373,6 +378,12 @@ link_stop() { # pid [signal]
 
 listening() {
 	"${run_a[@]}" ss -Hltn "sport = :$tcp_port" 2>/dev/null | grep -q .
+}
+
+arp_answered() { # ip
+	# shellcheck disable=SC2016 # $1 is the inner shell's
+	"${run_b[@]}" bash -c 'echo > "/dev/udp/$1/9"' sh "$1" 2>/dev/null
+	"${run_b[@]}" ip neigh show "$1" 2>/dev/null | grep -q lladdr
 }
 
 wait_exit() { # pid tenths

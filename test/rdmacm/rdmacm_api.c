@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The drop-in librdmacm's API, linked as a program built against rdma-core links it:
+ * one process, the two devices of a ring pair (dpv0 127.0.22.1, dpv1 127.0.22.2), a
+ * passive id on dpv0 and active ids on dpv1. Events are taken without blocking, and
+ * the channel's fd must become readable by itself when the peer's MAD comes (no
+ * library call meanwhile: the engine's helper thread drives the devices); every
+ * event must come in its order with its fields, and none more:
+ *   connect  ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST with the client's 56 bytes
+ *            (the IP CM header stripped), ESTABLISHED on both sides with the server's
+ *            196, a message over the QPs the CM moved to RTS, DISCONNECTED on both,
+ *            TIMEWAIT_EXIT on both; the limits of private data (EINVAL);
+ *   no listener  REJECTED with reason 8 (Invalid Service ID), as the kernel's gives;
+ *   reject   REJECTED with reason 28 (Consumer Defined) and the server's 148 bytes;
+ *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
+ *            when the listener goes;
+ *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
+ *            and ended, every event each time, the heap not growing;
+ *   addr error   ADDR_ERROR for an address no device reaches;
+ *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
+ *   not offered  UD port spaces, multicast and rsockets answer at once with their errno.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fputc('\n', stderr);                                               \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+#define IP_SERVER "127.0.22.1"
+#define IP_CLIENT "127.0.22.2"
+#define WAIT_MS 10000
+/* Connections made and ended by test_cycles(), at most one each CYCLE_MIN_US: the
+ * ones still in TIMEWAIT (two packet life times, 537 ms) stay below the 256 a device's
+ * CM holds. */
+#define CYCLES 200
+#define CYCLE_MIN_US 3000
+
+static struct sockaddr_in sin_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
+}
+
+static struct rdma_event_channel *channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (ch == NULL) {
+		fprintf(stderr, "rdma_create_event_channel: %s\n", strerror(errno));
+		exit(1);
+	}
+	/* Non-blocking: an empty channel says EAGAIN, never waits. */
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	return ch;
+}
+
+/* The next event of @p ch: poll its fd (no library call meanwhile), then take it. */
+static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	for (int waited = 0; waited < WAIT_MS; waited += 10) {
+		if (rdma_get_cm_event(ch, &ev) == 0)
+			return ev;
+		if (errno != EAGAIN)
+			return NULL;
+		(void)poll(&p, 1, 10);
+	}
+	return NULL;
+}
+
+/* The channel's fd must become readable by itself: nobody calls the library while
+ * the device's CM queues the event (the helper thread drives the device). */
+static void readable(struct rdma_event_channel *ch, int line)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+
+	if (poll(&p, 1, WAIT_MS) != 1 || !(p.revents & POLLIN)) {
+		fprintf(stderr, "FAIL line %d: the channel's fd not readable within %d ms\n", line,
+			WAIT_MS);
+		failures++;
+	}
+}
+
+#define READABLE(ch) readable(ch, __LINE__)
+
+/* The next event must be @p type on @p id (NULL: any id); returns it, unacked. */
+static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+				    struct rdma_cm_id *id, int line)
+{
+	struct rdma_cm_event *ev = next_event(ch);
+
+	if (ev == NULL) {
+		fprintf(stderr, "FAIL line %d: no %s within %d ms\n", line, rdma_event_str(type),
+			WAIT_MS);
+		failures++;
+		return NULL;
+	}
+	if (ev->event != type || (id != NULL && ev->id != id)) {
+		fprintf(stderr, "FAIL line %d: %s (status %d), want %s\n", line,
+			rdma_event_str(ev->event), ev->status, rdma_event_str(type));
+		failures++;
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+#define EXPECT(ch, type, id) expect(ch, type, id, __LINE__)
+
+static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
+		       struct rdma_cm_id *id, int line)
+{
+	struct rdma_cm_event *ev = expect(ch, type, id, line);
+
+	if (ev != NULL)
+		rdma_ack_cm_event(ev);
+}
+
+#define EXPECT_ACK(ch, type, id) expect_ack(ch, type, id, __LINE__)
+
+static void expect_empty(struct rdma_event_channel *ch, int line)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev) == 0) {
+		fprintf(stderr, "FAIL line %d: an event more: %s\n", line, rdma_event_str(ev->event));
+		failures++;
+		rdma_ack_cm_event(ev);
+	} else if (errno != EAGAIN) {
+		fprintf(stderr, "FAIL line %d: errno %d, want EAGAIN\n", line, errno);
+		failures++;
+	}
+}
+
+#define EXPECT_EMPTY(ch) expect_empty(ch, __LINE__)
+
+/* An active id on dpv1, its address and route resolved to the server's @p port. */
+static struct rdma_cm_id *client(struct rdma_event_channel *ch, uint16_t port)
+{
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(IP_SERVER, port);
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
+		exit(1);
+	}
+	CHECK(rdma_resolve_addr(id, (struct sockaddr *)&src, (struct sockaddr *)&dst, 2000) == 0,
+	      "%s", strerror(errno));
+	EXPECT_ACK(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id);
+	CHECK(rdma_resolve_route(id, 2000) == 0, "%s", strerror(errno));
+	EXPECT_ACK(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, id);
+	return id;
+}
+
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch, uint16_t port)
+{
+	struct sockaddr_in a = sin_of(IP_SERVER, port);
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0 ||
+	    rdma_bind_addr(id, (struct sockaddr *)&a) != 0 || rdma_listen(id, 8) != 0) {
+		fprintf(stderr, "listener: %s\n", strerror(errno));
+		exit(1);
+	}
+	return id;
+}
+
+static void qp_for(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+
+	/* No PD and no CQs: the library's default PD, and CQs of its own. */
+	CHECK(rdma_create_qp(id, NULL, &a) == 0, "rdma_create_qp: %s", strerror(errno));
+	CHECK(id->qp != NULL && id->pd != NULL && id->send_cq != NULL && id->recv_cq != NULL,
+	      "the QP and what it was made with");
+}
+
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	for (int i = 0; i < WAIT_MS * 100; i++) {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n != 0)
+			return n;
+		if (i % 100 == 99) {
+			struct pollfd p = {.fd = -1};
+
+			(void)poll(&p, 0, 1);
+		}
+	}
+	return 0;
+}
+
+static void test_connect(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7001), *c, *s;
+	struct rdma_conn_param p = {.responder_resources = 1, .initiator_depth = 1,
+				    .retry_count = 7, .rnr_retry_count = 7};
+	uint8_t req[57], rep[197], buf[2][64];
+	struct rdma_cm_event *ev;
+	struct ibv_mr *mr[2];
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr = {.sg_list = &sge, .num_sge = 1}, *bad_r;
+	struct ibv_send_wr swr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED}, *bad_s;
+	struct ibv_wc wc;
+
+	for (unsigned int i = 0; i < sizeof(req); i++)
+		req[i] = (uint8_t)(0x40 + i);
+	for (unsigned int i = 0; i < sizeof(rep); i++)
+		rep[i] = (uint8_t)(0x80 + i);
+	EXPECT_EMPTY(chc);
+	c = client(chc, 7001);
+	CHECK(c->verbs != NULL && strcmp(ibv_get_device_name(c->verbs->device), "dpv1") == 0,
+	      "the client's device");
+	qp_for(c);
+	/* 56 bytes of the REQ's 92 are the consumer's: the IP CM header has 36. */
+	p.private_data = req;
+	p.private_data_len = 57;
+	CHECK(rdma_connect(c, &p) == -1 && errno == EINVAL, "57 bytes: errno %d", errno);
+	p.private_data_len = 56;
+	CHECK(rdma_connect(c, &p) == 0, "rdma_connect: %s", strerror(errno));
+
+	READABLE(chs);
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev == NULL)
+		exit(1);
+	s = ev->id;
+	CHECK(ev->listen_id == l, "the listener");
+	CHECK(ev->param.conn.private_data_len == 56 &&
+	      memcmp(ev->param.conn.private_data, req, 56) == 0, "the REQ's private data (%u)",
+	      ev->param.conn.private_data_len);
+	CHECK(ev->param.conn.initiator_depth == 1 && ev->param.conn.responder_resources == 1,
+	      "depth %u resources %u", ev->param.conn.initiator_depth,
+	      ev->param.conn.responder_resources);
+	CHECK(ev->param.conn.qp_num == c->qp->qp_num, "the client's QP");
+	rdma_ack_cm_event(ev);
+	CHECK(strcmp(ibv_get_device_name(s->verbs->device), "dpv0") == 0, "the server's device");
+	CHECK(((struct sockaddr_in *)rdma_get_peer_addr(s))->sin_addr.s_addr ==
+	      sin_of(IP_CLIENT, 0).sin_addr.s_addr, "the peer's address");
+	CHECK(rdma_get_dst_port(s) == rdma_get_src_port(c), "the client's port");
+	CHECK(rdma_get_src_port(s) == htons(7001), "the server's port");
+	qp_for(s);
+	p.private_data = rep;
+	p.private_data_len = 197;
+	CHECK(rdma_accept(s, &p) == -1 && errno == EINVAL, "197 bytes: errno %d", errno);
+	p.private_data_len = 196;
+	CHECK(rdma_accept(s, &p) == 0, "rdma_accept: %s", strerror(errno));
+
+	ev = EXPECT(chc, RDMA_CM_EVENT_ESTABLISHED, c);
+	if (ev != NULL) {
+		CHECK(ev->param.conn.private_data_len == 196 &&
+		      memcmp(ev->param.conn.private_data, rep, 196) == 0,
+		      "the REP's private data (%u)", ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_ACK(chs, RDMA_CM_EVENT_ESTABLISHED, s);
+
+	/* The QPs are connected: a SEND from the client lands in the server's buffer. */
+	mr[0] = ibv_reg_mr(s->pd, buf[0], sizeof(buf[0]), IBV_ACCESS_LOCAL_WRITE);
+	mr[1] = ibv_reg_mr(c->pd, buf[1], sizeof(buf[1]), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr[0] != NULL && mr[1] != NULL, "ibv_reg_mr");
+	memset(buf[0], 0, sizeof(buf[0]));
+	for (unsigned int i = 0; i < sizeof(buf[1]); i++)
+		buf[1][i] = (uint8_t)(i * 7);
+	sge = (struct ibv_sge){.addr = (uintptr_t)buf[0], .length = 64, .lkey = mr[0]->lkey};
+	CHECK(ibv_post_recv(s->qp, &rwr, &bad_r) == 0, "ibv_post_recv");
+	sge = (struct ibv_sge){.addr = (uintptr_t)buf[1], .length = 64, .lkey = mr[1]->lkey};
+	CHECK(ibv_post_send(c->qp, &swr, &bad_s) == 0, "ibv_post_send");
+	CHECK(poll_one(c->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "the send: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(poll_one(s->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 64,
+	      "the receive: %s", ibv_wc_status_str(wc.status));
+	CHECK(memcmp(buf[0], buf[1], 64) == 0, "the data");
+
+	CHECK(rdma_disconnect(c) == 0, "rdma_disconnect: %s", strerror(errno));
+	READABLE(chs);
+	EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
+	/* The server's DREP answers the client's DREQ. */
+	CHECK(rdma_disconnect(s) == 0, "rdma_disconnect (DREP): %s", strerror(errno));
+	EXPECT_ACK(chc, RDMA_CM_EVENT_DISCONNECTED, c);
+	EXPECT_ACK(chs, RDMA_CM_EVENT_TIMEWAIT_EXIT, s);
+	EXPECT_ACK(chc, RDMA_CM_EVENT_TIMEWAIT_EXIT, c);
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	CHECK(rdma_disconnect(c) == -1 && errno == EINVAL, "a second disconnect: errno %d", errno);
+
+	ibv_dereg_mr(mr[0]);
+	ibv_dereg_mr(mr[1]);
+	rdma_destroy_qp(s);
+	rdma_destroy_qp(c);
+	CHECK(c->qp == NULL && c->send_cq == NULL, "rdma_destroy_qp()");
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
+static void test_no_listener(void)
+{
+	struct rdma_event_channel *ch = channel();
+	struct rdma_cm_id *c = client(ch, 7002);
+	struct rdma_cm_event *ev;
+
+	qp_for(c);
+	CHECK(rdma_connect(c, NULL) == 0, "rdma_connect: %s", strerror(errno));
+	ev = EXPECT(ch, RDMA_CM_EVENT_REJECTED, c);
+	if (ev != NULL) {
+		CHECK(ev->status == 8, "reason %d, want 8 (Invalid Service ID)", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(ch);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_reject(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7003), *c = client(chc, 7003);
+	struct rdma_cm_event *ev;
+	uint8_t rej[149];
+
+	for (unsigned int i = 0; i < sizeof(rej); i++)
+		rej[i] = (uint8_t)(0x11 * i);
+	qp_for(c);
+	CHECK(rdma_connect(c, NULL) == 0, "rdma_connect: %s", strerror(errno));
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev == NULL)
+		exit(1);
+	CHECK(rdma_reject(ev->id, rej, 149) == -1 && errno == EINVAL, "149 bytes: errno %d",
+	      errno);
+	CHECK(rdma_reject(ev->id, rej, 148) == 0, "rdma_reject: %s", strerror(errno));
+	rdma_destroy_id(ev->id);
+	rdma_ack_cm_event(ev);
+	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c);
+	if (ev != NULL) {
+		CHECK(ev->status == 28, "reason %d, want 28 (Consumer Defined)", ev->status);
+		CHECK(ev->param.conn.private_data_len == 148 &&
+		      memcmp(ev->param.conn.private_data, rej, 148) == 0,
+		      "the REJ's private data (%u)", ev->param.conn.private_data_len);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	rdma_destroy_qp(c);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
+/* A listener of backlog 1: a second REQ while the first CONNECT_REQUEST is untaken is
+ * rejected (Consumer Defined, as the kernel's CM does); destroying the listener then
+ * rejects the first too, whose id the program never saw. */
+static void test_backlog(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct sockaddr_in a = sin_of(IP_SERVER, 7006);
+	struct rdma_cm_id *l, *c[2];
+	struct rdma_cm_event *ev;
+	struct pollfd p = {.fd = chs->fd, .events = POLLIN};
+
+	CHECK(rdma_create_id(chs, &l, NULL, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(l, (struct sockaddr *)&a) == 0 && rdma_listen(l, 1) == 0,
+	      "listener: %s", strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		c[i] = client(chc, 7006);
+		qp_for(c[i]);
+		CHECK(rdma_connect(c[i], NULL) == 0, "rdma_connect: %s", strerror(errno));
+		if (i == 0)
+			READABLE(chs);
+	}
+	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c[1]);
+	if (ev != NULL) {
+		CHECK(ev->status == 28, "reason %d, want 28", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	CHECK(poll(&p, 1, 0) == 1, "the first CONNECT_REQUEST waits");
+	rdma_destroy_id(l);
+	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c[0]);
+	if (ev != NULL) {
+		CHECK(ev->status == 28, "reason %d, want 28", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	for (int i = 0; i < 2; i++) {
+		rdma_destroy_qp(c[i]);
+		rdma_destroy_id(c[i]);
+	}
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
+/* Connections without QPs (conn_param.qp_num; rdma_establish() on CONNECT_RESPONSE),
+ * made and ended again and again: every event each time, and neither ids nor memory
+ * that grow (the ids' connections end in TIMEWAIT on their own, after the ids). */
+static void test_cycles(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7007), *c, *s;
+	struct rdma_conn_param p = {.retry_count = 7};
+	struct rdma_cm_event *ev;
+	size_t heap = 0;
+
+	for (int i = 0; i < CYCLES; i++) {
+		struct timespec t0, t1;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (i == CYCLES / 4)
+			heap = mallinfo2().uordblks;
+		c = client(chc, 7007);
+		p.qp_num = 0x100 + (uint32_t)i;
+		CHECK(rdma_connect(c, &p) == 0, "cycle %d: rdma_connect: %s", i, strerror(errno));
+		ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+		if (ev == NULL)
+			exit(1);
+		s = ev->id;
+		CHECK(ev->param.conn.qp_num == 0x100 + (uint32_t)i, "cycle %d: the REQ's QP", i);
+		rdma_ack_cm_event(ev);
+		p.qp_num = 0x8000 + (uint32_t)i;
+		CHECK(rdma_accept(s, &p) == 0, "cycle %d: rdma_accept: %s", i, strerror(errno));
+		ev = EXPECT(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, c);
+		if (ev == NULL)
+			exit(1);
+		CHECK(ev->param.conn.qp_num == 0x8000 + (uint32_t)i, "cycle %d: the REP's QP", i);
+		rdma_ack_cm_event(ev);
+		CHECK(rdma_establish(c) == 0, "cycle %d: rdma_establish: %s", i, strerror(errno));
+		EXPECT_ACK(chs, RDMA_CM_EVENT_ESTABLISHED, s);
+		CHECK(rdma_disconnect(c) == 0, "cycle %d: rdma_disconnect: %s", i, strerror(errno));
+		EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
+		CHECK(rdma_disconnect(s) == 0, "cycle %d: the DREP: %s", i, strerror(errno));
+		EXPECT_ACK(chc, RDMA_CM_EVENT_DISCONNECTED, c);
+		rdma_destroy_id(s);
+		rdma_destroy_id(c);
+		if (failures)
+			break;
+		/* At most one cycle per CYCLE_MIN_US: the connections in TIMEWAIT fit. */
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long us = (t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000;
+		if (us < CYCLE_MIN_US)
+			usleep((useconds_t)(CYCLE_MIN_US - us));
+	}
+	CHECK(mallinfo2().uordblks <= heap + 16384, "the heap grew from %zu to %zu bytes",
+	      heap, mallinfo2().uordblks);
+	EXPECT_EMPTY(chs);
+	EXPECT_EMPTY(chc);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
+static void test_addr_error(void)
+{
+	struct rdma_event_channel *ch = channel();
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of("127.0.22.77", 7004);
+	struct rdma_cm_id *c;
+	struct rdma_cm_event *ev;
+
+	CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 300) == 0,
+	      "%s", strerror(errno));
+	ev = EXPECT(ch, RDMA_CM_EVENT_ADDR_ERROR, c);
+	if (ev != NULL) {
+		CHECK(ev->status == -ETIMEDOUT, "status %d", ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(ch);
+	CHECK(rdma_resolve_route(c, 100) == -1 && errno == EINVAL, "a route without an address");
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+static void test_not_offered(void)
+{
+	struct rdma_event_channel *ch = channel();
+	struct sockaddr_in a = sin_of(IP_SERVER, 7005);
+	struct rdma_cm_id *id;
+
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == -1 && errno == EPROTONOSUPPORT,
+	      "RDMA_PS_UDP: errno %d", errno);
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_IPOIB) == -1 && errno == EPROTONOSUPPORT,
+	      "RDMA_PS_IPOIB: errno %d", errno);
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0, "%s", strerror(errno));
+	CHECK(rdma_join_multicast(id, (struct sockaddr *)&a, NULL) == -1 && errno == ENOSYS,
+	      "multicast: errno %d", errno);
+	CHECK(rsocket(AF_INET, SOCK_STREAM, 0) == -1 && errno == ENOSYS, "rsocket: errno %d",
+	      errno);
+	CHECK(strcmp(rdma_event_str(RDMA_CM_EVENT_TIMEWAIT_EXIT), "RDMA_CM_EVENT_TIMEWAIT_EXIT") == 0,
+	      "rdma_event_str");
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+int main(void)
+{
+	int n = 0;
+	struct ibv_context **devs = rdma_get_devices(&n);
+
+	CHECK(devs != NULL && n == 2, "%d devices (want the ring pair's two)", n);
+	rdma_free_devices(devs);
+	test_not_offered();
+	test_addr_error();
+	test_no_listener();
+	test_reject();
+	test_backlog();
+	test_connect();
+	test_cycles();
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	return failures ? 1 : 0;
+}
