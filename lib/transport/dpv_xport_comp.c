@@ -47,17 +47,36 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 	}
 }
 
-/* Ask again for what the oldest READ or atomic lacks (IBTA 9.7.5.2: the responder takes
- * it as a duplicate request), once per gap: the request goes on its own, before
- * anything new, and nothing sent after it is sent again (xp_req_tx()). */
-static void reask(struct dpv_xport *x, struct xp_qp *q)
+/* The PSNs of the oldest READ or atomic before @p lim are lost: ask again for the
+ * missing responses among them (IBTA 9.7.5.2: the responder takes each request as a
+ * duplicate), each once: the requests go on their own, before anything new, and
+ * nothing sent after them is sent again (xp_req_tx()). @p exp: the response it
+ * expects. */
+static void reask_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t exp, uint32_t lim)
 {
-	if (q->rd_gap)
-		return;
-	q->rd_gap = true;
-	q->rd_reask = true;
-	XP_CNT(x, q, retrans_read);
-	xp_kick(q);
+	if (!q->rd_gap) {
+		q->rd_gap = true;
+		q->rd_asked = exp;
+		q->rd_lim = lim;
+		q->rd_ask_tsc = x->now;
+	} else if (dpv_wire_psn_diff(lim, q->rd_lim) > 0) {
+		q->rd_lim = lim;
+	}
+	if (dpv_wire_psn_diff(q->rd_lim, q->rd_asked) > 0) {
+		q->rd_reask = true;
+		xp_kick(q);
+	}
+}
+
+/* While a re-ask is outstanding the probe that asks again comes after twice the time
+ * re-asks have taken to be answered, not after probe_cycles: a re-ask or its answer
+ * lost again costs a round trip or two. */
+void xp_comp_reask_wait(struct dpv_xport *x, struct xp_qp *q)
+{
+	const uint64_t full = q->probe_cycles << q->probes, w = 2 * q->rd_srtt;
+
+	if (q->rd_gap && w != 0 && w < full)
+		q->probe_tsc = x->now + w - full;
 }
 
 /* The oldest WQE is an incomplete READ or atomic: nothing at or after its first missing
@@ -78,7 +97,7 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	if (dpv_wire_psn_diff(q->una, missing) <= 0)
 		return;
 	q->una = missing;
-	reask(x, q);
+	reask_upto(x, q, missing, psn_add(m->first_psn, m->npkts));
 }
 
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
@@ -181,7 +200,7 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
  * the wait long before the ACK timer would when the last packet, the last ACK or a NAK
  * was lost: with a small window and coalesced ACKs one lost frame holds the whole
  * window back. A READ asked again for a gap whose missing response has not come (the
- * re-ask, or that response, was lost again) is asked again for the same gap, alone.
+ * re-asks, or their answers, were lost again) is asked again for the gaps still open.
  * A probe spends no retry.
  */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
@@ -191,6 +210,8 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 		q->probes++;
 	XP_CNT(x, q, retrans_probe);
 	if (q->rd_gap) {
+		q->rd_asked = q->una;
+		q->rd_ask_tsc = x->now;
 		q->rd_reask = true;
 		xp_kick(q);
 		return;
@@ -361,19 +382,23 @@ static void ahead_flip(struct xp_qp *q, uint32_t psn)
 	q->rd_ahead[b / 64] ^= 1ull << (b % 64);
 }
 
-/* The oldest READ or atomic @p m lacks the response it expects: ask again when the link
- * has lost it, not merely delayed it: XP_RD_REORDER PSNs past it have come, or the
- * READ's last response, or any response past an atomic. */
+/* The oldest READ or atomic @p m lacks the response it expects: ask again for what the
+ * link has lost, not merely delayed: the PSNs XP_RD_REORDER or more behind the highest
+ * response come, every one of a READ whose last response has come, or the response of
+ * an atomic a later one has passed. */
 static void read_gap(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 		     const struct xp_swqe_meta *m)
 {
-	int32_t hi = dpv_wire_psn_diff(q->rd_hi, psn_add(m->first_psn, m->rd_pkts));
+	const uint32_t exp = psn_add(m->first_psn, m->rd_pkts);
+	const uint32_t end = psn_add(m->first_psn, m->npkts);
+	int32_t hi = dpv_wire_psn_diff(q->rd_hi, exp);
 
-	if (q->rd_gap || hi < 0)
+	if (hi < 0)
 		return;
-	if (xp_wr_atomic(w->opcode) || hi >= (int32_t)XP_RD_REORDER ||
-	    dpv_wire_psn_diff(q->rd_hi, psn_add(m->first_psn, m->npkts - 1)) >= 0)
-		reask(x, q);
+	if (xp_wr_atomic(w->opcode) || dpv_wire_psn_diff(q->rd_hi, end) >= -1)
+		reask_upto(x, q, exp, end);
+	else if (hi >= (int32_t)XP_RD_REORDER)
+		reask_upto(x, q, exp, psn_add(q->rd_hi, 1u - XP_RD_REORDER));
 }
 
 /* A READ response ahead of the one expected: placed in the READ it belongs to (the
@@ -421,10 +446,17 @@ static void read_follow(struct dpv_xport *x, struct xp_qp *q)
 			ahead_flip(q, psn_add(m->first_psn, m->rd_pkts));
 			m->rd_pkts++;
 		}
+		/* Every gap asked for has come. */
+		if (q->rd_gap &&
+		    dpv_wire_psn_diff(psn_add(m->first_psn, m->rd_pkts), q->rd_asked) >= 0) {
+			q->rd_gap = false;
+			q->rd_reask = false;
+		}
 		if (m->rd_pkts < m->npkts) {
 			if (m->rd_pkts != 0)
 				ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
 			read_gap(x, q, w, m);
+			xp_comp_reask_wait(x, q);
 			return;
 		}
 		ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
@@ -474,8 +506,14 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		read_gap(x, q, w, m);
 		return;
 	}
-	q->rd_gap = false;
-	q->rd_reask = false;
+	/* The answer to the oldest re-ask outstanding (or the response it asked for,
+	 * delayed): how long re-asks take, and the next one's wait starts. */
+	if (q->rd_gap) {
+		uint64_t rtt = x->now - q->rd_ask_tsc;
+
+		q->rd_srtt = q->rd_srtt == 0 ? rtt : (7 * q->rd_srtt + rtt) / 8;
+		q->rd_ask_tsc = x->now;
+	}
 	if (xp_wr_atomic(w->opcode)) {
 		atomic_ack_rx(x, q, p, w, m);
 	} else {

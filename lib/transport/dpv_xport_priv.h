@@ -50,8 +50,10 @@
 /* The responder NAKs again after so many packets dropped behind a NAK. */
 #define XP_RENAK_DROPS (XP_WINDOW / 4)
 /* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them.
- * It holds max_dest_rd_atomic new READs and as many duplicate READs, with at most one
- * ACK or NAK between each two (a newer one replaces the one at the tail): never full. */
+ * It holds max_dest_rd_atomic new READs and atomics and as many duplicate atomics, with
+ * at most one ACK or NAK between each two (a newer one replaces the one at the tail),
+ * and the duplicate READs in front of them, XP_DUP_READS duplicates in all: never
+ * full. */
 #define XP_RESPQ 128u
 #define XP_TIMED_NONE UINT32_MAX
 /* Expiries of the local ACK timer a QP lets pass without a retry while the port holds
@@ -65,6 +67,12 @@
  * through a port's rings, so what comes behind a loss is kept, not sent twice. */
 #define XP_RD_AHEAD 1024u
 #define XP_RD_REORDER 3u
+/* Gaps of a READ a requester asks for again in one go (one request each); the next
+ * ones go as responses come. */
+#define XP_REASK_BURST 16u
+/* Duplicate READs and atomics a responder keeps queued at once: a READ asked again
+ * gap by gap on a lossy link asks for many small ranges. */
+#define XP_DUP_READS 64u
 /* Rendezvous one QP on a TM SRQ runs at once (doc/guides/rendezvous.md): each holds
  * one slot of the QP's device ring, for its READ and then its FIN; the header of one
  * more is RNR NAKed. */
@@ -249,11 +257,16 @@ struct xp_qp {
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
-	bool rd_gap;              /**< a READ response went missing and was asked for
-	                               again; not again (but by a probe or the timer)
-	                               until it comes */
-	bool rd_reask;            /**< the re-ask of rd_gap is still to be sent */
+	bool rd_gap;              /**< responses of the oldest READ went missing and were
+	                               asked for again, up to rd_asked; not again (but by
+	                               a probe or the timer) until they come */
+	bool rd_reask;            /**< re-asks up to rd_lim are still to be sent */
+	uint32_t rd_asked;        /**< one past the last PSN asked for again */
+	uint32_t rd_lim;          /**< one past the last PSN known lost */
 	uint32_t rd_hi;           /**< the highest READ response PSN received */
+	uint64_t rd_ask_tsc;      /**< TSC the oldest re-ask outstanding went (or the
+	                               last one it answered came) */
+	uint64_t rd_srtt;         /**< smoothed TSC cycles from a re-ask to its answer */
 	/** READ responses placed ahead of their turn: bit psn % XP_RD_AHEAD, for PSNs
 	 *  within XP_RD_AHEAD after the one the oldest outstanding READ expects. */
 	uint64_t rd_ahead[XP_RD_AHEAD / 64];
@@ -529,6 +542,9 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q);
 /* Nothing was acknowledged for probe_cycles while the requester can send nothing new
  * (all sent, or the window full): send the last packet again, asking for an ACK. */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q);
+/* A READ's gaps were asked for again: the probe that asks again, should the re-asks or
+ * their answers be lost too, comes a couple of re-ask round trips later. */
+void xp_comp_reask_wait(struct dpv_xport *x, struct xp_qp *q);
 
 /* READ responses placed ahead of their turn (xp_qp.rd_ahead), by PSN. */
 static inline bool xp_rd_ahead_test(const struct xp_qp *q, uint32_t psn)

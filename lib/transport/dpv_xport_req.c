@@ -252,50 +252,93 @@ static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct
 	return send_request(x, q, m, &p, npkts_of(m->len - q->next_off, q->mtu));
 }
 
-/*
- * The oldest READ lacks a response the link lost (rd_reask, dpv_xport_comp.c): it is
- * asked again alone, for the responses from that one up to the next one placed
- * (xp_qp.rd_ahead), at that response's PSN, which the responder takes as a duplicate
- * READ for that range (IBTA 9.7.5.1). Nothing sent after it goes again: the responder
- * goes on with the responses it was sending, and the requester keeps what comes. An
- * atomic whose acknowledgement was lost is sent again alike (answered from the replay
- * cache). false: no mbuf, the re-ask is still due.
- */
-static bool send_reask(struct dpv_xport *x, struct xp_qp *q)
+/* One re-ask: the request @p p at an old PSN, taking none. false: no mbuf. */
+static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p)
 {
-	uint32_t i = xp_rd_head(q, q->xq->cons_head), n, psn, off;
-	const struct xp_swqe_meta *m;
-	const struct dpv_swqe *w;
-	struct dpv_wire_pkt p;
-	struct rte_mbuf *mb;
 	uint8_t *payload;
+	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
 
-	if (idx_diff(q->wqe_hi, i) <= 0) {
-		q->rd_reask = false;
-		return true;
-	}
-	w = xp_swqe(q, i);
-	m = &q->meta[i & q->xq->mask];
-	psn = psn_add(m->first_psn, m->rd_pkts);
-	if (w->opcode == DPV_WR_RDMA_READ) {
-		for (n = 1; m->rd_pkts + n < m->npkts && n < XP_RD_AHEAD &&
-			    !xp_rd_ahead_test(q, psn_add(psn, n));
-		     n++)
-			;
-		off = m->rd_pkts * q->mtu;
-		read_req_pkt(x, q, w, psn, off,
-			     m->len - off < n * q->mtu ? m->len - off : n * q->mtu, &p);
-	} else {
-		atomic_req_pkt(x, q, w, psn, &p);
-	}
-	mb = xp_frame_alloc(x, &p, 0, &payload);
 	if (mb == NULL)
 		return false;
 	xp_frame_send(x, mb, q->qp.attr.dst_ip);
-	q->rd_reask = false;
 	XP_CNT(x, q, tx_packets);
 	XP_CNT(x, q, retrans_packets);
+	XP_CNT(x, q, retrans_read);
 	return true;
+}
+
+/*
+ * The oldest READ lacks responses the link lost (rd_reask, dpv_xport_comp.c): each gap
+ * from rd_asked to rd_lim is asked for again alone, one request at the PSN of its first
+ * missing response for the responses up to the next one placed (xp_qp.rd_ahead), which
+ * the responder takes as a duplicate READ for that range (IBTA 9.7.5.1); up to
+ * XP_REASK_BURST of them, and @p quota. Nothing sent after them goes again: the
+ * responder goes on with the responses it was sending, and the requester keeps what
+ * comes. An atomic whose acknowledgement was lost is sent again alike (answered from
+ * the replay cache). @return the requests sent.
+ */
+static uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	uint32_t i = xp_rd_head(q, q->xq->cons_head), sent = 0, a, b, end, first;
+	const struct xp_swqe_meta *m;
+	const struct dpv_swqe *w;
+	struct dpv_wire_pkt p;
+
+	q->rd_reask = false;
+	if (idx_diff(q->wqe_hi, i) <= 0)
+		return 0;
+	w = xp_swqe(q, i);
+	m = &q->meta[i & q->xq->mask];
+	first = psn_add(m->first_psn, m->rd_pkts);
+	if (dpv_wire_psn_diff(q->rd_asked, first) < 0)
+		q->rd_asked = first;
+	if (q->rd_asked == first)
+		xp_comp_reask_wait(x, q);
+	if (w->opcode != DPV_WR_RDMA_READ) {
+		if (q->rd_asked != first)
+			return 0;
+		atomic_req_pkt(x, q, w, first, &p);
+		if (!send_reask_pkt(x, q, &p)) {
+			q->rd_reask = true;
+			return 0;
+		}
+		q->rd_asked = psn_add(first, 1);
+		return 1;
+	}
+	end = psn_add(m->first_psn, m->npkts);
+	if (dpv_wire_psn_diff(q->rd_lim, end) > 0)
+		q->rd_lim = end;
+	a = q->rd_asked;
+	while (dpv_wire_psn_diff(q->rd_lim, a) > 0) {
+		if (xp_rd_ahead_test(q, a)) {
+			a = psn_add(a, 1);
+			continue;
+		}
+		if (sent == quota || sent == XP_REASK_BURST) {
+			q->rd_reask = true;
+			xp_kick(q);
+			break;
+		}
+		/* The gap ends at the next response placed, or where what is known
+		 * lost ends: the responses behind that may still be on their way. */
+		for (b = psn_add(a, 1); b != end && b != q->rd_lim && !xp_rd_ahead_test(q, b);
+		     b = psn_add(b, 1))
+			;
+		{
+			const uint32_t off = (uint32_t)dpv_wire_psn_diff(a, m->first_psn) * q->mtu;
+			const uint32_t len = (uint32_t)dpv_wire_psn_diff(b, a) * q->mtu;
+
+			read_req_pkt(x, q, w, a, off, m->len - off < len ? m->len - off : len, &p);
+		}
+		if (!send_reask_pkt(x, q, &p)) {
+			q->rd_reask = true;
+			break;
+		}
+		sent++;
+		a = b;
+	}
+	q->rd_asked = a;
+	return sent;
 }
 
 /* Start next_wqe: check it and give it its PSNs. false: it cannot start now. */
@@ -367,11 +410,8 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
-	if (q->rd_reask && quota > 0) {
-		if (!send_reask(x, q))
-			return 0;
-		sent++;
-	}
+	if (q->rd_reask && quota > 0)
+		sent = send_reasks(x, q, quota);
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
 		const struct dpv_swqe *w = xp_swqe(q, q->next_wqe);
 		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];

@@ -613,7 +613,7 @@ static bool read_restart(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		want = npkts_of(p->reth_len, q->mtu);
 		if (want > sent - (uint32_t)d)
 			want = sent - (uint32_t)d;
-		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC) {
+		if (q->resp_dup_reads >= XP_DUP_READS) {
 			XP_CNT(x, q, dup_reads_dropped);
 			return true;
 		}
@@ -646,7 +646,7 @@ static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 			return;
 		/* With no slot for it, the duplicate is dropped: the requester's probe or
 		 * timer asks again. */
-		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC || p->reth_len > (1u << 31)) {
+		if (q->resp_dup_reads >= XP_DUP_READS || p->reth_len > (1u << 31)) {
 			XP_CNT(x, q, dup_reads_dropped);
 			return;
 		}
