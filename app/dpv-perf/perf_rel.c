@@ -39,6 +39,8 @@
 #define LOSS_MAX_SIZE (4u << 20)
 #define LOSS_DEFAULT_DEPTH 16u
 #define LOSS_MAX_DEPTH 256u
+/* The device's max_qp_rd_atom. */
+#define LOSS_MAX_OUTS 16u
 
 struct rel_devs {
 	struct pv_dev d[MAX_DEVS];
@@ -119,14 +121,16 @@ static struct ibv_qp *rel_qp(struct pv_dev *d, struct ibv_cq *cq, uint32_t depth
 /* Connect @p n QP pairs between devices @p a and @p b, all on one CQ per device; b's
  * take a's RDMA WRITEs and READs. */
 static int rel_connect(struct pv_dev *a, struct pv_dev *b, struct ibv_cq *ca, struct ibv_cq *cb,
-		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth)
+		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth,
+		       uint8_t rd_atomic)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		qa[i] = rel_qp(a, ca, depth);
 		qb[i] = rel_qp(b, cb, depth);
 		if (qa[i] == NULL || qb[i] == NULL || pv_rc_init(qa[i]) != 0 ||
-		    pv_rc_init_access(qb[i], IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0 || pv_rc_connect(qa[i], qb[i]->qp_num, &b->gid) != 0 ||
-		    pv_rc_connect(qb[i], qa[i]->qp_num, &a->gid) != 0)
+		    pv_rc_init_access(qb[i], IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0 ||
+		    pv_rc_connect_rd(qa[i], qb[i]->qp_num, &b->gid, rd_atomic) != 0 ||
+		    pv_rc_connect_rd(qb[i], qa[i]->qp_num, &a->gid, rd_atomic) != 0)
 			return -1;
 	}
 	return 0;
@@ -179,8 +183,8 @@ static int idle_run(const struct idle_opts *o)
 			goto out;
 		}
 	}
-	if (rel_connect(&r.d[0], &r.d[1], cq[0], cq[1], q, q + 1, 1, 1) != 0 ||
-	    rel_connect(&r.d[2], &r.d[3], cq[2], cq[3], q + 2, q + 2 + o->qps, o->qps, 1) != 0)
+	if (rel_connect(&r.d[0], &r.d[1], cq[0], cq[1], q, q + 1, 1, 1, 1) != 0 ||
+	    rel_connect(&r.d[2], &r.d[3], cq[2], cq[3], q + 2, q + 2 + o->qps, o->qps, 1, 1) != 0)
 		goto out;
 	/* ARP and anything the connections started settle first. */
 	drive_ms(50);
@@ -242,7 +246,7 @@ static void idle_help(void)
 }
 
 enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_LEVELS, OPT_SECONDS, OPT_SIZE,
-       OPT_DEPTH, OPT_OP };
+       OPT_DEPTH, OPT_OP, OPT_OUTS };
 
 static int idle_opt(void *ctx, int c, const char *arg)
 {
@@ -309,6 +313,7 @@ struct loss_opts {
 	uint32_t size, depth, reps;
 	bool json;
 	int op; /* IBV_WR_SEND, IBV_WR_RDMA_WRITE or IBV_WR_RDMA_READ */
+	uint32_t outs; /* READs outstanding: max_rd_atomic */
 };
 
 static const char *op_name(int op)
@@ -382,7 +387,15 @@ static uint64_t xstat_one(struct ibv_context *ctx, const char *name)
 struct loss_result {
 	double mbps;
 	uint64_t msgs, retrans, timeouts; /* retrans: request packets sent again */
+	uint64_t reasks, probes;          /* READs asked again at once; tail loss probes */
+	uint64_t data_tx;                 /* packets the side that sends the data sent */
 };
+
+/* A counter summed over both devices. */
+static uint64_t xstat_both(const struct loss_link *l, const char *name)
+{
+	return xstat_one(l->r.d[0].ctx, name) + xstat_one(l->r.d[1].ctx, name);
+}
 
 /* Message @p seq: a SEND or WRITE of its pattern from slot seq % depth of sbuf (to the
  * same slot of rbuf for a WRITE), or a READ of that slot of rbuf, where its pattern is
@@ -425,10 +438,11 @@ static int post_one_recv(struct loss_link *l, const struct loss_opts *o, uint32_
 static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss_result *res)
 {
 	uint64_t sent = 0, done = 0, got = 0, t0, t_end, deadline;
-	uint64_t r0 = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
-		      xstat_one(l->r.d[1].ctx, "qp.retrans_packets");
-	uint64_t a0 = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
-		      xstat_one(l->r.d[1].ctx, "qp.ack_timeouts");
+	/* The data goes from dpv1 for a READ, from dpv0 otherwise. */
+	struct ibv_context *data_ctx = l->r.d[o->op == IBV_WR_RDMA_READ ? 1 : 0].ctx;
+	uint64_t r0 = xstat_both(l, "qp.retrans_packets"), a0 = xstat_both(l, "qp.ack_timeouts");
+	uint64_t q0 = xstat_both(l, "qp.retrans_read"), p0 = xstat_both(l, "qp.retrans_probe");
+	uint64_t d0 = xstat_one(data_ctx, "qp.tx_packets");
 	struct ibv_wc wc[32];
 	uint32_t calls = 0;
 	int n;
@@ -497,10 +511,11 @@ static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss
 	}
 	res->mbps = (double)got * o->size / ((double)(perf_now_ns() - t0) / 1e9) / 1e6;
 	res->msgs = got;
-	res->retrans = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
-		       xstat_one(l->r.d[1].ctx, "qp.retrans_packets") - r0;
-	res->timeouts = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
-			xstat_one(l->r.d[1].ctx, "qp.ack_timeouts") - a0;
+	res->retrans = xstat_both(l, "qp.retrans_packets") - r0;
+	res->timeouts = xstat_both(l, "qp.ack_timeouts") - a0;
+	res->reasks = xstat_both(l, "qp.retrans_read") - q0;
+	res->probes = xstat_both(l, "qp.retrans_probe") - p0;
+	res->data_tx = xstat_one(data_ctx, "qp.tx_packets") - d0;
 	return 0;
 }
 
@@ -510,6 +525,7 @@ static int loss_run(const struct loss_opts *o)
 	size_t bytes = (size_t)o->size * o->depth;
 	struct loss_link l;
 	int ret = PERF_EXIT_FAIL;
+	uint32_t mtu = 1024;
 
 	memset(&l, 0, sizeof(l));
 	if (rel_open(&l.r, 2) != 0)
@@ -527,8 +543,18 @@ static int loss_run(const struct loss_opts *o)
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (l.smr == NULL || l.rmr == NULL ||
 	    rel_connect(&l.r.d[0], &l.r.d[1], l.cq[0], l.cq[1], &l.qp[0], &l.qp[1], 1,
-			o->depth) != 0)
+			o->depth, (uint8_t)o->outs) != 0)
 		goto out;
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		if (ibv_query_qp(l.qp[0], &qa, IBV_QP_PATH_MTU, &qi) != 0) {
+			perf_error("ibv_query_qp: %s", strerror(errno));
+			goto out;
+		}
+		mtu = 128u << qa.path_mtu;
+	}
 	for (uint32_t s = 0; o->op == IBV_WR_SEND && s < o->depth; s++)
 		if (post_one_recv(&l, o, s) != 0)
 			goto out;
@@ -543,41 +569,55 @@ static int loss_run(const struct loss_opts *o)
 		goto out;
 	if (!o->json)
 		printf("dpv-perf loss: goodput of one RC connection (%s of %u bytes, %u in "
-		       "flight, payloads checked)\n  while each device's faults port loses the "
-		       "given share of the frames it sends\n  EAL: %s\n  %u runs of %.2f s per "
-		       "level, levels interleaved; medians\n\n  %8s %12s %10s %14s %12s\n",
-		       op_name(o->op), o->size, o->depth, pv_env_eal_args(), o->reps, o->seconds,
-		       "loss %",
-		       "goodput MB/s", "of 0 %", "resent pkts/s", "timeouts/s");
+		       "flight, %u READs outstanding,\n  payloads checked) while each device's "
+		       "faults port loses the given share of the\n  frames it sends\n  EAL: %s\n"
+		       "  %u runs of %.2f s per level, levels interleaved; medians; per message: "
+		       "READs asked\n  again at once and tail loss probes; data frames sent per "
+		       "frame delivered\n\n  %8s %12s %8s %13s %10s %8s %8s %10s\n",
+		       op_name(o->op), o->size, o->depth, o->outs, pv_env_eal_args(), o->reps,
+		       o->seconds, "loss %", "goodput MB/s", "of 0 %", "resent pkts/s",
+		       "timeouts/s", "re-asks", "probes", "sent/data");
 	else
 		printf("{\"benchmark\": \"loss\", \"op\": \"%s\", \"size\": %u, \"depth\": %u, "
-		       "\"levels\": [", o->op == IBV_WR_SEND ? "send" : o->op == IBV_WR_RDMA_WRITE
-		       ? "write" : "read", o->size, o->depth);
+		       "\"outs\": %u, \"levels\": [", o->op == IBV_WR_SEND ? "send"
+		       : o->op == IBV_WR_RDMA_WRITE ? "write" : "read", o->size, o->depth, o->outs);
 	{
+		const double frames = (double)((o->size + mtu - 1) / mtu);
 		double base = 0;
 
 		for (unsigned int v = 0; v < o->nlevels; v++) {
-			double mb[MAX_REPS], rt[MAX_REPS], to[MAX_REPS], m;
+			double mb[MAX_REPS], rt[MAX_REPS], to[MAX_REPS], ra[MAX_REPS];
+			double pr[MAX_REPS], sd[MAX_REPS], m;
 
 			for (uint32_t rep = 0; rep < o->reps; rep++) {
-				double secs = (double)res[v][rep].msgs * o->size / 1e6 / res[v][rep].mbps;
+				const struct loss_result *e = &res[v][rep];
+				double secs = (double)e->msgs * o->size / 1e6 / e->mbps;
+				double msgs = e->msgs > 0 ? (double)e->msgs : 1;
 
-				mb[rep] = res[v][rep].mbps;
-				rt[rep] = (double)res[v][rep].retrans / secs;
-				to[rep] = (double)res[v][rep].timeouts / secs;
+				mb[rep] = e->mbps;
+				rt[rep] = (double)e->retrans / secs;
+				to[rep] = (double)e->timeouts / secs;
+				ra[rep] = (double)e->reasks / msgs;
+				pr[rep] = (double)e->probes / msgs;
+				sd[rep] = (double)e->data_tx / (msgs * frames);
 			}
 			m = perf_median(mb, o->reps);
 			if (v == 0)
 				base = m;
 			if (o->json)
 				printf("%s{\"loss_pct\": %g, \"goodput_mbps\": %.1f, "
-				       "\"resent_packets_per_s\": %.1f, \"timeouts_per_s\": %.1f}",
+				       "\"resent_packets_per_s\": %.1f, \"timeouts_per_s\": %.1f, "
+				       "\"reasks_per_msg\": %.3f, \"probes_per_msg\": %.3f, "
+				       "\"sent_per_data_frame\": %.3f}",
 				       v ? ", " : "", o->levels[v], m, perf_median(rt, o->reps),
-				       perf_median(to, o->reps));
+				       perf_median(to, o->reps), perf_median(ra, o->reps),
+				       perf_median(pr, o->reps), perf_median(sd, o->reps));
 			else
-				printf("  %8g %12.1f %10.3f %14.1f %12.1f\n", o->levels[v], m,
-				       base > 0 ? m / base : 0, perf_median(rt, o->reps),
-				       perf_median(to, o->reps));
+				printf("  %8g %12.1f %8.3f %13.1f %10.1f %8.2f %8.2f %10.3f\n",
+				       o->levels[v], m, base > 0 ? m / base : 0,
+				       perf_median(rt, o->reps), perf_median(to, o->reps),
+				       perf_median(ra, o->reps), perf_median(pr, o->reps),
+				       perf_median(sd, o->reps));
 		}
 	}
 	if (o->json)
@@ -603,7 +643,7 @@ out:
 static void loss_help(void)
 {
 	printf("usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
-	       "                     [--depth N] [--op send|write|read] [--json]\n\n"
+	       "                     [--depth N] [--op send|write|read] [--outs N] [--json]\n\n"
 	       "Goodput of one RC connection while the link loses a share of its frames.\n"
 	       "  --levels P,...  loss in percent of the frames each device sends\n"
 	       "                  (default 0,0.1,1,5)\n"
@@ -612,8 +652,9 @@ static void loss_help(void)
 	       "  --size B        bytes per message (default %u, at most %u)\n"
 	       "  --depth N       messages in flight (default %u, at most %u)\n"
 	       "  --op OP         send (default), write (RDMA WRITE) or read (RDMA READ)\n"
+	       "  --outs N        READs outstanding (max_rd_atomic, default 1, at most %u)\n"
 	       "  --json          one JSON object instead of the table\n",
-	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
+	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH, LOSS_MAX_OUTS);
 }
 
 static int parse_levels(const char *s, struct loss_opts *o)
@@ -671,6 +712,10 @@ static int loss_opt(void *ctx, int c, const char *arg)
 		else
 			return perf_usage_error(LOSS_CMD, "--op wants send, write or read");
 		break;
+	case OPT_OUTS:
+		if (perf_parse_u32(arg, 1, LOSS_MAX_OUTS, &o->outs) != 0)
+			return perf_usage_error(LOSS_CMD, "--outs wants 1..%u", LOSS_MAX_OUTS);
+		break;
 	}
 	return 0;
 }
@@ -685,11 +730,12 @@ static int loss_main(int argc, char **argv)
 		{"depth", required_argument, NULL, OPT_DEPTH},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"op", required_argument, NULL, OPT_OP},
+		{"outs", required_argument, NULL, OPT_OUTS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct loss_opts o = {{0, 0.1, 1, 5}, 4, 1.0, LOSS_DEFAULT_SIZE, LOSS_DEFAULT_DEPTH, 3,
-			      false, IBV_WR_SEND};
+			      false, IBV_WR_SEND, 1};
 	int rc;
 
 	rc = perf_getopts(LOSS_CMD, argc, argv, longopts, loss_help, loss_opt, &o);
