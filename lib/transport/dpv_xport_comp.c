@@ -438,8 +438,14 @@ static void read_follow(struct dpv_xport *x, struct xp_qp *q)
 		const struct dpv_swqe *w;
 		struct xp_swqe_meta *m;
 
-		if (idx_diff(q->wqe_hi, i) <= 0 || q->qp.attr.state == DPV_QPS_ERR)
+		if (q->qp.attr.state == DPV_QPS_ERR)
 			return;
+		if (idx_diff(q->wqe_hi, i) <= 0) {
+			/* No READ outstanding: no gap either. */
+			q->rd_gap = false;
+			q->rd_reask = false;
+			return;
+		}
 		w = xp_swqe(q, i);
 		m = &q->meta[i & q->xq->mask];
 		while (m->rd_pkts < m->npkts && xp_rd_ahead_test(q, psn_add(m->first_psn, m->rd_pkts))) {
