@@ -213,6 +213,7 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 		q->rd_asked = q->una;
 		q->rd_ask_tsc = x->now;
 		q->rd_reask = true;
+		q->rd_probed = true;
 		xp_kick(q);
 		return;
 	}

@@ -261,6 +261,7 @@ struct xp_qp {
 	                               asked for again, up to rd_asked; not again (but by
 	                               a probe or the timer) until they come */
 	bool rd_reask;            /**< re-asks up to rd_lim are still to be sent */
+	bool rd_probed;           /**< ... by a probe (counted as one, not as re-asks) */
 	uint32_t rd_asked;        /**< one past the last PSN asked for again */
 	uint32_t rd_lim;          /**< one past the last PSN known lost */
 	uint32_t rd_hi;           /**< the highest READ response PSN received */

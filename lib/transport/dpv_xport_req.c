@@ -252,8 +252,10 @@ static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct
 	return send_request(x, q, m, &p, npkts_of(m->len - q->next_off, q->mtu));
 }
 
-/* One re-ask: the request @p p at an old PSN, taking none. false: no mbuf. */
-static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p)
+/* One re-ask: the request @p p at an old PSN, taking none (@p probed: a probe's, which
+ * counts as one in retrans_probe). false: no mbuf. */
+static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			   bool probed)
 {
 	uint8_t *payload;
 	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
@@ -263,7 +265,8 @@ static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire
 	xp_frame_send(x, mb, q->qp.attr.dst_ip);
 	XP_CNT(x, q, tx_packets);
 	XP_CNT(x, q, retrans_packets);
-	XP_CNT(x, q, retrans_read);
+	if (!probed)
+		XP_CNT(x, q, retrans_read);
 	return true;
 }
 
@@ -282,9 +285,11 @@ static uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q, uint32_t quota
 	uint32_t i = xp_rd_head(q, q->xq->cons_head), sent = 0, a, b, end, first;
 	const struct xp_swqe_meta *m;
 	const struct dpv_swqe *w;
+	const bool probed = q->rd_probed;
 	struct dpv_wire_pkt p;
 
 	q->rd_reask = false;
+	q->rd_probed = false;
 	if (idx_diff(q->wqe_hi, i) <= 0)
 		return 0;
 	w = xp_swqe(q, i);
@@ -298,8 +303,9 @@ static uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q, uint32_t quota
 		if (q->rd_asked != first)
 			return 0;
 		atomic_req_pkt(x, q, w, first, &p);
-		if (!send_reask_pkt(x, q, &p)) {
+		if (!send_reask_pkt(x, q, &p, probed)) {
 			q->rd_reask = true;
+			q->rd_probed = probed;
 			return 0;
 		}
 		q->rd_asked = psn_add(first, 1);
@@ -330,7 +336,7 @@ static uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q, uint32_t quota
 
 			read_req_pkt(x, q, w, a, off, m->len - off < len ? m->len - off : len, &p);
 		}
-		if (!send_reask_pkt(x, q, &p)) {
+		if (!send_reask_pkt(x, q, &p, probed)) {
 			q->rd_reask = true;
 			break;
 		}
@@ -338,6 +344,7 @@ static uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q, uint32_t quota
 		a = b;
 	}
 	q->rd_asked = a;
+	q->rd_probed = q->rd_reask && probed;
 	return sent;
 }
 
