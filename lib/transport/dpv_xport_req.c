@@ -188,10 +188,8 @@ static void req_out(struct xp_qp *q, struct xp_swqe_meta *m)
 	}
 }
 
-/* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
- * and mark its WQE outstanding. false: no mbuf, nothing sent. */
-static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
-			 struct dpv_wire_pkt *p, uint32_t npsn)
+/* A packet with no payload to the QP's peer. false: no mbuf, nothing sent. */
+static bool send_bare(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p)
 {
 	uint8_t *payload;
 	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
@@ -199,6 +197,16 @@ static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_me
 	if (mb == NULL)
 		return false;
 	xp_frame_send(x, mb, q->qp.attr.dst_ip);
+	return true;
+}
+
+/* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
+ * and mark its WQE outstanding. false: no mbuf, nothing sent. */
+static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
+			 struct dpv_wire_pkt *p, uint32_t npsn)
+{
+	if (!send_bare(x, q, p))
+		return false;
 	psn_sent(x, q, npsn);
 	req_out(q, m);
 	q->next_wqe++;
@@ -257,12 +265,8 @@ static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct
 static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
 			   bool probed)
 {
-	uint8_t *payload;
-	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
-
-	if (mb == NULL)
+	if (!send_bare(x, q, p))
 		return false;
-	xp_frame_send(x, mb, q->qp.attr.dst_ip);
 	XP_CNT(x, q, tx_packets);
 	XP_CNT(x, q, retrans_packets);
 	if (!probed)
