@@ -22,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/tm_types.h>
+#include <rte_byteorder.h>
+
 #include "dpv_engine.h"
 #include "dpv_verbs.h"
 #include "perf_verbs.h"
@@ -39,6 +42,16 @@
 #define LOSS_MAX_SIZE (4u << 20)
 #define LOSS_DEFAULT_DEPTH 16u
 #define LOSS_MAX_DEPTH 256u
+/* The device's max_qp_rd_atom. */
+#define LOSS_MAX_OUTS 16u
+/* --op rndv: not a verbs opcode. */
+#define LOSS_RNDV (-1)
+/* Its small messages: the header SEND (a TMH and an RVH), the FIN (a TMH), spare
+ * ordinary WRs of the TM SRQ that a header finding no tag would take. */
+#define RNDV_HDR_LEN ((uint32_t)(sizeof(struct ibv_tmh) + sizeof(struct ibv_rvh)))
+#define RNDV_FIN_LEN ((uint32_t)sizeof(struct ibv_tmh))
+#define RNDV_SLOT 64u
+#define RNDV_SPARE 4u
 
 struct rel_devs {
 	struct pv_dev d[MAX_DEVS];
@@ -119,14 +132,16 @@ static struct ibv_qp *rel_qp(struct pv_dev *d, struct ibv_cq *cq, uint32_t depth
 /* Connect @p n QP pairs between devices @p a and @p b, all on one CQ per device; b's
  * take a's RDMA WRITEs and READs. */
 static int rel_connect(struct pv_dev *a, struct pv_dev *b, struct ibv_cq *ca, struct ibv_cq *cb,
-		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth)
+		       struct ibv_qp **qa, struct ibv_qp **qb, uint32_t n, uint32_t depth,
+		       uint8_t rd_atomic)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		qa[i] = rel_qp(a, ca, depth);
 		qb[i] = rel_qp(b, cb, depth);
 		if (qa[i] == NULL || qb[i] == NULL || pv_rc_init(qa[i]) != 0 ||
-		    pv_rc_init_access(qb[i], IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0 || pv_rc_connect(qa[i], qb[i]->qp_num, &b->gid) != 0 ||
-		    pv_rc_connect(qb[i], qa[i]->qp_num, &a->gid) != 0)
+		    pv_rc_init_access(qb[i], IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) != 0 ||
+		    pv_rc_connect_rd(qa[i], qb[i]->qp_num, &b->gid, rd_atomic) != 0 ||
+		    pv_rc_connect_rd(qb[i], qa[i]->qp_num, &a->gid, rd_atomic) != 0)
 			return -1;
 	}
 	return 0;
@@ -179,8 +194,8 @@ static int idle_run(const struct idle_opts *o)
 			goto out;
 		}
 	}
-	if (rel_connect(&r.d[0], &r.d[1], cq[0], cq[1], q, q + 1, 1, 1) != 0 ||
-	    rel_connect(&r.d[2], &r.d[3], cq[2], cq[3], q + 2, q + 2 + o->qps, o->qps, 1) != 0)
+	if (rel_connect(&r.d[0], &r.d[1], cq[0], cq[1], q, q + 1, 1, 1, 1) != 0 ||
+	    rel_connect(&r.d[2], &r.d[3], cq[2], cq[3], q + 2, q + 2 + o->qps, o->qps, 1, 1) != 0)
 		goto out;
 	/* ARP and anything the connections started settle first. */
 	drive_ms(50);
@@ -242,7 +257,7 @@ static void idle_help(void)
 }
 
 enum { OPT_QPS = 256, OPT_POLLS, OPT_REPS, OPT_JSON, OPT_LEVELS, OPT_SECONDS, OPT_SIZE,
-       OPT_DEPTH, OPT_OP };
+       OPT_DEPTH, OPT_OP, OPT_OUTS };
 
 static int idle_opt(void *ctx, int c, const char *arg)
 {
@@ -308,21 +323,34 @@ struct loss_opts {
 	double seconds;
 	uint32_t size, depth, reps;
 	bool json;
-	int op; /* IBV_WR_SEND, IBV_WR_RDMA_WRITE or IBV_WR_RDMA_READ */
+	int op; /* IBV_WR_SEND, IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ or LOSS_RNDV */
+	uint32_t outs; /* READs outstanding: max_rd_atomic */
 };
 
 static const char *op_name(int op)
 {
 	return op == IBV_WR_SEND ? "SENDs" : op == IBV_WR_RDMA_WRITE ? "RDMA WRITEs"
-								      : "RDMA READs";
+	       : op == IBV_WR_RDMA_READ ? "RDMA READs" : "rendezvous";
 }
 
+static const char *op_key(int op)
+{
+	return op == IBV_WR_SEND ? "send" : op == IBV_WR_RDMA_WRITE ? "write"
+	       : op == IBV_WR_RDMA_READ ? "read" : "rndv";
+}
+
+/* dpv0 sends, dpv1 receives. A rendezvous (--op rndv) has a side each: dpv0's QP an RQ
+ * for the FINs, dpv1's a TM SRQ whose device READs the data; the others use cq, qp and
+ * the MRs. */
 struct loss_link {
 	struct rel_devs r;
 	struct ibv_cq *cq[2];
 	struct ibv_qp *qp[2];
 	struct ibv_mr *smr, *rmr;
 	uint8_t *sbuf, *rbuf;
+	struct pv_side side[2];
+	uint64_t fins;    /* FINs received at dpv0 */
+	uint64_t matched; /* headers matched at dpv1 */
 };
 
 /* The payload of message @p seq: its number, then bytes that follow from it. */
@@ -382,7 +410,15 @@ static uint64_t xstat_one(struct ibv_context *ctx, const char *name)
 struct loss_result {
 	double mbps;
 	uint64_t msgs, retrans, timeouts; /* retrans: request packets sent again */
+	uint64_t reasks, probes;          /* READs asked again at once; tail loss probes */
+	uint64_t data_tx;                 /* packets the side that sends the data sent */
 };
+
+/* A counter summed over both devices. */
+static uint64_t xstat_both(const struct loss_link *l, const char *name)
+{
+	return xstat_one(l->r.d[0].ctx, name) + xstat_one(l->r.d[1].ctx, name);
+}
 
 /* Message @p seq: a SEND or WRITE of its pattern from slot seq % depth of sbuf (to the
  * same slot of rbuf for a WRITE), or a READ of that slot of rbuf, where its pattern is
@@ -422,19 +458,14 @@ static int post_one_recv(struct loss_link *l, const struct loss_opts *o, uint32_
 /* Messages for o->seconds, then until every one in flight is in; every payload checked:
  * a SEND's at its receive, a WRITE's in the responder's memory and a READ's in the
  * requester's at the completion of the WR. */
-static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss_result *res)
+static int verbs_once(struct loss_link *l, const struct loss_opts *o, uint64_t *gotp)
 {
-	uint64_t sent = 0, done = 0, got = 0, t0, t_end, deadline;
-	uint64_t r0 = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
-		      xstat_one(l->r.d[1].ctx, "qp.retrans_packets");
-	uint64_t a0 = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
-		      xstat_one(l->r.d[1].ctx, "qp.ack_timeouts");
+	uint64_t sent = 0, done = 0, got = 0, t_end, deadline;
 	struct ibv_wc wc[32];
 	uint32_t calls = 0;
 	int n;
 
-	t0 = perf_now_ns();
-	t_end = t0 + (uint64_t)(o->seconds * 1e9);
+	t_end = perf_now_ns() + (uint64_t)(o->seconds * 1e9);
 	deadline = pv_deadline();
 	while (got < sent || perf_now_ns() < t_end) {
 		while (sent - done < o->depth && perf_now_ns() < t_end) {
@@ -495,12 +526,235 @@ static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss
 		if (pv_stalled(deadline, &calls))
 			return -1;
 	}
+	*gotp = got;
+	return 0;
+}
+
+/* ---- rendezvous: the device's own READ ---- */
+
+/* dpv0's RQ: slot 1 + j of its slots takes FIN j. */
+static int rndv_post_fin_recv(struct loss_link *l, uint32_t j)
+{
+	struct pv_side *s = &l->side[0];
+	struct ibv_sge sge = {(uintptr_t)pv_slot(s, 1 + j, RNDV_SLOT), RNDV_SLOT,
+			      s->slot_mr->lkey};
+	struct ibv_recv_wr wr = {.wr_id = j, .sg_list = &sge, .num_sge = 1}, *bad;
+
+	return ibv_post_recv(s->qp, &wr, &bad);
+}
+
+/* dpv0 (its data read from, an RQ for FINs) and dpv1 (a TM SRQ of --depth tags), with
+ * --outs READs outstanding, dpv1's device being the one that READs. */
+static int rndv_setup(struct loss_link *l, const struct loss_opts *o)
+{
+	const size_t bytes = (size_t)o->size * o->depth;
+	struct pv_side *a = &l->side[0], *b = &l->side[1];
+
+	for (unsigned int i = 0; i < 2; i++)
+		if (pv_alloc_mr(LOSS_CMD, &l->r.d[i], (size_t)(1 + o->depth) * RNDV_SLOT,
+				IBV_ACCESS_LOCAL_WRITE, &l->side[i].slots,
+				&l->side[i].slot_mr) != 0 ||
+		    pv_alloc_mr(LOSS_CMD, &l->r.d[i], bytes, i == 0 ? IBV_ACCESS_LOCAL_WRITE |
+				IBV_ACCESS_REMOTE_READ : IBV_ACCESS_LOCAL_WRITE,
+				&l->side[i].data, &l->side[i].data_mr) != 0)
+			return -1;
+	if (pv_side_cq(LOSS_CMD, a, &l->r.d[0], 4 * (int)o->depth + 64) != 0 ||
+	    pv_side_tm_srq(LOSS_CMD, b, &l->r.d[1], 4 * (int)o->depth + 64, RNDV_SPARE, o->depth,
+			   o->depth) != 0 ||
+	    pv_side_qp(LOSS_CMD, a, &l->r.d[0], 2 * o->depth, o->depth, RNDV_HDR_LEN,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ) != 0 ||
+	    pv_side_qp(LOSS_CMD, b, &l->r.d[1], 2 * o->depth, 0, RNDV_HDR_LEN,
+		       IBV_ACCESS_LOCAL_WRITE) != 0 ||
+	    pv_rc_connect_rd(a->qp, b->qp->qp_num, &l->r.d[1].gid, (uint8_t)o->outs) != 0 ||
+	    pv_rc_connect_rd(b->qp, a->qp->qp_num, &l->r.d[0].gid, (uint8_t)o->outs) != 0)
+		return -1;
+	for (uint32_t j = 0; j < o->depth; j++)
+		if (rndv_post_fin_recv(l, j) != 0)
+			return -1;
+	for (uint32_t j = 0; j < RNDV_SPARE; j++) {
+		struct ibv_sge sge = {(uintptr_t)pv_slot(b, 1 + j, RNDV_SLOT), RNDV_SLOT,
+				      b->slot_mr->lkey};
+		struct ibv_recv_wr wr = {.wr_id = UINT64_MAX, .sg_list = &sge, .num_sge = 1}, *bad;
+
+		if (ibv_post_srq_recv(b->srq, &wr, &bad) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Rendezvous @p seq: dpv1 ADDs tag seq with slot seq % depth of its data; dpv0 SENDs the
+ * header naming the same slot of its own, which holds the message's pattern. */
+static int rndv_post(struct loss_link *l, const struct loss_opts *o, uint64_t seq)
+{
+	struct pv_side *a = &l->side[0], *b = &l->side[1];
+	const size_t off = (size_t)(seq % o->depth) * o->size;
+	struct ibv_sge dsge = {(uintptr_t)(b->data + off), o->size, b->data_mr->lkey};
+	struct ibv_ops_wr op = {
+		.wr_id = seq, .opcode = IBV_WR_TAG_ADD,
+		.tm.add = {.recv_wr_id = seq, .sg_list = &dsge, .num_sge = 1, .tag = seq,
+			   .mask = UINT64_MAX},
+	}, *bad_op;
+	struct ibv_tmh *tmh = (struct ibv_tmh *)(void *)pv_slot(a, 0, RNDV_SLOT);
+	struct ibv_rvh *rvh = (struct ibv_rvh *)(tmh + 1);
+	struct ibv_sge hsge = {(uintptr_t)tmh, RNDV_HDR_LEN, a->slot_mr->lkey};
+	struct ibv_send_wr wr = {.wr_id = seq, .sg_list = &hsge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE}, *bad;
+
+	pattern(a->data + off, o->size, seq);
+	memset(b->data + off, 0, o->size);
+	if (ibv_post_srq_ops(b->srq, &op, &bad_op) != 0)
+		return -1;
+	memset(tmh, 0, sizeof(*tmh));
+	tmh->opcode = IBV_TMH_RNDV;
+	tmh->app_ctx = rte_cpu_to_be_32((uint32_t)seq);
+	tmh->tag = rte_cpu_to_be_64(seq);
+	rvh->va = rte_cpu_to_be_64((uintptr_t)(a->data + off));
+	rvh->rkey = rte_cpu_to_be_32(a->data_mr->rkey);
+	rvh->len = rte_cpu_to_be_32(o->size);
+	return ibv_post_send(a->qp, &wr, &bad);
+}
+
+/* dpv0's completions: the headers' SENDs, in order, and the FINs in its RQ. */
+static int rndv_poll_sender(struct loss_link *l, uint64_t *hdrs)
+{
+	struct ibv_wc wc[32];
+	int n = ibv_poll_cq(l->side[0].cq, 32, wc);
+
+	for (int i = 0; i < n; i++) {
+		const struct ibv_tmh *tmh;
+
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			perf_error("rendezvous: dpv0 wr_id %" PRIu64 ": %s", wc[i].wr_id,
+				   ibv_wc_status_str(wc[i].status));
+			return -1;
+		}
+		if (wc[i].opcode == IBV_WC_SEND) {
+			if (wc[i].wr_id != *hdrs) {
+				perf_error("rendezvous: header SEND %" PRIu64 " completed as %"
+					   PRIu64, *hdrs, wc[i].wr_id);
+				return -1;
+			}
+			(*hdrs)++;
+			continue;
+		}
+		tmh = (const struct ibv_tmh *)(const void *)pv_slot(&l->side[0], 1 +
+								    (uint32_t)wc[i].wr_id, RNDV_SLOT);
+		if (wc[i].opcode != IBV_WC_RECV || wc[i].byte_len != RNDV_FIN_LEN ||
+		    tmh->opcode != IBV_TMH_FIN || tmh->tag != rte_cpu_to_be_64(l->fins)) {
+			perf_error("rendezvous: dpv0 received opcode %u, %u bytes, tag %" PRIu64
+				   "; expected FIN %" PRIu64, tmh->opcode, wc[i].byte_len,
+				   rte_be_to_cpu_64(tmh->tag), l->fins);
+			return -1;
+		}
+		l->fins++;
+		if (rndv_post_fin_recv(l, (uint32_t)wc[i].wr_id) != 0)
+			return -1;
+	}
+	return n < 0 ? -1 : 0;
+}
+
+/* dpv1's completions: TAG_ADDs, then MATCH and DATA_VALID of each rendezvous in order;
+ * a message is done, and checked, at its DATA_VALID. */
+static int rndv_poll_receiver(struct loss_link *l, const struct loss_opts *o, uint64_t *done)
+{
+	struct ibv_poll_cq_attr attr = {.comp_mask = 0};
+	struct ibv_cq_ex *cq = l->side[1].cqx;
+	int ret = ibv_start_poll(cq, &attr);
+
+	if (ret == ENOENT)
+		return 0;
+	while (ret == 0) {
+		enum ibv_wc_opcode op = ibv_wc_read_opcode(cq);
+		unsigned int flags = ibv_wc_read_wc_flags(cq);
+
+		/* Headers match in order, and their data lands in order (each of the QP's
+		 * device READs completes in turn); one may match before the data of an
+		 * earlier one is in. */
+		if (cq->status != IBV_WC_SUCCESS || (op != IBV_WC_TM_ADD && op != IBV_WC_TM_RECV) ||
+		    (op == IBV_WC_TM_RECV && cq->wr_id != ((flags & IBV_WC_TM_DATA_VALID) ?
+							   *done : l->matched))) {
+			perf_error("rendezvous %" PRIu64 ": dpv1 opcode %d, flags %#x, status %s, "
+				   "wr_id %" PRIu64, *done, (int)op, flags,
+				   ibv_wc_status_str(cq->status), cq->wr_id);
+			ibv_end_poll(cq);
+			return -1;
+		}
+		if (op == IBV_WC_TM_RECV && (flags & IBV_WC_TM_DATA_VALID)) {
+			const size_t off = (size_t)(*done % o->depth) * o->size;
+
+			if (ibv_wc_read_byte_len(cq) != o->size ||
+			    !pattern_ok(l->side[1].data + off, o->size, *done)) {
+				perf_error("rendezvous %" PRIu64 ": %u bytes, or a wrong payload",
+					   *done, ibv_wc_read_byte_len(cq));
+				ibv_end_poll(cq);
+				return -1;
+			}
+			(*done)++;
+		} else if (op == IBV_WC_TM_RECV) {
+			l->matched++;
+		}
+		ret = ibv_next_poll(cq);
+	}
+	ibv_end_poll(cq);
+	return ret == ENOENT ? 0 : -1;
+}
+
+/* loss_once() for rendezvous: --depth in flight, each checked at its DATA_VALID; the
+ * run ends when every header's SEND and every FIN is in too. */
+static int rndv_once(struct loss_link *l, const struct loss_opts *o, uint64_t *got)
+{
+	uint64_t sent = 0, done = 0, hdrs = 0, t_end, deadline;
+	uint32_t calls = 0;
+
+	l->fins = l->matched = 0;
+	t_end = perf_now_ns() + (uint64_t)(o->seconds * 1e9);
+	deadline = pv_deadline();
+	while (done < sent || hdrs < sent || l->fins < sent || perf_now_ns() < t_end) {
+		uint64_t before = done + hdrs + l->fins;
+
+		while (sent - done < o->depth && sent - l->fins < o->depth &&
+		       perf_now_ns() < t_end) {
+			if (rndv_post(l, o, sent) != 0) {
+				perf_error("rendezvous %" PRIu64 ": a post failed", sent);
+				return -1;
+			}
+			sent++;
+		}
+		if (rndv_poll_sender(l, &hdrs) != 0 || rndv_poll_receiver(l, o, &done) != 0)
+			return -1;
+		if (done + hdrs + l->fins != before)
+			deadline = pv_deadline();
+		if (pv_stalled(deadline, &calls)) {
+			perf_error("rendezvous: nothing for %.0f s: %" PRIu64 " posted, %" PRIu64
+				   " done, %" PRIu64 " headers sent, %" PRIu64 " FINs",
+				   PV_STALL_SECONDS, sent, done, hdrs, l->fins);
+			return -1;
+		}
+	}
+	*got = done;
+	return 0;
+}
+
+static int loss_once(struct loss_link *l, const struct loss_opts *o, struct loss_result *res)
+{
+	/* The data goes from dpv1 for a READ, from dpv0 otherwise (a rendezvous: the
+	 * responses to dpv1's READ). */
+	struct ibv_context *data_ctx = l->r.d[o->op == IBV_WR_RDMA_READ ? 1 : 0].ctx;
+	uint64_t r0 = xstat_both(l, "qp.retrans_packets"), a0 = xstat_both(l, "qp.ack_timeouts");
+	uint64_t q0 = xstat_both(l, "qp.retrans_read"), p0 = xstat_both(l, "qp.retrans_probe");
+	uint64_t d0 = xstat_one(data_ctx, "qp.tx_packets");
+	uint64_t got = 0, t0 = perf_now_ns();
+
+	if ((o->op == LOSS_RNDV ? rndv_once(l, o, &got) : verbs_once(l, o, &got)) != 0)
+		return -1;
 	res->mbps = (double)got * o->size / ((double)(perf_now_ns() - t0) / 1e9) / 1e6;
 	res->msgs = got;
-	res->retrans = xstat_one(l->r.d[0].ctx, "qp.retrans_packets") +
-		       xstat_one(l->r.d[1].ctx, "qp.retrans_packets") - r0;
-	res->timeouts = xstat_one(l->r.d[0].ctx, "qp.ack_timeouts") +
-			xstat_one(l->r.d[1].ctx, "qp.ack_timeouts") - a0;
+	res->retrans = xstat_both(l, "qp.retrans_packets") - r0;
+	res->timeouts = xstat_both(l, "qp.ack_timeouts") - a0;
+	res->reasks = xstat_both(l, "qp.retrans_read") - q0;
+	res->probes = xstat_both(l, "qp.retrans_probe") - p0;
+	res->data_tx = xstat_one(data_ctx, "qp.tx_packets") - d0;
 	return 0;
 }
 
@@ -510,25 +764,42 @@ static int loss_run(const struct loss_opts *o)
 	size_t bytes = (size_t)o->size * o->depth;
 	struct loss_link l;
 	int ret = PERF_EXIT_FAIL;
+	uint32_t mtu = 1024;
 
 	memset(&l, 0, sizeof(l));
 	if (rel_open(&l.r, 2) != 0)
 		goto out;
-	l.sbuf = malloc(bytes);
-	l.rbuf = malloc(bytes);
-	for (unsigned int k = 0; k < 2; k++)
-		l.cq[k] = ibv_create_cq(l.r.d[k].ctx, 2 * (int)o->depth + 64, NULL, NULL, 0);
-	if (l.sbuf == NULL || l.rbuf == NULL || l.cq[0] == NULL || l.cq[1] == NULL) {
-		perf_error("no memory or CQ for the run");
-		goto out;
+	if (o->op == LOSS_RNDV) {
+		if (rndv_setup(&l, o) != 0)
+			goto out;
+	} else {
+		l.sbuf = malloc(bytes);
+		l.rbuf = malloc(bytes);
+		for (unsigned int k = 0; k < 2; k++)
+			l.cq[k] = ibv_create_cq(l.r.d[k].ctx, 2 * (int)o->depth + 64, NULL, NULL, 0);
+		if (l.sbuf == NULL || l.rbuf == NULL || l.cq[0] == NULL || l.cq[1] == NULL) {
+			perf_error("no memory or CQ for the run");
+			goto out;
+		}
+		l.smr = ibv_reg_mr(l.r.d[0].pd, l.sbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
+		l.rmr = ibv_reg_mr(l.r.d[1].pd, l.rbuf, bytes, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+		if (l.smr == NULL || l.rmr == NULL ||
+		    rel_connect(&l.r.d[0], &l.r.d[1], l.cq[0], l.cq[1], &l.qp[0], &l.qp[1], 1,
+				o->depth, (uint8_t)o->outs) != 0)
+			goto out;
 	}
-	l.smr = ibv_reg_mr(l.r.d[0].pd, l.sbuf, bytes, IBV_ACCESS_LOCAL_WRITE);
-	l.rmr = ibv_reg_mr(l.r.d[1].pd, l.rbuf, bytes, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	if (l.smr == NULL || l.rmr == NULL ||
-	    rel_connect(&l.r.d[0], &l.r.d[1], l.cq[0], l.cq[1], &l.qp[0], &l.qp[1], 1,
-			o->depth) != 0)
-		goto out;
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		if (ibv_query_qp(o->op == LOSS_RNDV ? l.side[0].qp : l.qp[0], &qa, IBV_QP_PATH_MTU,
+				 &qi) != 0) {
+			perf_error("ibv_query_qp: %s", strerror(errno));
+			goto out;
+		}
+		mtu = 128u << qa.path_mtu;
+	}
 	for (uint32_t s = 0; o->op == IBV_WR_SEND && s < o->depth; s++)
 		if (post_one_recv(&l, o, s) != 0)
 			goto out;
@@ -543,41 +814,54 @@ static int loss_run(const struct loss_opts *o)
 		goto out;
 	if (!o->json)
 		printf("dpv-perf loss: goodput of one RC connection (%s of %u bytes, %u in "
-		       "flight, payloads checked)\n  while each device's faults port loses the "
-		       "given share of the frames it sends\n  EAL: %s\n  %u runs of %.2f s per "
-		       "level, levels interleaved; medians\n\n  %8s %12s %10s %14s %12s\n",
-		       op_name(o->op), o->size, o->depth, pv_env_eal_args(), o->reps, o->seconds,
-		       "loss %",
-		       "goodput MB/s", "of 0 %", "resent pkts/s", "timeouts/s");
+		       "flight, %u READs outstanding,\n  payloads checked) while each device's "
+		       "faults port loses the given share of the\n  frames it sends\n  EAL: %s\n"
+		       "  %u runs of %.2f s per level, levels interleaved; medians; per message: "
+		       "READs asked\n  again at once and tail loss probes; data frames sent per "
+		       "frame delivered\n\n  %8s %12s %8s %13s %10s %8s %8s %10s\n",
+		       op_name(o->op), o->size, o->depth, o->outs, pv_env_eal_args(), o->reps,
+		       o->seconds, "loss %", "goodput MB/s", "of 0 %", "resent pkts/s",
+		       "timeouts/s", "re-asks", "probes", "sent/data");
 	else
 		printf("{\"benchmark\": \"loss\", \"op\": \"%s\", \"size\": %u, \"depth\": %u, "
-		       "\"levels\": [", o->op == IBV_WR_SEND ? "send" : o->op == IBV_WR_RDMA_WRITE
-		       ? "write" : "read", o->size, o->depth);
+		       "\"outs\": %u, \"levels\": [", op_key(o->op), o->size, o->depth, o->outs);
 	{
+		const double frames = (double)((o->size + mtu - 1) / mtu);
 		double base = 0;
 
 		for (unsigned int v = 0; v < o->nlevels; v++) {
-			double mb[MAX_REPS], rt[MAX_REPS], to[MAX_REPS], m;
+			double mb[MAX_REPS], rt[MAX_REPS], to[MAX_REPS], ra[MAX_REPS];
+			double pr[MAX_REPS], sd[MAX_REPS], m;
 
 			for (uint32_t rep = 0; rep < o->reps; rep++) {
-				double secs = (double)res[v][rep].msgs * o->size / 1e6 / res[v][rep].mbps;
+				const struct loss_result *e = &res[v][rep];
+				double secs = (double)e->msgs * o->size / 1e6 / e->mbps;
+				double msgs = e->msgs > 0 ? (double)e->msgs : 1;
 
-				mb[rep] = res[v][rep].mbps;
-				rt[rep] = (double)res[v][rep].retrans / secs;
-				to[rep] = (double)res[v][rep].timeouts / secs;
+				mb[rep] = e->mbps;
+				rt[rep] = (double)e->retrans / secs;
+				to[rep] = (double)e->timeouts / secs;
+				ra[rep] = (double)e->reasks / msgs;
+				pr[rep] = (double)e->probes / msgs;
+				sd[rep] = (double)e->data_tx / (msgs * frames);
 			}
 			m = perf_median(mb, o->reps);
 			if (v == 0)
 				base = m;
 			if (o->json)
 				printf("%s{\"loss_pct\": %g, \"goodput_mbps\": %.1f, "
-				       "\"resent_packets_per_s\": %.1f, \"timeouts_per_s\": %.1f}",
+				       "\"resent_packets_per_s\": %.1f, \"timeouts_per_s\": %.1f, "
+				       "\"reasks_per_msg\": %.3f, \"probes_per_msg\": %.3f, "
+				       "\"sent_per_data_frame\": %.3f}",
 				       v ? ", " : "", o->levels[v], m, perf_median(rt, o->reps),
-				       perf_median(to, o->reps));
+				       perf_median(to, o->reps), perf_median(ra, o->reps),
+				       perf_median(pr, o->reps), perf_median(sd, o->reps));
 			else
-				printf("  %8g %12.1f %10.3f %14.1f %12.1f\n", o->levels[v], m,
-				       base > 0 ? m / base : 0, perf_median(rt, o->reps),
-				       perf_median(to, o->reps));
+				printf("  %8g %12.1f %8.3f %13.1f %10.1f %8.2f %8.2f %10.3f\n",
+				       o->levels[v], m, base > 0 ? m / base : 0,
+				       perf_median(rt, o->reps), perf_median(to, o->reps),
+				       perf_median(ra, o->reps), perf_median(pr, o->reps),
+				       perf_median(sd, o->reps));
 		}
 	}
 	if (o->json)
@@ -596,6 +880,8 @@ out:
 			ibv_destroy_cq(l.cq[k]);
 	free(l.sbuf);
 	free(l.rbuf);
+	if (pv_side_teardown(&l.side[0]) != 0 || pv_side_teardown(&l.side[1]) != 0)
+		ret = PERF_EXIT_FAIL;
 	rel_close(&l.r);
 	return ret;
 }
@@ -603,7 +889,7 @@ out:
 static void loss_help(void)
 {
 	printf("usage: dpv-perf loss [--levels P,P,...] [--seconds S] [--reps N] [--size B]\n"
-	       "                     [--depth N] [--op send|write|read] [--json]\n\n"
+	       "                     [--depth N] [--op send|write|read|rndv] [--outs N] [--json]\n\n"
 	       "Goodput of one RC connection while the link loses a share of its frames.\n"
 	       "  --levels P,...  loss in percent of the frames each device sends\n"
 	       "                  (default 0,0.1,1,5)\n"
@@ -611,9 +897,11 @@ static void loss_help(void)
 	       "  --reps N        runs per level, levels interleaved (default 3)\n"
 	       "  --size B        bytes per message (default %u, at most %u)\n"
 	       "  --depth N       messages in flight (default %u, at most %u)\n"
-	       "  --op OP         send (default), write (RDMA WRITE) or read (RDMA READ)\n"
+	       "  --op OP         send (default), write (RDMA WRITE), read (RDMA READ) or rndv\n"
+	       "                  (a tag-matching rendezvous: the receiver's device READs)\n"
+	       "  --outs N        READs outstanding (max_rd_atomic, default 1, at most %u)\n"
 	       "  --json          one JSON object instead of the table\n",
-	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH);
+	       LOSS_DEFAULT_SIZE, LOSS_MAX_SIZE, LOSS_DEFAULT_DEPTH, LOSS_MAX_DEPTH, LOSS_MAX_OUTS);
 }
 
 static int parse_levels(const char *s, struct loss_opts *o)
@@ -668,8 +956,14 @@ static int loss_opt(void *ctx, int c, const char *arg)
 			o->op = IBV_WR_RDMA_WRITE;
 		else if (strcmp(arg, "read") == 0)
 			o->op = IBV_WR_RDMA_READ;
+		else if (strcmp(arg, "rndv") == 0)
+			o->op = LOSS_RNDV;
 		else
-			return perf_usage_error(LOSS_CMD, "--op wants send, write or read");
+			return perf_usage_error(LOSS_CMD, "--op wants send, write, read or rndv");
+		break;
+	case OPT_OUTS:
+		if (perf_parse_u32(arg, 1, LOSS_MAX_OUTS, &o->outs) != 0)
+			return perf_usage_error(LOSS_CMD, "--outs wants 1..%u", LOSS_MAX_OUTS);
 		break;
 	}
 	return 0;
@@ -685,11 +979,12 @@ static int loss_main(int argc, char **argv)
 		{"depth", required_argument, NULL, OPT_DEPTH},
 		{"json", no_argument, NULL, OPT_JSON},
 		{"op", required_argument, NULL, OPT_OP},
+		{"outs", required_argument, NULL, OPT_OUTS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct loss_opts o = {{0, 0.1, 1, 5}, 4, 1.0, LOSS_DEFAULT_SIZE, LOSS_DEFAULT_DEPTH, 3,
-			      false, IBV_WR_SEND};
+			      false, IBV_WR_SEND, 1};
 	int rc;
 
 	rc = perf_getopts(LOSS_CMD, argc, argv, longopts, loss_help, loss_opt, &o);

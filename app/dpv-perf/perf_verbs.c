@@ -145,12 +145,19 @@ pv_rc_init_access(struct ibv_qp *qp, unsigned int access)
 int
 pv_rc_connect(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gid)
 {
+	return pv_rc_connect_rd(qp, peer_qpn, peer_gid, 1);
+}
+
+int
+pv_rc_connect_rd(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gid,
+		 uint8_t rd_atomic)
+{
 	struct ibv_qp_attr rtr = {
 		.qp_state = IBV_QPS_RTR,
 		.path_mtu = IBV_MTU_1024,
 		.dest_qp_num = peer_qpn,
 		.rq_psn = 0,
-		.max_dest_rd_atomic = 1,
+		.max_dest_rd_atomic = rd_atomic,
 		.min_rnr_timer = 1,
 	};
 	struct ibv_qp_attr rts = {
@@ -159,7 +166,7 @@ pv_rc_connect(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gi
 		.retry_cnt = 7,
 		.rnr_retry = 7,
 		.sq_psn = 0,
-		.max_rd_atomic = 1,
+		.max_rd_atomic = rd_atomic,
 	};
 	int ret;
 

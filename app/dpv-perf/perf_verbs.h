@@ -72,6 +72,14 @@ const char *pv_env_progress(void);
  */
 int pv_rc_connect(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gid);
 
+/*
+ * pv_rc_connect() with @p rd_atomic READs and atomics outstanding each way
+ * (max_rd_atomic and max_dest_rd_atomic; pv_rc_connect() has 1).
+ * @return 0 or -1 after saying why.
+ */
+int pv_rc_connect_rd(struct ibv_qp *qp, uint32_t peer_qpn, const union ibv_gid *peer_gid,
+		     uint8_t rd_atomic);
+
 /* Move an RC QP to INIT (receives may be posted from then on). @return 0 or -1. */
 int pv_rc_init(struct ibv_qp *qp);
 

@@ -610,8 +610,10 @@ struct dpv_qp_stats {
 	uint64_t retrans_timeout;   /**< go-back-N after the local ACK timer expired */
 	uint64_t retrans_seq_nak;   /**< go-back-N after a PSN sequence error NAK */
 	uint64_t retrans_rnr;       /**< resends after an RNR NAK's wait */
-	uint64_t retrans_read;      /**< READs asked again: a response lost (gap, or an ACK
-	                                 beyond the READ: IBTA's implied NAK) */
+	uint64_t retrans_read;      /**< READ (and atomic) requests sent again at once, one
+	                                 per gap of responses known lost (behind later
+	                                 ones, or an ACK beyond the READ: IBTA's implied
+	                                 NAK); a probe's are the probe's */
 	uint64_t retrans_probe;     /**< last packets sent again to ask for an ACK that
 	                                 is late (a tail loss probe) */
 	uint64_t retrans_packets;   /**< request packets sent again, by every cause */
@@ -633,7 +635,7 @@ struct dpv_qp_stats {
 	uint64_t dup_requests;      /**< requests behind the expected PSN */
 	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped; and
 	                                 READ responses ahead at the requester (kept
-	                                 within 64 of the expected one) */
+	                                 within 1024 PSNs of the expected one) */
 	uint64_t seq_naks_sent, rnr_naks_sent;
 	uint64_t naks_sent;         /**< every NAK but RNR NAKs (sequence and error) */
 	uint64_t dup_reads_dropped; /**< duplicate READs with no responder resource left:

@@ -47,6 +47,38 @@ static void ack_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
 	}
 }
 
+/* The PSNs of the oldest READ or atomic before @p lim are lost: ask again for the
+ * missing responses among them (IBTA 9.7.5.2: the responder takes each request as a
+ * duplicate), each once: the requests go on their own, before anything new, and
+ * nothing sent after them is sent again (xp_req_tx()). @p exp: the response it
+ * expects. */
+static void reask_upto(struct dpv_xport *x, struct xp_qp *q, uint32_t exp, uint32_t lim)
+{
+	if (!q->rd_gap) {
+		q->rd_gap = true;
+		q->rd_asked = exp;
+		q->rd_lim = lim;
+		q->rd_ask_tsc = x->now;
+	} else if (dpv_wire_psn_diff(lim, q->rd_lim) > 0) {
+		q->rd_lim = lim;
+	}
+	if (dpv_wire_psn_diff(q->rd_lim, q->rd_asked) > 0) {
+		q->rd_reask = true;
+		xp_kick(q);
+	}
+}
+
+/* While a re-ask is outstanding the probe that asks again comes after twice the time
+ * re-asks have taken to be answered, not after probe_cycles: a re-ask or its answer
+ * lost again costs a round trip or two. */
+void xp_comp_reask_wait(struct dpv_xport *x, struct xp_qp *q)
+{
+	const uint64_t full = q->probe_cycles << q->probes, w = 2 * q->rd_srtt;
+
+	if (q->rd_gap && w != 0 && w < full)
+		q->probe_tsc = x->now + w - full;
+}
+
 /* The oldest WQE is an incomplete READ or atomic: nothing at or after its first missing
  * response is acknowledged, whatever an ACK says. An ACK beyond it means the responder
  * has answered it and gone on, so the responses were lost (IBTA 9.7.5.2, implied NAK):
@@ -65,11 +97,7 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	if (dpv_wire_psn_diff(q->una, missing) <= 0)
 		return;
 	q->una = missing;
-	if (!q->rd_gap) {
-		q->rd_gap = true;
-		XP_CNT(x, q, retrans_read);
-		xp_req_rewind(q, missing);
-	}
+	reask_upto(x, q, missing, psn_add(m->first_psn, m->npkts));
 }
 
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
@@ -159,22 +187,21 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q)
 	window_shrink(q, true);
 	XP_CNT(x, q, retrans_timeout);
 	q->rd_gap = false;
+	q->rd_reask = false;
 	xp_req_rewind(q, q->una);
 	q->deadline = x->now + q->ack_cycles;
 }
 
 /*
  * A tail loss probe: while the requester can send nothing new (everything sent, or
- * the window full) and nothing is acknowledged, the last packet it sent (or what is
- * missing of that READ) goes again with AckReq, probe_cycles after the last progress,
- * then twice as long after each probe that drew nothing new. It costs one
- * packet, and the ACK or NAK it draws ends the wait long before the ACK timer would
- * when the last packet, the last ACK or a NAK was lost: with a small window and
- * coalesced ACKs one lost frame holds the whole window back. A READ asked again for
- * a gap whose missing response has not come (the request, or that response, was lost
- * again) is asked again from the same response: the oldest unacknowledged PSN. The
- * responder restarts responses it still has queued in place, so a probe that crosses
- * the responses on their way costs no second stream. A probe spends no retry.
+ * the window full) and nothing is acknowledged, the last packet it sent goes again
+ * with AckReq, probe_cycles after the last progress, then twice as long after each
+ * probe that drew nothing new. It costs one packet, and the ACK or NAK it draws ends
+ * the wait long before the ACK timer would when the last packet, the last ACK or a NAK
+ * was lost: with a small window and coalesced ACKs one lost frame holds the whole
+ * window back. A READ asked again for a gap whose missing response has not come (the
+ * re-asks, or their answers, were lost again) is asked again for the gaps still open.
+ * A probe spends no retry.
  */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 {
@@ -182,8 +209,16 @@ void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q)
 	if (q->probes < 16)
 		q->probes++;
 	XP_CNT(x, q, retrans_probe);
+	if (q->rd_gap) {
+		q->rd_asked = q->una;
+		q->rd_ask_tsc = x->now;
+		q->rd_reask = true;
+		q->rd_probed = true;
+		xp_kick(q);
+		return;
+	}
 	q->ackreq_next = true;
-	xp_req_rewind(q, q->rd_gap ? q->una : psn_add(q->psn, DPV_WIRE_PSN_MASK));
+	xp_req_rewind(q, psn_add(q->psn, DPV_WIRE_PSN_MASK));
 }
 
 static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t code)
@@ -313,7 +348,7 @@ static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 }
 
 /* Place READ response @p idx of the READ @p w, @p m (checked against what that response
- * must be: its length, and that the last one is last). false: the WQE failed. */
+ * must be: its length, and that the READ's last one is last). false: the WQE failed. */
 static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		       const uint8_t *payload, const struct dpv_swqe *w,
 		       const struct xp_swqe_meta *m, uint32_t idx)
@@ -323,11 +358,12 @@ static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wi
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	/* Responses to a READ asked again start with FIRST mid-message, and those to
-	 * the first request may still be on their way: what must hold is the length of
-	 * each and that the last one is last. */
+	/* Responses to a READ asked again start with FIRST mid-message, and those to a
+	 * gap asked for alone end with LAST there; those to the first request may still
+	 * be on their way: what must hold is the length of each and that the READ's last
+	 * one is last. */
 	if (p->opcode == DPV_OP_RC_ATOMIC_ACK ||
-	    is_last_resp(p->opcode) != (idx == m->npkts - 1) || p->payload_len != plen) {
+	    (idx == m->npkts - 1 && !is_last_resp(p->opcode)) || p->payload_len != plen) {
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return false;
 	}
@@ -340,86 +376,159 @@ static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wi
 	return true;
 }
 
-/* IBTA 9.7.5.2: READ responses and atomic acknowledgements arrive in order for the
+static void ahead_flip(struct xp_qp *q, uint32_t psn)
+{
+	const uint32_t b = psn % XP_RD_AHEAD;
+
+	q->rd_ahead[b / 64] ^= 1ull << (b % 64);
+}
+
+/* The oldest READ or atomic @p m lacks the response it expects: ask again for what the
+ * link has lost, not merely delayed: the PSNs XP_RD_REORDER or more behind the highest
+ * response come, every one of a READ whose last response has come, or the response of
+ * an atomic a later one has passed. */
+static void read_gap(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+		     const struct xp_swqe_meta *m)
+{
+	const uint32_t exp = psn_add(m->first_psn, m->rd_pkts);
+	const uint32_t end = psn_add(m->first_psn, m->npkts);
+	int32_t hi = dpv_wire_psn_diff(q->rd_hi, exp);
+
+	if (hi < 0)
+		return;
+	if (xp_wr_atomic(w->opcode) || dpv_wire_psn_diff(q->rd_hi, end) >= -1)
+		reask_upto(x, q, exp, end);
+	else if (hi >= (int32_t)XP_RD_REORDER)
+		reask_upto(x, q, exp, psn_add(q->rd_hi, 1u - XP_RD_REORDER));
+}
+
+/* A READ response ahead of the one expected: placed in the READ it belongs to (the
+ * oldest, or one after it) and remembered by PSN. false: the WQE failed. */
+static bool read_ahead(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+		       const uint8_t *payload, uint32_t from)
+{
+	for (uint32_t j = from; idx_diff(q->wqe_hi, j) > 0; j++) {
+		const struct dpv_swqe *w = xp_swqe(q, j);
+		const struct xp_swqe_meta *m = &q->meta[j & q->xq->mask];
+		int32_t d = dpv_wire_psn_diff(p->psn, m->first_psn);
+
+		if (d < 0)
+			return true;
+		if ((uint32_t)d >= m->npkts)
+			continue;
+		/* An atomic's result is taken in its turn only. */
+		if (w->opcode != DPV_WR_RDMA_READ || m->rd_done || (uint32_t)d < m->rd_pkts)
+			return true;
+		if (!read_place(x, q, p, payload, w, m, (uint32_t)d))
+			return false;
+		ahead_flip(q, p->psn);
+		return true;
+	}
+	return true;
+}
+
+/* The oldest READ took its expected response: it and the READs after it take in turn
+ * the responses kept ahead, complete when all have come (each response acknowledges
+ * its own PSN and every request before it: the window moves with a long READ, and the
+ * timer restarts), and the next READ still short of one is asked again for it if it is
+ * lost. */
+static void read_follow(struct dpv_xport *x, struct xp_qp *q)
+{
+	for (;;) {
+		uint32_t i = xp_rd_head(q, q->xq->cons_head);
+		const struct dpv_swqe *w;
+		struct xp_swqe_meta *m;
+
+		if (q->qp.attr.state == DPV_QPS_ERR)
+			return;
+		if (idx_diff(q->wqe_hi, i) <= 0) {
+			/* No READ outstanding: no gap either. */
+			q->rd_gap = false;
+			q->rd_reask = false;
+			return;
+		}
+		w = xp_swqe(q, i);
+		m = &q->meta[i & q->xq->mask];
+		while (m->rd_pkts < m->npkts && xp_rd_ahead_test(q, psn_add(m->first_psn, m->rd_pkts))) {
+			ahead_flip(q, psn_add(m->first_psn, m->rd_pkts));
+			m->rd_pkts++;
+		}
+		/* Every gap asked for has come. */
+		if (q->rd_gap &&
+		    dpv_wire_psn_diff(psn_add(m->first_psn, m->rd_pkts), q->rd_asked) >= 0) {
+			q->rd_gap = false;
+			q->rd_reask = false;
+		}
+		if (m->rd_pkts < m->npkts) {
+			if (m->rd_pkts != 0)
+				ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
+			read_gap(x, q, w, m);
+			xp_comp_reask_wait(x, q);
+			return;
+		}
+		ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
+		answered(x, q, m);
+	}
+}
+
+/* IBTA 9.7.5.2: READ responses and atomic acknowledgements are taken in order for the
  * oldest READ or atomic not yet complete; each is checked against what that WQE
  * expects before its data lands. A READ response ahead of the next one expected, by
- * less than XP_RD_AHEAD, is placed and kept (rd_ahead), so a response the link only
- * delayed costs nothing; the READ is asked again from the missing one when the link
- * has lost it: XP_RD_REORDER responses past it have come, or its last one, or one
- * of a later request. */
+ * less than XP_RD_AHEAD PSNs, is placed and kept (rd_ahead), whichever READ it is of,
+ * so a response the link only delayed costs nothing and one it lost costs a re-ask
+ * of that one (read_gap()). */
 static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 			 const uint8_t *payload)
 {
 	struct dpv_ring *sq = q->xq;
-	const struct dpv_swqe *w = NULL;
-	struct xp_swqe_meta *m = NULL;
-	uint32_t i, idx;
+	uint32_t i = xp_rd_head(q, sq->cons_head);
+	const struct dpv_swqe *w;
+	struct xp_swqe_meta *m;
 	int32_t d;
 
-	for (i = sq->cons_head; idx_diff(q->wqe_hi, i) > 0; i++) {
-		w = xp_swqe(q, i);
-		m = &q->meta[i & sq->mask];
-		if (xp_wr_answered(w->opcode) && !m->rd_done)
-			break;
-	}
 	if (idx_diff(q->wqe_hi, i) <= 0) {
 		XP_CNT(x, q, dup_responses);
 		return;
 	}
+	w = xp_swqe(q, i);
+	m = &q->meta[i & sq->mask];
 	d = dpv_wire_psn_diff(p->psn, psn_add(m->first_psn, m->rd_pkts));
 	/* Behind, or ahead and kept already: a duplicate (an answer to a READ asked
 	 * again, or a copy the link made). */
-	if (d < 0 || (d > 0 && d < (int32_t)XP_RD_AHEAD && ((m->rd_ahead >> d) & 1))) {
+	if (d < 0 || (d > 0 && d < (int32_t)XP_RD_AHEAD && xp_rd_ahead_test(q, p->psn))) {
 		XP_CNT(x, q, dup_responses);
 		return;
 	}
-	if (d > 0)
-		XP_CNT(x, q, out_of_seq);
+	if (dpv_wire_psn_diff(p->psn, q->rd_hi) > 0)
+		q->rd_hi = p->psn;
 	/* A READ response acknowledges every request before the READ (IBTA 9.7.5.2). */
 	ack_upto(x, q, psn_add(m->first_psn, DPV_WIRE_PSN_MASK));
 	xp_comp_acked(x, q);
 	if (q->qp.attr.state == DPV_QPS_ERR || sq->cons_head != i)
 		return;
 	if (d > 0) {
-		idx = m->rd_pkts + (uint32_t)d;
-		if (!xp_wr_atomic(w->opcode) && d < (int32_t)XP_RD_AHEAD && idx < m->npkts) {
-			if (!read_place(x, q, p, payload, w, m, idx))
-				return;
-			m->rd_ahead |= 1ull << d;
-		}
-		/* A response is missing: ask again from it (IBTA 9.7.5.2: the responder
-		 * takes the request as a duplicate READ from that PSN), and once per gap:
-		 * the responses still on their way behind the loss are ahead too, and ask
-		 * nothing more until the missing one has come. A re-ask lost again is the
-		 * tail loss probe's (xp_comp_probe()). */
-		if (!q->rd_gap && (d >= (int32_t)XP_RD_REORDER || idx >= m->npkts - 1 ||
-				   xp_wr_atomic(w->opcode))) {
-			q->rd_gap = true;
-			XP_CNT(x, q, retrans_read);
-			xp_req_rewind(q, psn_add(m->first_psn, m->rd_pkts));
-		}
+		XP_CNT(x, q, out_of_seq);
+		if (d < (int32_t)XP_RD_AHEAD && !read_ahead(x, q, p, payload, i))
+			return;
+		read_gap(x, q, w, m);
 		return;
 	}
-	q->rd_gap = false;
+	/* The answer to the oldest re-ask outstanding (or the response it asked for,
+	 * delayed): how long re-asks take, and the next one's wait starts. */
+	if (q->rd_gap) {
+		uint64_t rtt = x->now - q->rd_ask_tsc;
+
+		q->rd_srtt = q->rd_srtt == 0 ? rtt : (7 * q->rd_srtt + rtt) / 8;
+		q->rd_ask_tsc = x->now;
+	}
 	if (xp_wr_atomic(w->opcode)) {
 		atomic_ack_rx(x, q, p, w, m);
-		return;
-	}
-	if (!read_place(x, q, p, payload, w, m, m->rd_pkts))
-		return;
-	/* The responses kept ahead of it follow it in. */
-	m->rd_pkts++;
-	m->rd_ahead >>= 1;
-	while (m->rd_ahead & 1) {
-		m->rd_ahead >>= 1;
+	} else {
+		if (!read_place(x, q, p, payload, w, m, m->rd_pkts))
+			return;
 		m->rd_pkts++;
 	}
-	/* Each response acknowledges its own PSN: the window moves with a long READ, and
-	 * the timer restarts. */
-	ack_upto(x, q, psn_add(m->first_psn, m->rd_pkts - 1));
-	if (m->rd_pkts < m->npkts)
-		return;
-	answered(x, q, m);
+	read_follow(x, q);
 }
 
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,

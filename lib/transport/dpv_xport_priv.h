@@ -50,19 +50,29 @@
 /* The responder NAKs again after so many packets dropped behind a NAK. */
 #define XP_RENAK_DROPS (XP_WINDOW / 4)
 /* Responder queue of a QP (power of two): read responses and the ACK/NAKs behind them.
- * It holds max_dest_rd_atomic new READs and as many duplicate READs, with at most one
- * ACK or NAK between each two (a newer one replaces the one at the tail): never full. */
+ * It holds max_dest_rd_atomic new READs and atomics and as many duplicate atomics, with
+ * at most one ACK or NAK between each two (a newer one replaces the one at the tail),
+ * and the duplicate READs in front of them, XP_DUP_READS duplicates in all: never
+ * full. */
 #define XP_RESPQ 128u
 #define XP_TIMED_NONE UINT32_MAX
 /* Expiries of the local ACK timer a QP lets pass without a retry while the port holds
  * its packets back (the TX queue full), since its last progress. */
 #define XP_DEFER_MAX 32u
-/* READ responses a requester keeps when they come ahead of the one it expects (the
- * bits of xp_swqe_meta.rd_ahead), and those that must have come past a missing one
- * before the READ is asked again from it: a link that delays a frame behind a few
- * others costs no re-ask, one that lost it costs one, at once. */
-#define XP_RD_AHEAD 64u
+/* How far ahead of the response a requester expects a READ response may come and be
+ * kept (xp_qp.rd_ahead, by PSN: responses of the READs after it too), and how many
+ * PSNs a response must have come past a missing one before that one is asked for
+ * again: a link that delays a frame behind a few others costs no re-ask, one that
+ * lost it costs one, at once. XP_RD_AHEAD covers what a responder has in flight
+ * through a port's rings, so what comes behind a loss is kept, not sent twice. */
+#define XP_RD_AHEAD 1024u
 #define XP_RD_REORDER 3u
+/* Gaps of a READ a requester asks for again in one go (one request each); the next
+ * ones go as responses come. */
+#define XP_REASK_BURST 16u
+/* Duplicate READs and atomics a responder keeps queued at once: a READ asked again
+ * gap by gap on a lossy link asks for many small ranges. */
+#define XP_DUP_READS 64u
 /* Rendezvous one QP on a TM SRQ runs at once (doc/guides/rendezvous.md): each holds
  * one slot of the QP's device ring, for its READ and then its FIN; the header of one
  * more is RNR NAKed. */
@@ -115,9 +125,9 @@ struct xp_swqe_meta {
 	uint32_t first_psn;
 	uint32_t npkts;     /**< PSNs the message uses (READ: response packets) */
 	uint32_t len;       /**< message bytes */
-	uint32_t rd_pkts;   /**< READ, atomic: response packets placed, in order */
-	uint64_t rd_ahead;  /**< READ: bit d set when the response rd_pkts + d (d from 1)
-	                         came ahead of its turn and is placed */
+	uint32_t rd_pkts;   /**< READ, atomic: response packets placed, in order (of a
+	                         READ behind the oldest one outstanding, those it had when
+	                         it became the oldest: the rest are in xp_qp.rd_ahead) */
 	bool rd_done;       /**< READ, atomic: last response placed */
 	bool req_sent;      /**< READ, atomic: request out and counted in reads_out */
 	uint32_t pd;        /**< the protection domain of its local buffers */
@@ -247,9 +257,20 @@ struct xp_qp {
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
-	bool rd_gap;              /**< a READ response went missing and was asked for
-	                               again from una; not again (but by a probe or the
-	                               timer) until it comes */
+	bool rd_gap;              /**< responses of the oldest READ went missing and were
+	                               asked for again, up to rd_asked; not again (but by
+	                               a probe or the timer) until they come */
+	bool rd_reask;            /**< re-asks up to rd_lim are still to be sent */
+	bool rd_probed;           /**< ... by a probe (counted as one, not as re-asks) */
+	uint32_t rd_asked;        /**< one past the last PSN asked for again */
+	uint32_t rd_lim;          /**< one past the last PSN known lost */
+	uint32_t rd_hi;           /**< the highest READ response PSN received */
+	uint64_t rd_ask_tsc;      /**< TSC the oldest re-ask outstanding went (or the
+	                               last one it answered came) */
+	uint64_t rd_srtt;         /**< smoothed TSC cycles from a re-ask to its answer */
+	/** READ responses placed ahead of their turn: bit psn % XP_RD_AHEAD, for PSNs
+	 *  within XP_RD_AHEAD after the one the oldest outstanding READ expects. */
+	uint64_t rd_ahead[XP_RD_AHEAD / 64];
 	bool ackreq_next;         /**< the next request packet asks for an ACK */
 	/* Timers (IBTA 9.7.6): one deadline, the RNR wait's while rnr_wait, else the
 	 * local ACK timer's, restarted by forward progress. */
@@ -522,6 +543,29 @@ void xp_comp_timeout(struct dpv_xport *x, struct xp_qp *q);
 /* Nothing was acknowledged for probe_cycles while the requester can send nothing new
  * (all sent, or the window full): send the last packet again, asking for an ACK. */
 void xp_comp_probe(struct dpv_xport *x, struct xp_qp *q);
+/* A READ's gaps were asked for again: the probe that asks again, should the re-asks or
+ * their answers be lost too, comes a couple of re-ask round trips later. */
+void xp_comp_reask_wait(struct dpv_xport *x, struct xp_qp *q);
+
+/* READ responses placed ahead of their turn (xp_qp.rd_ahead), by PSN. */
+static inline bool xp_rd_ahead_test(const struct xp_qp *q, uint32_t psn)
+{
+	const uint32_t b = psn % XP_RD_AHEAD;
+
+	return (q->rd_ahead[b / 64] >> (b % 64)) & 1;
+}
+
+/* The oldest READ or atomic whose responses have not all come, at or after
+ * @p from (an SQ index); wqe_hi when there is none. */
+static inline uint32_t xp_rd_head(const struct xp_qp *q, uint32_t from)
+{
+	uint32_t i;
+
+	for (i = from; idx_diff(q->wqe_hi, i) > 0; i++)
+		if (xp_wr_answered(xp_swqe(q, i)->opcode) && !q->meta[i & q->xq->mask].rd_done)
+			break;
+	return i;
+}
 
 /* The opcode of read response packet i of n (IBTA 9.7.5.1.4: ONLY, or FIRST..LAST):
  * the responder sends them, the completer checks them. */

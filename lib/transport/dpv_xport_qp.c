@@ -160,6 +160,7 @@ static void timers_end(struct dpv_xport *x, struct xp_qp *q)
 {
 	q->rnr_wait = false;
 	q->rd_gap = false;
+	q->rd_reask = false;
 	xp_timer_stop(x, q);
 }
 
@@ -184,6 +185,8 @@ static void req_restart(struct xp_qp *q)
 	q->since_ackreq = 0;
 	q->cwnd = q->ssthresh = XP_WINDOW;
 	q->cwnd_acc = 0;
+	memset(q->rd_ahead, 0, sizeof(q->rd_ahead));
+	q->rd_hi = psn_add(q->psn, DPV_WIRE_PSN_MASK);
 }
 
 /* IBTA 10.3.1: Reset empties the work queues without completions. */

@@ -188,10 +188,8 @@ static void req_out(struct xp_qp *q, struct xp_swqe_meta *m)
 	}
 }
 
-/* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
- * and mark its WQE outstanding. false: no mbuf, nothing sent. */
-static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
-			 struct dpv_wire_pkt *p, uint32_t npsn)
+/* A packet with no payload to the QP's peer. false: no mbuf, nothing sent. */
+static bool send_bare(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p)
 {
 	uint8_t *payload;
 	struct rte_mbuf *mb = xp_frame_alloc(x, p, 0, &payload);
@@ -199,6 +197,16 @@ static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_me
 	if (mb == NULL)
 		return false;
 	xp_frame_send(x, mb, q->qp.attr.dst_ip);
+	return true;
+}
+
+/* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
+ * and mark its WQE outstanding. false: no mbuf, nothing sent. */
+static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
+			 struct dpv_wire_pkt *p, uint32_t npsn)
+{
+	if (!send_bare(x, q, p))
+		return false;
 	psn_sent(x, q, npsn);
 	req_out(q, m);
 	q->next_wqe++;
@@ -206,41 +214,144 @@ static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_me
 	return true;
 }
 
-/* IBTA 9.4: one READ request for the rest of the message from next_off; it
+/* IBTA 9.4: a READ request at @p psn for @p len bytes from @p off of the message; it
  * takes one PSN per response packet. */
-static bool send_read_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
-			  struct xp_swqe_meta *m)
+static void read_req_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			 uint32_t psn, uint32_t off, uint32_t len, struct dpv_wire_pkt *p)
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
-	uint32_t rest = m->len - q->next_off;
-	struct dpv_wire_pkt p;
 
-	xp_pkt_init(x, &p, DPV_OP_RC_READ_REQUEST, a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn,
+	xp_pkt_init(x, p, DPV_OP_RC_READ_REQUEST, a->dst_ip, q->qp.qpn, a->dest_qpn, psn,
 		    a->tos, a->ttl);
-	p.ack_req = true;
-	p.reth_va = w->remote_addr + q->next_off;
-	p.reth_rkey = w->rkey;
-	p.reth_len = rest;
-	return send_request(x, q, m, &p, npkts_of(rest, q->mtu));
+	p->ack_req = true;
+	p->reth_va = w->remote_addr + off;
+	p->reth_rkey = w->rkey;
+	p->reth_len = len;
 }
 
 /* IBTA 9.4.5: an atomic is one request packet with an AtomicETH, and one PSN; its
  * ATOMIC ACKNOWLEDGE carries the value the responder found. */
-static bool send_atomic_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
-			    struct xp_swqe_meta *m)
+static void atomic_req_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			   uint32_t psn, struct dpv_wire_pkt *p)
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
 	const bool cas = w->opcode == DPV_WR_ATOMIC_CMP_SWP;
+
+	xp_pkt_init(x, p, cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD, a->dst_ip, q->qp.qpn,
+		    a->dest_qpn, psn, a->tos, a->ttl);
+	p->ack_req = true;
+	p->atomic_va = w->remote_addr;
+	p->atomic_rkey = w->rkey;
+	p->atomic_swap_add = cas ? w->swap : w->compare_add;
+	p->atomic_compare = cas ? w->compare_add : 0;
+}
+
+/* The READ or atomic request of next_wqe, for the rest of a READ from next_off. */
+static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			      struct xp_swqe_meta *m)
+{
 	struct dpv_wire_pkt p;
 
-	xp_pkt_init(x, &p, cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD, a->dst_ip, q->qp.qpn,
-		    a->dest_qpn, q->psn, a->tos, a->ttl);
-	p.ack_req = true;
-	p.atomic_va = w->remote_addr;
-	p.atomic_rkey = w->rkey;
-	p.atomic_swap_add = cas ? w->swap : w->compare_add;
-	p.atomic_compare = cas ? w->compare_add : 0;
-	return send_request(x, q, m, &p, 1);
+	if (w->opcode != DPV_WR_RDMA_READ) {
+		atomic_req_pkt(x, q, w, q->psn, &p);
+		return send_request(x, q, m, &p, 1);
+	}
+	read_req_pkt(x, q, w, q->psn, q->next_off, m->len - q->next_off, &p);
+	return send_request(x, q, m, &p, npkts_of(m->len - q->next_off, q->mtu));
+}
+
+/* One re-ask: the request @p p at an old PSN, taking none (@p probed: a probe's, which
+ * counts as one in retrans_probe). false: no mbuf. */
+static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			   bool probed)
+{
+	if (!send_bare(x, q, p))
+		return false;
+	XP_CNT(x, q, tx_packets);
+	XP_CNT(x, q, retrans_packets);
+	if (!probed)
+		XP_CNT(x, q, retrans_read);
+	return true;
+}
+
+/*
+ * The oldest READ lacks responses the link lost (rd_reask, dpv_xport_comp.c): each gap
+ * from rd_asked to rd_lim is asked for again alone, one request at the PSN of its first
+ * missing response for the responses up to the next one placed (xp_qp.rd_ahead), which
+ * the responder takes as a duplicate READ for that range (IBTA 9.7.5.1); up to
+ * XP_REASK_BURST of them, and @p quota. Nothing sent after them goes again: the
+ * responder goes on with the responses it was sending, and the requester keeps what
+ * comes. An atomic whose acknowledgement was lost is sent again alike (answered from
+ * the replay cache). @return the requests sent. Not inlined: it runs after a loss
+ * only, and inlined into rc_tx() it costs the send path of every message.
+ */
+static __attribute__((noinline)) uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q,
+						     uint32_t quota)
+{
+	uint32_t i = xp_rd_head(q, q->xq->cons_head), sent = 0, a, b, end, first;
+	const struct xp_swqe_meta *m;
+	const struct dpv_swqe *w;
+	const bool probed = q->rd_probed;
+	struct dpv_wire_pkt p;
+
+	q->rd_reask = false;
+	q->rd_probed = false;
+	if (idx_diff(q->wqe_hi, i) <= 0)
+		return 0;
+	w = xp_swqe(q, i);
+	m = &q->meta[i & q->xq->mask];
+	first = psn_add(m->first_psn, m->rd_pkts);
+	if (dpv_wire_psn_diff(q->rd_asked, first) < 0)
+		q->rd_asked = first;
+	if (q->rd_asked == first)
+		xp_comp_reask_wait(x, q);
+	if (w->opcode != DPV_WR_RDMA_READ) {
+		if (q->rd_asked != first)
+			return 0;
+		atomic_req_pkt(x, q, w, first, &p);
+		if (!send_reask_pkt(x, q, &p, probed)) {
+			q->rd_reask = true;
+			q->rd_probed = probed;
+			return 0;
+		}
+		q->rd_asked = psn_add(first, 1);
+		return 1;
+	}
+	end = psn_add(m->first_psn, m->npkts);
+	if (dpv_wire_psn_diff(q->rd_lim, end) > 0)
+		q->rd_lim = end;
+	a = q->rd_asked;
+	while (dpv_wire_psn_diff(q->rd_lim, a) > 0) {
+		if (xp_rd_ahead_test(q, a)) {
+			a = psn_add(a, 1);
+			continue;
+		}
+		if (sent == quota || sent == XP_REASK_BURST) {
+			q->rd_reask = true;
+			xp_kick(q);
+			break;
+		}
+		/* The gap ends at the next response placed, or where what is known
+		 * lost ends: the responses behind that may still be on their way. */
+		for (b = psn_add(a, 1); b != end && b != q->rd_lim && !xp_rd_ahead_test(q, b);
+		     b = psn_add(b, 1))
+			;
+		{
+			const uint32_t off = (uint32_t)dpv_wire_psn_diff(a, m->first_psn) * q->mtu;
+			const uint32_t len = (uint32_t)dpv_wire_psn_diff(b, a) * q->mtu;
+
+			read_req_pkt(x, q, w, a, off, m->len - off < len ? m->len - off : len, &p);
+		}
+		if (!send_reask_pkt(x, q, &p, probed)) {
+			q->rd_reask = true;
+			break;
+		}
+		sent++;
+		a = b;
+	}
+	q->rd_asked = a;
+	q->rd_probed = q->rd_reask && probed;
+	return sent;
 }
 
 /* Start next_wqe: check it and give it its PSNs. false: it cannot start now. */
@@ -270,7 +381,6 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->len = len;
 	m->npkts = xp_wr_atomic(w->opcode) ? 1 : npkts_of(len, q->mtu);
 	m->rd_pkts = 0;
-	m->rd_ahead = 0;
 	m->rd_done = false;
 	m->req_sent = false;
 	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
@@ -308,11 +418,13 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 	xp_xq_feed(q);
 	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
-	if (idx_diff(head + ready, q->next_wqe) <= 0)
+	if (idx_diff(head + ready, q->next_wqe) <= 0 && !q->rd_reask)
 		return 0;
 	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
+	if (q->rd_reask && quota > 0)
+		sent = send_reasks(x, q, quota);
 	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
 		const struct dpv_swqe *w = xp_swqe(q, q->next_wqe);
 		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
@@ -338,8 +450,7 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 			 * (the responder's resources); 0 runs as 1, so one never waits for
 			 * ever. One sent before goes again whatever the count. */
 			if ((!m->req_sent && q->reads_out >= max_rd) ||
-			    !(w->opcode == DPV_WR_RDMA_READ ? send_read_req(x, q, w, m)
-							    : send_atomic_req(x, q, w, m)))
+			    !send_answered_req(x, q, w, m))
 				break;
 		} else if (!send_data_pkt(x, q, w, m)) {
 			break;

@@ -36,6 +36,31 @@ static struct xp_resp *respq_push(struct xp_qp *q)
 	return e;
 }
 
+/* An entry ahead of everything queued but the duplicate READs already there, which
+ * keep their order: what a requester asks for again is what it lacks now, and the
+ * responses queued for the READs after it (which it keeps) need not go first. */
+static struct xp_resp *respq_push_front(struct xp_qp *q)
+{
+	uint32_t k = 0, i;
+	struct xp_resp *e;
+
+	if (q->resp_tail - q->resp_head == XP_RESPQ)
+		return NULL;
+	while (q->resp_head + k != q->resp_tail) {
+		e = &q->respq[(q->resp_head + k) & (XP_RESPQ - 1)];
+		if (e->kind != XP_RESP_READ || !e->dup)
+			break;
+		k++;
+	}
+	q->resp_head--;
+	for (i = 0; i < k; i++)
+		q->respq[(q->resp_head + i) & (XP_RESPQ - 1)] =
+			q->respq[(q->resp_head + i + 1) & (XP_RESPQ - 1)];
+	e = &q->respq[(q->resp_head + k) & (XP_RESPQ - 1)];
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
 /*
  * An ACK or NAK behind queued READ responses. A newer one replaces one still at the
  * tail (IBTA 9.7.5.1: a later ACK acknowledges every earlier request; a NAK, sequence
@@ -419,9 +444,9 @@ static struct xp_resp *resp_queue(struct xp_qp *q, uint8_t kind, uint32_t psn, b
 }
 
 /* Queue the responses to a READ. */
-static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p, bool dup)
+static void read_queue(struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
-	struct xp_resp *e = resp_queue(q, XP_RESP_READ, p->psn, dup);
+	struct xp_resp *e = resp_queue(q, XP_RESP_READ, p->psn, false);
 
 	e->va = p->reth_va;
 	e->rkey = p->reth_rkey;
@@ -445,7 +470,7 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	}
 	ack_flush_one(x, q);
 	q->msn++;
-	read_queue(q, p, false);
+	read_queue(q, p);
 	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
 }
 
@@ -540,29 +565,61 @@ static void atomic_dup_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	XP_CNT(x, q, dup_atomics_dropped);
 }
 
+/* The responses of a duplicate READ, for @p len bytes from @p va at @p psn: ahead of
+ * the responses queued (respq_push_front()). */
+static void read_dup_queue(struct xp_qp *q, uint32_t psn, uint64_t va, uint32_t rkey,
+			   uint32_t len, uint32_t msn)
+{
+	struct xp_resp *e = respq_push_front(q);
+
+	e->kind = XP_RESP_READ;
+	e->psn = psn;
+	e->msn = msn;
+	e->dup = true;
+	e->va = va;
+	e->rkey = rkey;
+	e->len = len;
+	q->resp_dup_reads++;
+	xp_kick(q);
+}
+
 /*
- * A duplicate READ at @p psn says the requester has everything before it and went back
- * N from there. If the responses of that READ are still queued, they go again from
- * @p psn in place: in the queue's order, so no ACK queued behind them overtakes them
- * (the requester would take an ACK beyond an incomplete READ for a lost response).
+ * A duplicate READ @p p whose PSN falls in a READ whose responses are still queued
+ * asks again for what the requester lacks of it: of that range, what went out already
+ * goes again, alone and first; what is still to go goes in its turn, once. The entry
+ * itself goes on where it was, so the responses after the range, and the ACKs and
+ * READs queued behind it, are not sent twice.
  * @return true when a queued READ took it; false: the duplicate is answered anew.
  */
-static bool read_restart(struct xp_qp *q, uint32_t psn)
+static bool read_restart(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
-	uint32_t i, n;
+	uint32_t i, n, sent, want;
 	int32_t d;
 
 	for (i = q->resp_head; i != q->resp_tail; i++) {
-		struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
+		const struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
 
 		if (e->kind != XP_RESP_READ)
 			continue;
 		n = npkts_of(e->len, q->mtu);
-		d = dpv_wire_psn_diff(psn, e->psn);
+		d = dpv_wire_psn_diff(p->psn, e->psn);
 		if (d < 0 || (uint32_t)d >= n)
 			continue;
-		if ((uint64_t)d * q->mtu < e->sent)
-			e->sent = (uint32_t)d * q->mtu;
+		/* Every response but a READ's last is a full MTU, and the entry leaves
+		 * the queue with its last. */
+		sent = e->sent / q->mtu;
+		if ((uint32_t)d >= sent)
+			return true;
+		want = npkts_of(p->reth_len, q->mtu);
+		if (want > sent - (uint32_t)d)
+			want = sent - (uint32_t)d;
+		if (q->resp_dup_reads >= XP_DUP_READS) {
+			XP_CNT(x, q, dup_reads_dropped);
+			return true;
+		}
+		n = e->len - (uint32_t)d * q->mtu;
+		read_dup_queue(q, p->psn, e->va + (uint64_t)d * q->mtu, e->rkey,
+			       n < want * q->mtu ? n : want * q->mtu, e->msn);
 		return true;
 	}
 	return false;
@@ -585,16 +642,16 @@ static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 			x->stats.access_errors++;
 			return;
 		}
-		if (read_restart(q, p->psn))
+		if (read_restart(x, q, p))
 			return;
-		/* With no slot for it, the duplicate is dropped: the requester's timer
-		 * asks again. */
-		if (q->resp_dup_reads >= DPV_MAX_RD_ATOMIC || p->reth_len > (1u << 31)) {
+		/* With no slot for it, the duplicate is dropped: the requester's probe or
+		 * timer asks again. */
+		if (q->resp_dup_reads >= XP_DUP_READS || p->reth_len > (1u << 31)) {
 			XP_CNT(x, q, dup_reads_dropped);
 			return;
 		}
 		ack_flush_one(x, q);
-		read_queue(q, p, true);
+		read_dup_queue(q, p->psn, p->reth_va, p->reth_rkey, p->reth_len, q->msn);
 		return;
 	}
 	if (p->ack_req)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, RDMA READ on a bad link and the retry counter (IBTA 9.7.5.2, 9.7.6.1):
- * a response lost in the middle of a long READ asks for the rest again at once, with
+ * a response lost in the middle of a long READ is asked for again alone at once, with
  * no timer; a re-ask lost too is the tail loss probe's; reordered responses are kept,
  * and neither they nor duplicates spend a retry; 1 MiB READs over a link losing 5 % and reordering 20 %
  * complete with every byte right and no retry exhausted, as do atomics there.
@@ -61,10 +61,11 @@ static void read_case_close(struct read_case *t)
 	free(t->back);
 }
 
-/* The 100th middle response of a 1024-packet READ is lost: the next one, out of
- * sequence, asks for the rest again from the lost one at once, and only once, however
- * many of the responses behind the loss arrive before the answer to it. No timer runs
- * out and no retry is spent. */
+/* The 100th middle response of a 1024-packet READ is lost: three later ones, out of
+ * sequence, ask for the lost one again at once, and only once, however many of the
+ * responses behind the loss arrive before the answer to it; the responder sends that
+ * one again and nothing else (the responses behind it are kept). No timer runs out and
+ * no retry is spent. */
 static void lost_read_response_is_asked_again_at_once(void **state)
 {
 	struct dpv_xport_stats sa, sb;
@@ -85,6 +86,8 @@ static void lost_read_response_is_asked_again_at_once(void **state)
 	/* the re-ask is a duplicate READ at B; a probe (a test process held off its
 	 * core for a millisecond) would be one more */
 	assert_int_equal(DELTA(xb, dup_requests, sb), 1 + DELTA(xa, retrans_probe, sa));
+	if (DELTA(xa, retrans_probe, sa) == 0)
+		assert_int_equal(DELTA(xb, tx_packets, sb), 1024 + 1);
 	read_case_close(&t);
 }
 
