@@ -83,7 +83,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 
 	if (attr == NULL || id->verbs == NULL || id->qp != NULL)
 		return cma_err(EINVAL);
-	if (attr->qp_type != IBV_QPT_RC)
+	/* An RC QP on an RDMA_PS_TCP id, a UD one on a UD id. */
+	if (attr->qp_type != id->qp_type)
 		return cma_err(EOPNOTSUPP);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
 		attr->pd = id->pd ? id->pd : default_pd(c);
@@ -111,8 +112,11 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	id->qp = qp;
 	id->pd = attr->pd;
 	id->qp_type = attr->qp_type;
-	/* Ready for receives at once, as rdma-core's is. */
-	if (cma_modify_qp(c, IBV_QPS_INIT) != 0) {
+	/* Ready for receives at once, as rdma-core's is; a UD QP for sends too, it needs
+	 * nothing of a peer. */
+	if (cma_modify_qp(c, IBV_QPS_INIT) != 0 ||
+	    (cma_ud(c) && (cma_modify_qp(c, IBV_QPS_RTR) != 0 ||
+			   cma_modify_qp(c, IBV_QPS_RTS) != 0))) {
 		int e = errno;
 
 		ibv_destroy_qp(qp);
