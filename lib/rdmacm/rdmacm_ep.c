@@ -245,15 +245,18 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	struct rdma_addrinfo *r;
 	struct sockaddr_in sin;
 	bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	int ps = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+	int qp_type = ps == RDMA_PS_TCP ? IBV_QPT_RC : IBV_QPT_UD;
 	int ret;
 
 	if (res == NULL || (node == NULL && service == NULL))
 		return cma_err(EINVAL);
 	if (hints != NULL && hints->ai_family != AF_UNSPEC && hints->ai_family != AF_INET)
 		return cma_err(EAFNOSUPPORT);
-	if (hints != NULL && hints->ai_port_space != 0 && hints->ai_port_space != RDMA_PS_TCP)
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
 		return cma_err(EPROTONOSUPPORT);
-	if (hints != NULL && hints->ai_qp_type != 0 && hints->ai_qp_type != IBV_QPT_RC)
+	/* A port space's ids take one QP type: RC for RDMA_PS_TCP, UD for the others. */
+	if (hints != NULL && hints->ai_qp_type != 0 && hints->ai_qp_type != qp_type)
 		return cma_err(EOPNOTSUPP);
 	if (hints != NULL && (hints->ai_flags & RAI_NUMERICHOST))
 		h.ai_flags |= AI_NUMERICHOST;
@@ -269,8 +272,8 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		return cma_err(ENOMEM);
 	r->ai_flags = hints ? hints->ai_flags : 0;
 	r->ai_family = AF_INET;
-	r->ai_qp_type = IBV_QPT_RC;
-	r->ai_port_space = RDMA_PS_TCP;
+	r->ai_qp_type = qp_type;
+	r->ai_port_space = ps;
 	if (passive) {
 		r->ai_src_addr = copy_sin(&sin);
 		r->ai_src_len = sizeof(sin);
