@@ -229,12 +229,15 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 
 /* ---- addresses ---- */
 
+/* Whether @p port of @p ip is taken in @p self's port space: each has its ports, as
+ * the kernel's RDMA CM keeps them. */
 static bool port_in_use(uint32_t ip, uint16_t port, const struct cma_id *self)
 {
 	for (const struct cma_id *k = cma.ids; k != NULL; k = k->next) {
 		uint32_t kip = ntohl(k->id.route.addr.src_sin.sin_addr.s_addr);
 
-		if (k == self || k->passive || k->id.route.addr.src_addr.sa_family != AF_INET ||
+		if (k == self || k->passive || k->id.ps != self->id.ps ||
+		    k->id.route.addr.src_addr.sa_family != AF_INET ||
 		    ntohs(k->id.route.addr.src_sin.sin_port) != port)
 			continue;
 		if (kip == ip || kip == INADDR_ANY || ip == INADDR_ANY)

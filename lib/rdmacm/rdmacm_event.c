@@ -327,8 +327,8 @@ static void conn_response(struct cma_id *c, const struct dpv_dev_cm_event *e)
 /* The one event of a UD id's SIDR request (under cma.lock), as the kernel's RDMA CM
  * gives it (cma_sidr_rep_handler()): ESTABLISHED with the peer's QP, Q_Key and an
  * address handle's attributes for it; UNREACHABLE with the SIDR_REP's status, or
- * -ETIMEDOUT when none came; ADDR_ERROR -EINVAL when the SIDR_REP's Q_Key is not the
- * one the id's QP took. The SIDR_REP's private data goes with each but the last. */
+ * -ETIMEDOUT when none came; ADDR_ERROR -EINVAL when the SIDR_REP's Q_Key is 0 or not
+ * the one the id's QP took. Each that a SIDR_REP gave carries its private data. */
 static void sidr_answer(struct cma_id *c, const struct dpv_dev_cm_event *e)
 {
 	struct ibv_ah_attr *ah;

@@ -703,11 +703,13 @@ static void test_ud_reject(void)
 }
 
 /* A UD id's SIDR_REQ to a port nobody listens on: UNREACHABLE with the SIDR_REP's
- * status Service ID Not Supported (1); a TCP listener on the port is another service. */
+ * status Service ID Not Supported (1); a TCP listener on the port is another service,
+ * in a port space of its own. */
 static void test_ud_no_listener(void)
 {
 	struct rdma_event_channel *chs = channel(), *chc = channel();
-	struct rdma_cm_id *l = listener(chs, 7012), *c = client_ps(chc, 7012, RDMA_PS_UDP);
+	struct rdma_cm_id *l = listener(chs, 7012), *c = client_ps(chc, 7012, RDMA_PS_UDP), *u;
+	struct sockaddr_in a = sin_of(IP_SERVER, 7012);
 	struct rdma_cm_event *ev;
 
 	CHECK(rdma_connect(c, NULL) == 0, "rdma_connect: %s", strerror(errno));
@@ -718,6 +720,10 @@ static void test_ud_no_listener(void)
 		rdma_ack_cm_event(ev);
 	}
 	EXPECT_EMPTY(chs);
+	CHECK(rdma_create_id(chs, &u, NULL, RDMA_PS_UDP) == 0 &&
+		      rdma_bind_addr(u, (struct sockaddr *)&a) == 0,
+	      "a UD id on the TCP listener's port: %s", strerror(errno));
+	rdma_destroy_id(u);
 	rdma_destroy_id(c);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(chc);
