@@ -501,27 +501,10 @@ static void ip_pdata(struct rdma_cm_id *id, const struct rdma_conn_param *param,
 		memcpy(pdata + DPV_CM_IP_HDR_LEN, param->private_data, param->private_data_len);
 }
 
-/* rdma_connect() of a UD id: a SIDR_REQ, whose answer is ESTABLISHED or UNREACHABLE;
- * the id needs no QP for it, as the kernel's does not. */
-static int sidr_connect(struct cma_id *c, const struct rdma_conn_param *param)
+/* After a REQ or SIDR_REQ went out (@p ret 0) or did not, under cma.lock, which it
+ * gives up: rdma_connect()'s return. */
+static int connect_sent(struct cma_id *c, int ret)
 {
-	struct rdma_cm_id *id = &c->id;
-	uint8_t pdata[DPV_CM_SIDR_REQ_PDATA_LEN] = {0};
-	uint8_t len = DPV_CM_IP_HDR_LEN;
-	int ret;
-
-	if (param != NULL) {
-		if (param->private_data_len > DPV_CM_SIDR_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN ||
-		    (param->private_data_len && param->private_data == NULL))
-			return cma_err(EINVAL);
-		len = (uint8_t)(len + param->private_data_len);
-	}
-	ip_pdata(id, param, pdata, sizeof(pdata));
-	pthread_mutex_lock(&cma.lock);
-	ret = dpv_verbs_cm_sidr_request(id->verbs, ntohl(id->route.addr.dst_sin.sin_addr.s_addr),
-					dpv_cm_ip_service_id((enum dpv_cm_ps)id->ps,
-							     ntohs(id->route.addr.dst_sin.sin_port)),
-					pdata, len, &c->conn);
 	if (ret == 0) {
 		c->state = CMA_CONNECT;
 		c->active = true;
@@ -532,6 +515,29 @@ static int sidr_connect(struct cma_id *c, const struct rdma_conn_param *param)
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
 }
 
+/* rdma_connect() of a UD id: a SIDR_REQ, whose answer is ESTABLISHED or UNREACHABLE;
+ * the id needs no QP for it, as the kernel's does not. */
+static int sidr_connect(struct cma_id *c, const struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *id = &c->id;
+	uint8_t pdata[DPV_CM_SIDR_REQ_PDATA_LEN] = {0};
+	uint8_t len = DPV_CM_IP_HDR_LEN;
+
+	if (param != NULL) {
+		if (param->private_data_len > DPV_CM_SIDR_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN ||
+		    (param->private_data_len && param->private_data == NULL))
+			return cma_err(EINVAL);
+		len = (uint8_t)(len + param->private_data_len);
+	}
+	ip_pdata(id, param, pdata, sizeof(pdata));
+	pthread_mutex_lock(&cma.lock);
+	return connect_sent(c, dpv_verbs_cm_sidr_request(
+				       id->verbs, ntohl(id->route.addr.dst_sin.sin_addr.s_addr),
+				       dpv_cm_ip_service_id((enum dpv_cm_ps)id->ps,
+							    ntohs(id->route.addr.dst_sin.sin_port)),
+				       pdata, len, &c->conn));
+}
+
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cma_id *c = to_cid(id);
@@ -539,7 +545,6 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	uint8_t pdata[DPV_CM_REQ_PDATA_LEN] = {0};
 	struct dpv_dev_cm_param p = {0};
 	uint32_t dst;
-	int ret;
 
 	if (c->state != CMA_ROUTE_RESOLVED)
 		return cma_err(EINVAL);
@@ -568,18 +573,11 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	p.private_data = pdata;
 	p.private_data_len = sizeof(pdata);
 	pthread_mutex_lock(&cma.lock);
-	ret = dpv_verbs_cm_connect(id->verbs, dst,
-				   dpv_cm_ip_service_id(DPV_CM_PS_TCP,
-							ntohs(id->route.addr.dst_sin.sin_port)),
-				   &p, &c->conn);
-	if (ret == 0) {
-		c->state = CMA_CONNECT;
-		c->active = true;
-	}
-	pthread_mutex_unlock(&cma.lock);
-	if (ret != 0)
-		return cma_err(ret);
-	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
+	return connect_sent(c, dpv_verbs_cm_connect(
+				       id->verbs, dst,
+				       dpv_cm_ip_service_id(DPV_CM_PS_TCP,
+							    ntohs(id->route.addr.dst_sin.sin_port)),
+				       &p, &c->conn));
 }
 
 int rdma_establish(struct rdma_cm_id *id)

@@ -12,18 +12,26 @@
  *            TIMEWAIT_EXIT on both; the limits of private data (EINVAL);
  *   no listener  REJECTED with reason 8 (Invalid Service ID), as the kernel's gives;
  *   reject   REJECTED with reason 28 (Consumer Defined) and the server's 148 bytes;
+ *            on a UD id UNREACHABLE with status 2 (SIDR Rejected) and 136 bytes;
  *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
  *            when the listener goes;
  *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
  *            and ended, every event each time, the heap not growing;
  *   addr error   ADDR_ERROR for an address no device reaches;
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
- *   not offered  UD port spaces, multicast and rsockets answer at once with their errno.
+ *   UD ids   RDMA_PS_UDP and RDMA_PS_IPOIB: the QP in RTS with RDMA_UDP_QKEY,
+ *            CONNECT_REQUEST with the client's 180 bytes and no QP, ESTABLISHED on
+ *            the client only with the server's QP, Q_Key, 136 bytes and an ah_attr
+ *            over which a SEND with immediate reaches the server's QP; a port nobody
+ *            listens on UNREACHABLE with status 1 (Service ID Not Supported), the
+ *            ports of each port space its own;
+ *   not offered  RDMA_PS_IB, multicast and rsockets answer at once with their errno.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,10 +366,15 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(ch);
 }
 
-static void test_reject(void)
+/* rdma_reject() with as much private data as it may carry: a REJ (REJECTED, reason 28,
+ * Consumer Defined, 148 bytes), on a UD id a SIDR_REP Rejected (UNREACHABLE, status 2,
+ * 136 bytes), as the kernel's RDMA CM reports each. */
+static void test_reject(enum rdma_port_space ps, uint16_t port)
 {
 	struct rdma_event_channel *chs = channel(), *chc = channel();
-	struct rdma_cm_id *l = listener(chs, 7003), *c = client(chc, 7003);
+	struct rdma_cm_id *l = listener_ps(chs, port, ps), *c = client_ps(chc, port, ps);
+	const bool ud = ps != RDMA_PS_TCP;
+	const uint8_t max = ud ? 136 : 148;
 	struct rdma_cm_event *ev;
 	uint8_t rej[149];
 
@@ -372,17 +385,18 @@ static void test_reject(void)
 	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	if (ev == NULL)
 		exit(1);
-	CHECK(rdma_reject(ev->id, rej, 149) == -1 && errno == EINVAL, "149 bytes: errno %d",
-	      errno);
-	CHECK(rdma_reject(ev->id, rej, 148) == 0, "rdma_reject: %s", strerror(errno));
+	CHECK(rdma_reject(ev->id, rej, (uint8_t)(max + 1)) == -1 && errno == EINVAL,
+	      "%u bytes: errno %d", max + 1, errno);
+	CHECK(rdma_reject(ev->id, rej, max) == 0, "rdma_reject: %s", strerror(errno));
 	rdma_destroy_id(ev->id);
 	rdma_ack_cm_event(ev);
-	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c);
+	ev = EXPECT(chc, ud ? RDMA_CM_EVENT_UNREACHABLE : RDMA_CM_EVENT_REJECTED, c);
 	if (ev != NULL) {
-		CHECK(ev->status == 28, "reason %d, want 28 (Consumer Defined)", ev->status);
-		CHECK(ev->param.conn.private_data_len == 148 &&
-		      memcmp(ev->param.conn.private_data, rej, 148) == 0,
-		      "the REJ's private data (%u)", ev->param.conn.private_data_len);
+		/* param.ud and param.conn both start with the private data. */
+		CHECK(ev->status == (ud ? 2 : 28), "status %d, want %d", ev->status, ud ? 2 : 28);
+		CHECK(ev->param.conn.private_data_len == max &&
+		      memcmp(ev->param.conn.private_data, rej, max) == 0,
+		      "the answer's private data (%u)", ev->param.conn.private_data_len);
 		rdma_ack_cm_event(ev);
 	}
 	EXPECT_EMPTY(chs);
@@ -666,42 +680,6 @@ static void test_ud_sidr(enum rdma_port_space ps, uint16_t port)
 	rdma_destroy_event_channel(chs);
 }
 
-/* rdma_reject() of a UD id's request: UNREACHABLE with the SIDR_REP's status Rejected
- * (2) and its private data, as the kernel's RDMA CM reports it. */
-static void test_ud_reject(void)
-{
-	struct rdma_event_channel *chs = channel(), *chc = channel();
-	struct rdma_cm_id *l = listener_ps(chs, 7011, RDMA_PS_UDP);
-	struct rdma_cm_id *c = client_ps(chc, 7011, RDMA_PS_UDP);
-	struct rdma_cm_event *ev;
-	uint8_t rej[137];
-
-	for (size_t i = 0; i < sizeof(rej); i++)
-		rej[i] = (uint8_t)(0xc0 ^ i);
-	CHECK(rdma_connect(c, NULL) == 0, "rdma_connect: %s", strerror(errno));
-	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
-	if (ev == NULL)
-		exit(1);
-	CHECK(rdma_reject(ev->id, rej, 137) == -1 && errno == EINVAL, "137 bytes: errno %d",
-	      errno);
-	CHECK(rdma_reject(ev->id, rej, 136) == 0, "rdma_reject: %s", strerror(errno));
-	rdma_destroy_id(ev->id);
-	rdma_ack_cm_event(ev);
-	ev = EXPECT(chc, RDMA_CM_EVENT_UNREACHABLE, c);
-	if (ev != NULL) {
-		CHECK(ev->status == 2, "status %d, want 2 (SIDR Rejected)", ev->status);
-		CHECK(ev->param.ud.private_data_len == 136 &&
-			      memcmp(ev->param.ud.private_data, rej, 136) == 0,
-		      "the SIDR_REP's private data");
-		rdma_ack_cm_event(ev);
-	}
-	EXPECT_EMPTY(chs);
-	rdma_destroy_id(c);
-	rdma_destroy_id(l);
-	rdma_destroy_event_channel(chc);
-	rdma_destroy_event_channel(chs);
-}
-
 /* A UD id's SIDR_REQ to a port nobody listens on: UNREACHABLE with the SIDR_REP's
  * status Service ID Not Supported (1); a TCP listener on the port is another service,
  * in a port space of its own. */
@@ -740,13 +718,13 @@ int main(void)
 	test_not_offered();
 	test_addr_error();
 	test_no_listener();
-	test_reject();
+	test_reject(RDMA_PS_TCP, 7003);
 	test_backlog();
 	test_connect();
 	test_cycles();
 	test_ud_sidr(RDMA_PS_UDP, 7010);
 	test_ud_sidr(RDMA_PS_IPOIB, 7010);
-	test_ud_reject();
+	test_reject(RDMA_PS_UDP, 7011);
 	test_ud_no_listener();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
