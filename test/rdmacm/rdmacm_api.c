@@ -24,13 +24,17 @@
  *            the client only with the server's QP, Q_Key, 136 bytes and an ah_attr
  *            over which a SEND with immediate reaches the server's QP; a port nobody
  *            listens on UNREACHABLE with status 1 (Service ID Not Supported), the
- *            ports of each port space its own;
+ *            ports of each port space its own; a synchronous UD id of
+ *            rdma_getaddrinfo() and rdma_create_ep() whose rdma_connect() returns
+ *            with the answer (the server's QP number in id->event, or errno 2 for a
+ *            SIDR_REP Rejected);
  *   not offered  RDMA_PS_IB, multicast and rsockets answer at once with their errno.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -708,6 +712,86 @@ static void test_ud_no_listener(void)
 	rdma_destroy_event_channel(chs);
 }
 
+/* What a synchronous UD client saw (sync_client()). */
+struct sync_result {
+	int ret[2], err[2];
+	int qp_type, ps;
+	uint32_t qpn, qkey;
+};
+
+/* A synchronous UD id as rdma_getaddrinfo() and rdma_create_ep() make it: its
+ * rdma_connect() returns with the answer, ESTABLISHED in id->event, then, the second
+ * time, the SIDR_REP Rejected as errno 2 (rdma-core's library gives a positive status
+ * as the errno). */
+static void *sync_client(void *arg)
+{
+	struct sync_result *r = arg;
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_UDP,
+				      .ai_src_addr = (struct sockaddr *)&src,
+				      .ai_src_len = sizeof(src)},
+			     *res;
+	struct rdma_cm_id *id;
+
+	if (rdma_getaddrinfo(IP_SERVER, "7013", &hints, &res) != 0) {
+		r->err[0] = errno;
+		return NULL;
+	}
+	r->qp_type = res->ai_qp_type;
+	r->ps = res->ai_port_space;
+	for (int i = 0; i < 2; i++) {
+		if (rdma_create_ep(&id, res, NULL, NULL) != 0) {
+			r->err[i] = errno;
+			break;
+		}
+		r->ret[i] = rdma_connect(id, NULL);
+		r->err[i] = r->ret[i] ? errno : 0;
+		if (i == 0 && r->ret[i] == 0) {
+			r->qpn = id->event->param.ud.qp_num;
+			r->qkey = id->event->param.ud.qkey;
+		}
+		rdma_destroy_ep(id);
+	}
+	rdma_freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_ud_sync(void)
+{
+	struct rdma_event_channel *chs = channel();
+	struct rdma_cm_id *l = listener_ps(chs, 7013, RDMA_PS_UDP);
+	struct rdma_conn_param p = {.qp_num = 0x4321};
+	struct sync_result r = {.ret = {-1, -1}};
+	struct rdma_cm_event *ev;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, sync_client, &r) != 0)
+		exit(1);
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev != NULL) {
+		/* No QP on the id: conn_param's QP number goes in the SIDR_REP. */
+		CHECK(rdma_accept(ev->id, &p) == 0, "rdma_accept: %s", strerror(errno));
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+	}
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev != NULL) {
+		CHECK(rdma_reject(ev->id, NULL, 0) == 0, "rdma_reject: %s", strerror(errno));
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+	}
+	pthread_join(t, NULL);
+	CHECK(r.qp_type == IBV_QPT_UD && r.ps == RDMA_PS_UDP, "rdma_getaddrinfo: QP type %d, "
+	      "port space %#x", r.qp_type, r.ps);
+	CHECK(r.ret[0] == 0 && r.qpn == 0x4321 && r.qkey == RDMA_UDP_QKEY,
+	      "the synchronous rdma_connect(): %d (errno %d), QP %#x, Q_Key %#x", r.ret[0],
+	      r.err[0], r.qpn, r.qkey);
+	CHECK(r.ret[1] == -1 && r.err[1] == 2, "rejected: %d, errno %d", r.ret[1], r.err[1]);
+	EXPECT_EMPTY(chs);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+}
+
 int main(void)
 {
 	int n = 0;
@@ -726,6 +810,7 @@ int main(void)
 	test_ud_sidr(RDMA_PS_IPOIB, 7010);
 	test_reject(RDMA_PS_UDP, 7011);
 	test_ud_no_listener();
+	test_ud_sync();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures ? 1 : 0;
