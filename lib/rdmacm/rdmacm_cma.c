@@ -120,8 +120,8 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 		return cma_err(EINVAL);
 	if (cma_init() != 0)
 		return -1;
-	/* The UD port spaces need SIDR, and RDMA_PS_IB IB addresses: neither is here. */
-	if (ps != RDMA_PS_TCP)
+	/* RDMA_PS_IB names IB addresses, which a RoCE port has none of. */
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
 		return cma_err(EPROTONOSUPPORT);
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
@@ -138,7 +138,7 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 	c->id.channel = channel;
 	c->id.context = context;
 	c->id.ps = ps;
-	c->id.qp_type = IBV_QPT_RC;
+	c->id.qp_type = ps == RDMA_PS_TCP ? IBV_QPT_RC : IBV_QPT_UD;
 	c->dev = -1;
 	c->ack_timeout = CMA_ACK_TIMEOUT;
 	pthread_mutex_lock(&cma.lock);
@@ -229,12 +229,15 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 
 /* ---- addresses ---- */
 
+/* Whether @p port of @p ip is taken in @p self's port space: each has its ports, as
+ * the kernel's RDMA CM keeps them. */
 static bool port_in_use(uint32_t ip, uint16_t port, const struct cma_id *self)
 {
 	for (const struct cma_id *k = cma.ids; k != NULL; k = k->next) {
 		uint32_t kip = ntohl(k->id.route.addr.src_sin.sin_addr.s_addr);
 
-		if (k == self || k->passive || k->id.route.addr.src_addr.sa_family != AF_INET ||
+		if (k == self || k->passive || k->id.ps != self->id.ps ||
+		    k->id.route.addr.src_addr.sa_family != AF_INET ||
 		    ntohs(k->id.route.addr.src_sin.sin_port) != port)
 			continue;
 		if (kip == ip || kip == INADDR_ANY || ip == INADDR_ANY)
@@ -451,7 +454,9 @@ static uint32_t new_psn(void)
 int rdma_listen(struct rdma_cm_id *id, int backlog)
 {
 	struct cma_id *c = to_cid(id);
-	uint64_t sid = dpv_cm_ip_service_id(DPV_CM_PS_TCP, ntohs(id->route.addr.src_sin.sin_port));
+	/* RDMA_PS_* are the port spaces' numbers of the service ID. */
+	uint64_t sid = dpv_cm_ip_service_id((enum dpv_cm_ps)id->ps,
+					    ntohs(id->route.addr.src_sin.sin_port));
 	int ret = 0;
 
 	if (c->state != CMA_ADDR_BOUND)
@@ -474,36 +479,90 @@ int rdma_listen(struct rdma_cm_id *id, int backlog)
 	return ret ? cma_err(ret) : 0;
 }
 
+uint32_t cma_qkey(struct cma_id *c)
+{
+	if (c->qkey == 0)
+		c->qkey = RDMA_UDP_QKEY;
+	return c->qkey;
+}
+
+/* The IP CM header of a REQ or SIDR_REQ of @p id into @p pdata, the consumer's
+ * @p param private data after it. */
+static void ip_pdata(struct rdma_cm_id *id, const struct rdma_conn_param *param,
+		     uint8_t *pdata, size_t len)
+{
+	struct dpv_cm_ip_hdr h = {.ip_version = 4};
+
+	h.src_port = ntohs(id->route.addr.src_sin.sin_port);
+	dpv_cm_gid_from_ipv4(ntohl(id->route.addr.src_sin.sin_addr.s_addr), h.src);
+	dpv_cm_gid_from_ipv4(ntohl(id->route.addr.dst_sin.sin_addr.s_addr), h.dst);
+	(void)dpv_cm_ip_hdr_pack(&h, pdata, len);
+	if (param != NULL && param->private_data_len)
+		memcpy(pdata + DPV_CM_IP_HDR_LEN, param->private_data, param->private_data_len);
+}
+
+/* After a REQ or SIDR_REQ went out (@p ret 0) or did not, under cma.lock, which it
+ * gives up: rdma_connect()'s return. */
+static int connect_sent(struct cma_id *c, int ret)
+{
+	if (ret == 0) {
+		c->state = CMA_CONNECT;
+		c->active = true;
+	}
+	pthread_mutex_unlock(&cma.lock);
+	if (ret != 0)
+		return cma_err(ret);
+	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
+}
+
+/* rdma_connect() of a UD id: a SIDR_REQ, whose answer is ESTABLISHED or UNREACHABLE;
+ * the id needs no QP for it, as the kernel's does not. */
+static int sidr_connect(struct cma_id *c, const struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *id = &c->id;
+	uint8_t pdata[DPV_CM_SIDR_REQ_PDATA_LEN] = {0};
+	uint8_t len = DPV_CM_IP_HDR_LEN;
+
+	if (param != NULL) {
+		if (param->private_data_len > DPV_CM_SIDR_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN ||
+		    (param->private_data_len && param->private_data == NULL))
+			return cma_err(EINVAL);
+		len = (uint8_t)(len + param->private_data_len);
+	}
+	ip_pdata(id, param, pdata, sizeof(pdata));
+	pthread_mutex_lock(&cma.lock);
+	return connect_sent(c, dpv_verbs_cm_sidr_request(
+				       id->verbs, ntohl(id->route.addr.dst_sin.sin_addr.s_addr),
+				       dpv_cm_ip_service_id((enum dpv_cm_ps)id->ps,
+							    ntohs(id->route.addr.dst_sin.sin_port)),
+				       pdata, len, &c->conn));
+}
+
 int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cma_id *c = to_cid(id);
 	struct ibv_device_attr *da;
 	uint8_t pdata[DPV_CM_REQ_PDATA_LEN] = {0};
 	struct dpv_dev_cm_param p = {0};
-	struct dpv_cm_ip_hdr h = {.ip_version = 4};
 	uint32_t dst;
-	int ret;
 
 	if (c->state != CMA_ROUTE_RESOLVED)
 		return cma_err(EINVAL);
+	if (cma_ud(c))
+		return sidr_connect(c, param);
 	if (param != NULL && param->private_data_len > DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN)
 		return cma_err(EINVAL);
 	if (id->qp == NULL && (param == NULL || param->qp_num == 0))
 		return cma_err(EINVAL);
 	da = &cma.attr[c->dev];
 	dst = ntohl(id->route.addr.dst_sin.sin_addr.s_addr);
-	h.src_port = ntohs(id->route.addr.src_sin.sin_port);
-	dpv_cm_gid_from_ipv4(ntohl(id->route.addr.src_sin.sin_addr.s_addr), h.src);
-	dpv_cm_gid_from_ipv4(dst, h.dst);
-	(void)dpv_cm_ip_hdr_pack(&h, pdata, sizeof(pdata));
+	ip_pdata(id, param, pdata, sizeof(pdata));
 	c->responder_resources = param ? clamp(param->responder_resources, da->max_qp_rd_atom) :
 					 (uint8_t)da->max_qp_rd_atom;
 	c->initiator_depth = param ? clamp(param->initiator_depth, da->max_qp_init_rd_atom) :
 				     (uint8_t)da->max_qp_init_rd_atom;
 	c->retry_count = param ? clamp(param->retry_count, 7) : 7;
 	c->rnr_retry_count = param ? clamp(param->rnr_retry_count, 7) : 7;
-	if (param != NULL && param->private_data_len)
-		memcpy(pdata + DPV_CM_IP_HDR_LEN, param->private_data, param->private_data_len);
 	c->psn = new_psn();
 	p.qpn = id->qp ? id->qp->qp_num : param->qp_num;
 	p.psn = c->psn;
@@ -514,18 +573,11 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	p.private_data = pdata;
 	p.private_data_len = sizeof(pdata);
 	pthread_mutex_lock(&cma.lock);
-	ret = dpv_verbs_cm_connect(id->verbs, dst,
-				   dpv_cm_ip_service_id(DPV_CM_PS_TCP,
-							ntohs(id->route.addr.dst_sin.sin_port)),
-				   &p, &c->conn);
-	if (ret == 0) {
-		c->state = CMA_CONNECT;
-		c->active = true;
-	}
-	pthread_mutex_unlock(&cma.lock);
-	if (ret != 0)
-		return cma_err(ret);
-	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ESTABLISHED) : 0;
+	return connect_sent(c, dpv_verbs_cm_connect(
+				       id->verbs, dst,
+				       dpv_cm_ip_service_id(DPV_CM_PS_TCP,
+							    ntohs(id->route.addr.dst_sin.sin_port)),
+				       &p, &c->conn));
 }
 
 int rdma_establish(struct rdma_cm_id *id)
@@ -542,6 +594,32 @@ int rdma_establish(struct rdma_cm_id *id)
 	return ret ? cma_err(ret) : 0;
 }
 
+/* rdma_accept() of a UD id's CONNECT_REQUEST: a SIDR_REP (Success) with the QP's
+ * number (@p param's without a QP) and the id's Q_Key (rdma_conn_param carries none:
+ * rdma-core's library hands the kernel 0, the default). No event follows, nor a
+ * connection. */
+static int sidr_accept(struct cma_id *c, const struct rdma_conn_param *param)
+{
+	struct rdma_cm_id *id = &c->id;
+	uint32_t qkey;
+	int ret;
+
+	if (param != NULL && (param->private_data_len > DPV_CM_SIDR_REP_PDATA_LEN ||
+			      (param->private_data_len && param->private_data == NULL)))
+		return cma_err(EINVAL);
+	if (id->qp == NULL && (param == NULL || param->qp_num == 0))
+		return cma_err(EINVAL);
+	qkey = cma_qkey(c);
+	pthread_mutex_lock(&cma.lock);
+	ret = dpv_verbs_cm_sidr_accept(id->verbs, c->conn, id->qp ? id->qp->qp_num : param->qp_num,
+				       qkey, param ? param->private_data : NULL,
+				       param ? param->private_data_len : 0);
+	if (ret == 0)
+		c->state = CMA_DONE;
+	pthread_mutex_unlock(&cma.lock);
+	return ret ? cma_err(ret) : 0;
+}
+
 int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct cma_id *c = to_cid(id);
@@ -551,6 +629,8 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 	if (c->state != CMA_REQUEST)
 		return cma_err(EINVAL);
+	if (cma_ud(c))
+		return sidr_accept(c, param);
 	if (param != NULL && param->private_data_len > DPV_CM_REP_PDATA_LEN)
 		return cma_err(EINVAL);
 	if (id->qp == NULL && (param == NULL || param->qp_num == 0))
@@ -591,7 +671,8 @@ int rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private
 
 	if (c->state != CMA_REQUEST && c->state != CMA_RESPONSE)
 		return cma_err(EINVAL);
-	if (private_data_len > DPV_CM_REJ_PDATA_LEN ||
+	/* A UD id's answer is a SIDR_REP (Rejected), whose field is shorter than a REJ's. */
+	if (private_data_len > (cma_ud(c) ? DPV_CM_SIDR_REP_PDATA_LEN : DPV_CM_REJ_PDATA_LEN) ||
 	    (private_data_len && private_data == NULL))
 		return cma_err(EINVAL);
 	pthread_mutex_lock(&cma.lock);
@@ -708,6 +789,27 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 
 	if (attr == NULL || mask == NULL || id->verbs == NULL)
 		return cma_err(EINVAL);
+	if (cma_ud(c)) {
+		/* As rdma-core moves a UD QP (ucma_init_ud_qp()): the Q_Key at INIT, no
+		 * peer at RTR, a send PSN of 0 at RTS. */
+		*mask = IBV_QP_STATE;
+		switch (attr->qp_state) {
+		case IBV_QPS_INIT:
+			attr->pkey_index = 0;
+			attr->port_num = 1;
+			attr->qkey = cma_qkey(c);
+			*mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+			return 0;
+		case IBV_QPS_RTR:
+			return 0;
+		case IBV_QPS_RTS:
+			attr->sq_psn = 0;
+			*mask |= IBV_QP_SQ_PSN;
+			return 0;
+		default:
+			return cma_err(EINVAL);
+		}
+	}
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
 		attr->pkey_index = 0;

@@ -83,7 +83,8 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 
 	if (attr == NULL || id->verbs == NULL || id->qp != NULL)
 		return cma_err(EINVAL);
-	if (attr->qp_type != IBV_QPT_RC)
+	/* An RC QP on an RDMA_PS_TCP id, a UD one on a UD id. */
+	if (attr->qp_type != id->qp_type)
 		return cma_err(EOPNOTSUPP);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
 		attr->pd = id->pd ? id->pd : default_pd(c);
@@ -111,8 +112,11 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	id->qp = qp;
 	id->pd = attr->pd;
 	id->qp_type = attr->qp_type;
-	/* Ready for receives at once, as rdma-core's is. */
-	if (cma_modify_qp(c, IBV_QPS_INIT) != 0) {
+	/* Ready for receives at once, as rdma-core's is; a UD QP for sends too, it needs
+	 * nothing of a peer. */
+	if (cma_modify_qp(c, IBV_QPS_INIT) != 0 ||
+	    (cma_ud(c) && (cma_modify_qp(c, IBV_QPS_RTR) != 0 ||
+			   cma_modify_qp(c, IBV_QPS_RTS) != 0))) {
 		int e = errno;
 
 		ibv_destroy_qp(qp);
@@ -241,15 +245,18 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 	struct rdma_addrinfo *r;
 	struct sockaddr_in sin;
 	bool passive = hints && (hints->ai_flags & RAI_PASSIVE);
+	int ps = hints && hints->ai_port_space ? hints->ai_port_space : RDMA_PS_TCP;
+	int qp_type = ps == RDMA_PS_TCP ? IBV_QPT_RC : IBV_QPT_UD;
 	int ret;
 
 	if (res == NULL || (node == NULL && service == NULL))
 		return cma_err(EINVAL);
 	if (hints != NULL && hints->ai_family != AF_UNSPEC && hints->ai_family != AF_INET)
 		return cma_err(EAFNOSUPPORT);
-	if (hints != NULL && hints->ai_port_space != 0 && hints->ai_port_space != RDMA_PS_TCP)
+	if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IPOIB)
 		return cma_err(EPROTONOSUPPORT);
-	if (hints != NULL && hints->ai_qp_type != 0 && hints->ai_qp_type != IBV_QPT_RC)
+	/* A port space's ids take one QP type: RC for RDMA_PS_TCP, UD for the others. */
+	if (hints != NULL && hints->ai_qp_type != 0 && hints->ai_qp_type != qp_type)
 		return cma_err(EOPNOTSUPP);
 	if (hints != NULL && (hints->ai_flags & RAI_NUMERICHOST))
 		h.ai_flags |= AI_NUMERICHOST;
@@ -265,8 +272,8 @@ int rdma_getaddrinfo(const char *node, const char *service, const struct rdma_ad
 		return cma_err(ENOMEM);
 	r->ai_flags = hints ? hints->ai_flags : 0;
 	r->ai_family = AF_INET;
-	r->ai_qp_type = IBV_QPT_RC;
-	r->ai_port_space = RDMA_PS_TCP;
+	r->ai_qp_type = qp_type;
+	r->ai_port_space = ps;
 	if (passive) {
 		r->ai_src_addr = copy_sin(&sin);
 		r->ai_src_len = sizeof(sin);

@@ -242,7 +242,7 @@ static void conn_request(int dev, const struct dpv_dev_cm_event *e)
 	c->id.context = l->id.context;
 	c->id.ps = l->id.ps;
 	c->id.port_num = 1;
-	c->id.qp_type = IBV_QPT_RC;
+	c->id.qp_type = l->id.qp_type;
 	c->id.route.addr.src_sin.sin_family = AF_INET;
 	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(ctx));
 	c->id.route.addr.src_sin.sin_port = l->id.route.addr.src_sin.sin_port;
@@ -262,13 +262,23 @@ static void conn_request(int dev, const struct dpv_dev_cm_event *e)
 	c->next = cma.ids;
 	cma.ids = c;
 	l->pending++;
-	/* The consumer sees its own bytes: the IP CM header stripped, the length the
-	 * field's rest, as the kernel reports it. */
-	memcpy(ev->pdata, e->private_data + DPV_CM_IP_HDR_LEN,
-	       DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN);
 	ev->ev.id = &c->id;
 	ev->ev.listen_id = &l->id;
 	ev->ev.event = RDMA_CM_EVENT_CONNECT_REQUEST;
+	/* The consumer sees its own bytes: the IP CM header stripped, the length the
+	 * field's rest, as the kernel reports it. */
+	if (e->ud) {
+		/* A SIDR_REQ names no QP: the kernel's event has no QP number, Q_Key nor
+		 * address handle, the program answers the sender of what it receives. */
+		memcpy(ev->pdata, e->private_data + DPV_CM_IP_HDR_LEN,
+		       DPV_CM_SIDR_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN);
+		ev->ev.param.ud.private_data = ev->pdata;
+		ev->ev.param.ud.private_data_len = DPV_CM_SIDR_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN;
+		cma_chan_push(cma_chan(l->id.channel), ev);
+		return;
+	}
+	memcpy(ev->pdata, e->private_data + DPV_CM_IP_HDR_LEN,
+	       DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN);
 	ev->ev.param.conn.private_data = ev->pdata;
 	ev->ev.param.conn.private_data_len = DPV_CM_REQ_PDATA_LEN - DPV_CM_IP_HDR_LEN;
 	/* The peer's responder resources are what this side may initiate, and back. */
@@ -314,6 +324,50 @@ static void conn_response(struct cma_id *c, const struct dpv_dev_cm_event *e)
 	cma_chan_push(cma_chan(c->id.channel), ev);
 }
 
+/* The one event of a UD id's SIDR request (under cma.lock), as the kernel's RDMA CM
+ * gives it (cma_sidr_rep_handler()): ESTABLISHED with the peer's QP, Q_Key and an
+ * address handle's attributes for it; UNREACHABLE with the SIDR_REP's status, or
+ * -ETIMEDOUT when none came; ADDR_ERROR -EINVAL when the SIDR_REP's Q_Key is 0 or not
+ * the one the id's QP took. Each that a SIDR_REP gave carries its private data. */
+static void sidr_answer(struct cma_id *c, const struct dpv_dev_cm_event *e)
+{
+	struct ibv_ah_attr *ah;
+	struct cma_event *ev;
+
+	c->state = CMA_DONE;
+	ev = calloc(1, sizeof(*ev));
+	if (ev == NULL)
+		return;
+	ev->ev.id = &c->id;
+	if (e->type != DPV_CM_EV_ESTABLISHED) {
+		ev->ev.event = RDMA_CM_EVENT_UNREACHABLE;
+		ev->ev.status = e->sidr_status ? e->sidr_status : -ETIMEDOUT;
+	} else if (e->remote_qkey == 0 || (c->qkey != 0 && c->qkey != e->remote_qkey)) {
+		ev->ev.event = RDMA_CM_EVENT_ADDR_ERROR;
+		ev->ev.status = -EINVAL;
+	} else {
+		c->qkey = e->remote_qkey;
+		ev->ev.event = RDMA_CM_EVENT_ESTABLISHED;
+		ev->ev.param.ud.qp_num = e->remote_qpn;
+		ev->ev.param.ud.qkey = e->remote_qkey;
+		/* RoCEv2's: a GRH to the peer's IPv4-mapped GID from GID index 0. */
+		ah = &ev->ev.param.ud.ah_attr;
+		ah->is_global = 1;
+		ah->port_num = 1;
+		ah->grh.sgid_index = 0;
+		ah->grh.hop_limit = 64;
+		ah->grh.traffic_class = c->tos;
+		dpv_cm_gid_from_ipv4(ntohl(c->id.route.addr.dst_sin.sin_addr.s_addr),
+				     ah->grh.dgid.raw);
+	}
+	if (e->type == DPV_CM_EV_ESTABLISHED || e->sidr_status != 0) {
+		memcpy(ev->pdata, e->private_data, DPV_CM_SIDR_REP_PDATA_LEN);
+		ev->ev.param.ud.private_data = ev->pdata;
+		ev->ev.param.ud.private_data_len = DPV_CM_SIDR_REP_PDATA_LEN;
+	}
+	cma_chan_push(cma_chan(c->id.channel), ev);
+}
+
 /* One event of device @p dev (under cma.lock), on whichever thread takes events. An
  * event leaves the id's QP alone, as rdma-core's does (the kernel's CM never sees a
  * QP made in user space): the program may have destroyed it with ibv_destroy_qp()
@@ -328,6 +382,12 @@ static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 		return;
 	}
 	c = find_conn(dev, e->id);
+	if (e->ud) {
+		/* A destroyed id's request is gone with its answer: nothing is owed. */
+		if (c != NULL && c->active)
+			sidr_answer(c, e);
+		return;
+	}
 	if (c == NULL) {
 		/* The id went away meanwhile: answer for it, as a destroyed kernel id does. */
 		if (e->type == DPV_CM_EV_CONNECT_RESPONSE)

@@ -70,6 +70,7 @@ struct cma_id {
 	uint8_t tos, ack_timeout;
 	uint32_t psn;               /* the QP's starting send PSN */
 	uint32_t remote_qpn, remote_psn;
+	uint32_t qkey;              /* a UD id's Q_Key, once its QP or an answer set it */
 	uint8_t responder_resources, initiator_depth; /* this side's, for the QP */
 	uint8_t retry_count, rnr_retry_count;
 	uint8_t rep_pdata[DPV_CM_REP_PDATA_LEN]; /* the REP's, for ESTABLISHED */
@@ -132,6 +133,17 @@ static inline struct cma_id *to_cid(struct rdma_cm_id *id)
 {
 	return (struct cma_id *)(void *)id;
 }
+
+/* A UD id (RDMA_PS_UDP, RDMA_PS_IPOIB): SIDR resolves it, no connection is made. */
+static inline bool cma_ud(const struct cma_id *c)
+{
+	return c->id.qp_type == IBV_QPT_UD;
+}
+
+/* A UD id's Q_Key, RDMA_UDP_QKEY when none was set yet, as the kernel's RDMA CM gives
+ * an RDMA_PS_UDP id (an RDMA_PS_IPOIB one's would be its IPoIB broadcast group's,
+ * which a RoCE port has none of). */
+uint32_t cma_qkey(struct cma_id *c);
 
 /* Wait on a sync id's channel for its next event; 0 when it is @p want with status 0,
  * else -1 with errno as rdma-core's library sets it. */

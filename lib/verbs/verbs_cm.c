@@ -70,6 +70,18 @@ int dpv_verbs_cm_disconnect(struct ibv_context *ctx, uint32_t id)
 	return dpv_dev_cm_disconnect(dev_of(ctx), id);
 }
 
+int dpv_verbs_cm_sidr_request(struct ibv_context *ctx, uint32_t dst_ip, uint64_t service_id,
+			      const void *pdata, uint8_t len, uint32_t *id)
+{
+	return dpv_dev_cm_sidr_request(dev_of(ctx), dst_ip, service_id, pdata, len, id);
+}
+
+int dpv_verbs_cm_sidr_accept(struct ibv_context *ctx, uint32_t id, uint32_t qpn, uint32_t qkey,
+			     const void *pdata, uint8_t len)
+{
+	return dpv_dev_cm_sidr_accept(dev_of(ctx), id, qpn, qkey, pdata, len);
+}
+
 int dpv_verbs_cm_get_event(struct ibv_context *ctx, struct dpv_dev_cm_event *ev)
 {
 	return dpv_dev_cm_get_event(dev_of(ctx), ev);

@@ -58,6 +58,12 @@ int dpv_verbs_cm_reject(struct ibv_context *ctx, uint32_t id, const void *pdata,
 int dpv_verbs_cm_establish(struct ibv_context *ctx, uint32_t id);
 /** dpv_dev_cm_disconnect() on the context's device. */
 int dpv_verbs_cm_disconnect(struct ibv_context *ctx, uint32_t id);
+/** dpv_dev_cm_sidr_request() on the context's device. */
+int dpv_verbs_cm_sidr_request(struct ibv_context *ctx, uint32_t dst_ip, uint64_t service_id,
+			      const void *pdata, uint8_t len, uint32_t *id);
+/** dpv_dev_cm_sidr_accept() on the context's device. */
+int dpv_verbs_cm_sidr_accept(struct ibv_context *ctx, uint32_t id, uint32_t qpn, uint32_t qkey,
+			     const void *pdata, uint8_t len);
 /** dpv_dev_cm_get_event() on the context's device. */
 int dpv_verbs_cm_get_event(struct ibv_context *ctx, struct dpv_dev_cm_event *ev);
 

@@ -24,6 +24,9 @@
 #             ucmatose   server `ucmatose ARGS`, client `ucmatose -s SERVER ARGS` (ARGS:
 #                        -c CONNECTIONS, -C MESSAGES, -S SIZE): both print "test
 #                        complete" and "return status 0"
+#             udaddy     the same with UD ids (RDMA_PS_UDP, SIDR): server `udaddy ARGS`,
+#                        client `udaddy -s SERVER ARGS` (ARGS as ucmatose's, and -p 0x2
+#                        for RDMA_PS_IPOIB ids); the same lines on both sides
 #             rdma_server  server `rdma_server -p PORT`, client `rdma_client -s SERVER -p
 #                        PORT` (synchronous ids, rdma_create_ep(), rdma_get_request()):
 #                        both print "end 0"
@@ -40,7 +43,7 @@ set -u
 # shellcheck source=../lib/link.sh
 . "$(dirname "$0")/../lib/link.sh"
 
-link_args 4 "memif|afpacket nohuge|huge PORT rping|ucmatose|rdma_server [ARGS...]" "$@"
+link_args 4 "memif|afpacket nohuge|huge PORT rping|ucmatose|udaddy|rdma_server [ARGS...]" "$@"
 link=$1 memory=$2 port=$3 prog=$4
 shift 4
 args=("$@")
@@ -53,9 +56,9 @@ if [ ! -e "$rdmacm_dir/librdmacm.so.1" ]; then
 fi
 libdir=$rdmacm_dir:$libdir
 case $prog in
-rping | ucmatose) link_need "$prog" rdmacm-utils ;;
+rping | ucmatose | udaddy) link_need "$prog" rdmacm-utils ;;
 rdma_server) link_need rdma_client rdmacm-utils; link_need rdma_server rdmacm-utils ;;
-*) echo "program $prog: not rping, ucmatose or rdma_server" >&2; exit 2 ;;
+*) echo "program $prog: not rping, ucmatose, udaddy or rdma_server" >&2; exit 2 ;;
 esac
 link_eal "$memory"
 case $link in
@@ -90,9 +93,9 @@ rping)
 	server=(rping -s -a "$ip_a" -p "$port" "${args[@]}")
 	client=(rping -c -a "$ip_a" -p "$port" "${args[@]}")
 	;;
-ucmatose)
-	server=(ucmatose "${args[@]}")
-	client=(ucmatose -s "$ip_a" "${args[@]}")
+ucmatose | udaddy)
+	server=("$prog" "${args[@]}")
+	client=("$prog" -s "$ip_a" "${args[@]}")
 	;;
 rdma_server)
 	server=(rdma_server -p "$port")
@@ -154,7 +157,7 @@ rping)
 		check_rping "$out_a" server "server ping data: "
 	fi
 	;;
-ucmatose)
+ucmatose | udaddy)
 	for f in "$out_a" "$out_b"; do
 		if ! grep -q '^test complete' "$f" || ! grep -q '^return status 0' "$f"; then
 			fail "$(basename "$f" .out): no \"test complete\" and \"return status 0\""

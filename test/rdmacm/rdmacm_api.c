@@ -12,18 +12,30 @@
  *            TIMEWAIT_EXIT on both; the limits of private data (EINVAL);
  *   no listener  REJECTED with reason 8 (Invalid Service ID), as the kernel's gives;
  *   reject   REJECTED with reason 28 (Consumer Defined) and the server's 148 bytes;
+ *            on a UD id UNREACHABLE with status 2 (SIDR Rejected) and 136 bytes;
  *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
  *            when the listener goes;
  *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
  *            and ended, every event each time, the heap not growing;
  *   addr error   ADDR_ERROR for an address no device reaches;
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
- *   not offered  UD port spaces, multicast and rsockets answer at once with their errno.
+ *   UD ids   RDMA_PS_UDP and RDMA_PS_IPOIB: the QP in RTS with RDMA_UDP_QKEY,
+ *            CONNECT_REQUEST with the client's 180 bytes and no QP, ESTABLISHED on
+ *            the client only with the server's QP, Q_Key, 136 bytes and an ah_attr
+ *            over which a SEND with immediate reaches the server's QP; a port nobody
+ *            listens on UNREACHABLE with status 1 (Service ID Not Supported), the
+ *            ports of each port space its own; a synchronous UD id of
+ *            rdma_getaddrinfo() and rdma_create_ep() whose rdma_connect() returns
+ *            with the answer (the server's QP number in id->event, or errno 2 for a
+ *            SIDR_REP Rejected);
+ *   not offered  RDMA_PS_IB, multicast and rsockets answer at once with their errno.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,13 +170,15 @@ static void expect_empty(struct rdma_event_channel *ch, int line)
 
 #define EXPECT_EMPTY(ch) expect_empty(ch, __LINE__)
 
-/* An active id on dpv1, its address and route resolved to the server's @p port. */
-static struct rdma_cm_id *client(struct rdma_event_channel *ch, uint16_t port)
+/* An active id of port space @p ps on dpv1, its address and route resolved to the
+ * server's @p port. */
+static struct rdma_cm_id *client_ps(struct rdma_event_channel *ch, uint16_t port,
+				    enum rdma_port_space ps)
 {
 	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(IP_SERVER, port);
 	struct rdma_cm_id *id;
 
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+	if (rdma_create_id(ch, &id, NULL, ps) != 0) {
 		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
 		exit(1);
 	}
@@ -176,12 +190,18 @@ static struct rdma_cm_id *client(struct rdma_event_channel *ch, uint16_t port)
 	return id;
 }
 
-static struct rdma_cm_id *listener(struct rdma_event_channel *ch, uint16_t port)
+static struct rdma_cm_id *client(struct rdma_event_channel *ch, uint16_t port)
+{
+	return client_ps(ch, port, RDMA_PS_TCP);
+}
+
+static struct rdma_cm_id *listener_ps(struct rdma_event_channel *ch, uint16_t port,
+				      enum rdma_port_space ps)
 {
 	struct sockaddr_in a = sin_of(IP_SERVER, port);
 	struct rdma_cm_id *id;
 
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0 ||
+	if (rdma_create_id(ch, &id, NULL, ps) != 0 ||
 	    rdma_bind_addr(id, (struct sockaddr *)&a) != 0 || rdma_listen(id, 8) != 0) {
 		fprintf(stderr, "listener: %s\n", strerror(errno));
 		exit(1);
@@ -189,11 +209,16 @@ static struct rdma_cm_id *listener(struct rdma_event_channel *ch, uint16_t port)
 	return id;
 }
 
+static struct rdma_cm_id *listener(struct rdma_event_channel *ch, uint16_t port)
+{
+	return listener_ps(ch, port, RDMA_PS_TCP);
+}
+
 static void qp_for(struct rdma_cm_id *id)
 {
 	struct ibv_qp_init_attr a = {
 		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
-		.qp_type = IBV_QPT_RC,
+		.qp_type = id->qp_type,
 		.sq_sig_all = 1,
 	};
 
@@ -345,10 +370,15 @@ static void test_no_listener(void)
 	rdma_destroy_event_channel(ch);
 }
 
-static void test_reject(void)
+/* rdma_reject() with as much private data as it may carry: a REJ (REJECTED, reason 28,
+ * Consumer Defined, 148 bytes), on a UD id a SIDR_REP Rejected (UNREACHABLE, status 2,
+ * 136 bytes), as the kernel's RDMA CM reports each. */
+static void test_reject(enum rdma_port_space ps, uint16_t port)
 {
 	struct rdma_event_channel *chs = channel(), *chc = channel();
-	struct rdma_cm_id *l = listener(chs, 7003), *c = client(chc, 7003);
+	struct rdma_cm_id *l = listener_ps(chs, port, ps), *c = client_ps(chc, port, ps);
+	const bool ud = ps != RDMA_PS_TCP;
+	const uint8_t max = ud ? 136 : 148;
 	struct rdma_cm_event *ev;
 	uint8_t rej[149];
 
@@ -359,17 +389,18 @@ static void test_reject(void)
 	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
 	if (ev == NULL)
 		exit(1);
-	CHECK(rdma_reject(ev->id, rej, 149) == -1 && errno == EINVAL, "149 bytes: errno %d",
-	      errno);
-	CHECK(rdma_reject(ev->id, rej, 148) == 0, "rdma_reject: %s", strerror(errno));
+	CHECK(rdma_reject(ev->id, rej, (uint8_t)(max + 1)) == -1 && errno == EINVAL,
+	      "%u bytes: errno %d", max + 1, errno);
+	CHECK(rdma_reject(ev->id, rej, max) == 0, "rdma_reject: %s", strerror(errno));
 	rdma_destroy_id(ev->id);
 	rdma_ack_cm_event(ev);
-	ev = EXPECT(chc, RDMA_CM_EVENT_REJECTED, c);
+	ev = EXPECT(chc, ud ? RDMA_CM_EVENT_UNREACHABLE : RDMA_CM_EVENT_REJECTED, c);
 	if (ev != NULL) {
-		CHECK(ev->status == 28, "reason %d, want 28 (Consumer Defined)", ev->status);
-		CHECK(ev->param.conn.private_data_len == 148 &&
-		      memcmp(ev->param.conn.private_data, rej, 148) == 0,
-		      "the REJ's private data (%u)", ev->param.conn.private_data_len);
+		/* param.ud and param.conn both start with the private data. */
+		CHECK(ev->status == (ud ? 2 : 28), "status %d, want %d", ev->status, ud ? 2 : 28);
+		CHECK(ev->param.conn.private_data_len == max &&
+		      memcmp(ev->param.conn.private_data, rej, max) == 0,
+		      "the answer's private data (%u)", ev->param.conn.private_data_len);
 		rdma_ack_cm_event(ev);
 	}
 	EXPECT_EMPTY(chs);
@@ -509,10 +540,8 @@ static void test_not_offered(void)
 	struct sockaddr_in a = sin_of(IP_SERVER, 7005);
 	struct rdma_cm_id *id;
 
-	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_UDP) == -1 && errno == EPROTONOSUPPORT,
-	      "RDMA_PS_UDP: errno %d", errno);
-	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_IPOIB) == -1 && errno == EPROTONOSUPPORT,
-	      "RDMA_PS_IPOIB: errno %d", errno);
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_IB) == -1 && errno == EPROTONOSUPPORT,
+	      "RDMA_PS_IB: errno %d", errno);
 	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
 	CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0, "%s", strerror(errno));
 	CHECK(rdma_join_multicast(id, (struct sockaddr *)&a, NULL) == -1 && errno == ENOSYS,
@@ -525,6 +554,244 @@ static void test_not_offered(void)
 	rdma_destroy_event_channel(ch);
 }
 
+/* A UD id's QP: in RTS at once, with the Q_Key of RDMA_PS_UDP's. */
+static void check_ud_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+
+	CHECK(id->qp_type == IBV_QPT_UD && id->qp != NULL && id->qp->qp_type == IBV_QPT_UD,
+	      "a UD QP");
+	CHECK(ibv_query_qp(id->qp, &qa, IBV_QP_STATE | IBV_QP_QKEY, &ia) == 0 &&
+		      qa.qp_state == IBV_QPS_RTS && qa.qkey == RDMA_UDP_QKEY,
+	      "state %d, Q_Key %#x", qa.qp_state, qa.qkey);
+}
+
+/* SIDR on ids of @p ps: private data both ways, the ESTABLISHED event's AH reaches the
+ * server's QP, which sees the sender's QP and GRH. */
+static void test_ud_sidr(enum rdma_port_space ps, uint16_t port)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener_ps(chs, port, ps), *c = client_ps(chc, port, ps), *s;
+	uint8_t req[181], rep[137], buf[2][40 + 64];
+	struct rdma_conn_param p = {0};
+	struct rdma_cm_event *ev;
+	struct ibv_ah *ah = NULL;
+	struct ibv_mr *mr[2];
+	struct ibv_wc wc;
+	struct ibv_sge ssge, rsge;
+	struct ibv_recv_wr rwr = {.sg_list = &rsge, .num_sge = 1}, *bad_r;
+	struct ibv_send_wr swr = {.sg_list = &ssge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED}, *bad_s;
+	uint32_t qpn = 0, qkey = 0;
+
+	for (size_t i = 0; i < sizeof(req); i++)
+		req[i] = (uint8_t)(i * 7 + 1);
+	for (size_t i = 0; i < sizeof(rep); i++)
+		rep[i] = (uint8_t)(i * 5 + 3);
+	qp_for(c);
+	check_ud_qp(c);
+	p.private_data = req;
+	p.private_data_len = 181;
+	CHECK(rdma_connect(c, &p) == -1 && errno == EINVAL, "181 bytes: errno %d", errno);
+	p.private_data_len = 180;
+	CHECK(rdma_connect(c, &p) == 0, "rdma_connect: %s", strerror(errno));
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev == NULL)
+		exit(1);
+	s = ev->id;
+	CHECK(ev->listen_id == l && s->qp_type == IBV_QPT_UD && s->ps == ps, "the UD id");
+	CHECK(ev->param.ud.private_data_len == 180 &&
+		      memcmp(ev->param.ud.private_data, req, 180) == 0,
+	      "the SIDR_REQ's private data (%u bytes)", ev->param.ud.private_data_len);
+	/* A SIDR_REQ names no QP: the kernel's event has none. */
+	CHECK(ev->param.ud.qp_num == 0 && ev->param.ud.qkey == 0, "no QP in a SIDR_REQ");
+	CHECK(((struct sockaddr_in *)rdma_get_peer_addr(s))->sin_addr.s_addr ==
+		      sin_of(IP_CLIENT, 0).sin_addr.s_addr &&
+		      rdma_get_dst_port(s) == rdma_get_src_port(c),
+	      "the client's address");
+	rdma_ack_cm_event(ev);
+	qp_for(s);
+	check_ud_qp(s);
+	mr[0] = ibv_reg_mr(c->pd, buf[0], sizeof(buf[0]), IBV_ACCESS_LOCAL_WRITE);
+	mr[1] = ibv_reg_mr(s->pd, buf[1], sizeof(buf[1]), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr[0] != NULL && mr[1] != NULL, "ibv_reg_mr");
+	memset(buf, 0, sizeof(buf));
+	rsge = (struct ibv_sge){.addr = (uintptr_t)buf[1], .length = sizeof(buf[1]),
+				.lkey = mr[1]->lkey};
+	CHECK(ibv_post_recv(s->qp, &rwr, &bad_r) == 0, "ibv_post_recv");
+	p.private_data = rep;
+	p.private_data_len = 137;
+	CHECK(rdma_accept(s, &p) == -1 && errno == EINVAL, "137 bytes: errno %d", errno);
+	p.private_data_len = 136;
+	CHECK(rdma_accept(s, &p) == 0, "rdma_accept: %s", strerror(errno));
+	ev = EXPECT(chc, RDMA_CM_EVENT_ESTABLISHED, c);
+	if (ev != NULL) {
+		union ibv_gid gid;
+		struct sockaddr_in srv = sin_of(IP_SERVER, 0);
+
+		memset(&gid, 0, sizeof(gid));
+		gid.raw[10] = gid.raw[11] = 0xff;
+		memcpy(&gid.raw[12], &srv.sin_addr, 4);
+		CHECK(ev->status == 0 && ev->param.ud.qp_num == s->qp->qp_num &&
+			      ev->param.ud.qkey == RDMA_UDP_QKEY,
+		      "the server's QP %#x and Q_Key %#x", ev->param.ud.qp_num, ev->param.ud.qkey);
+		CHECK(ev->param.ud.private_data_len == 136 &&
+			      memcmp(ev->param.ud.private_data, rep, 136) == 0,
+		      "the SIDR_REP's private data (%u bytes)", ev->param.ud.private_data_len);
+		CHECK(ev->param.ud.ah_attr.is_global && ev->param.ud.ah_attr.port_num == 1 &&
+			      ev->param.ud.ah_attr.grh.sgid_index == 0 &&
+			      memcmp(&ev->param.ud.ah_attr.grh.dgid, &gid, sizeof(gid)) == 0,
+		      "the AH: a GRH to the server's IPv4-mapped GID");
+		ah = ibv_create_ah(c->pd, &ev->param.ud.ah_attr);
+		CHECK(ah != NULL, "ibv_create_ah: %s", strerror(errno));
+		qpn = ev->param.ud.qp_num;
+		qkey = ev->param.ud.qkey;
+		rdma_ack_cm_event(ev);
+	}
+	/* A UD id answers with no event of its own, and holds no connection. */
+	EXPECT_EMPTY(chs);
+	CHECK(rdma_disconnect(c) == -1 && errno == EINVAL, "rdma_disconnect: errno %d", errno);
+	if (ah != NULL) {
+		for (int i = 0; i < 64; i++)
+			buf[0][i] = (uint8_t)(i ^ 0x5a);
+		ssge = (struct ibv_sge){.addr = (uintptr_t)buf[0], .length = 64,
+					.lkey = mr[0]->lkey};
+		swr.imm_data = htonl(c->qp->qp_num);
+		swr.wr.ud.ah = ah;
+		swr.wr.ud.remote_qpn = qpn;
+		swr.wr.ud.remote_qkey = qkey;
+		CHECK(ibv_post_send(c->qp, &swr, &bad_s) == 0, "ibv_post_send");
+		CHECK(poll_one(c->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
+		      "the send: %s", ibv_wc_status_str(wc.status));
+		CHECK(poll_one(s->recv_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+			      wc.byte_len == 40 + 64 && (wc.wc_flags & IBV_WC_GRH) &&
+			      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+			      ntohl(wc.imm_data) == c->qp->qp_num && wc.src_qp == c->qp->qp_num,
+		      "the receive: %s, %u bytes, source QP %#x", ibv_wc_status_str(wc.status),
+		      wc.byte_len, wc.src_qp);
+		CHECK(memcmp(buf[0], buf[1] + 40, 64) == 0, "the data");
+		ibv_destroy_ah(ah);
+	}
+	ibv_dereg_mr(mr[0]);
+	ibv_dereg_mr(mr[1]);
+	rdma_destroy_qp(c);
+	rdma_destroy_qp(s);
+	rdma_destroy_id(s);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chc);
+	rdma_destroy_event_channel(chs);
+}
+
+/* A UD id's SIDR_REQ to a port nobody listens on: UNREACHABLE with the SIDR_REP's
+ * status Service ID Not Supported (1); a TCP listener on the port is another service,
+ * in a port space of its own. */
+static void test_ud_no_listener(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7012), *c = client_ps(chc, 7012, RDMA_PS_UDP), *u;
+	struct sockaddr_in a = sin_of(IP_SERVER, 7012);
+	struct rdma_cm_event *ev;
+
+	CHECK(rdma_connect(c, NULL) == 0, "rdma_connect: %s", strerror(errno));
+	ev = EXPECT(chc, RDMA_CM_EVENT_UNREACHABLE, c);
+	if (ev != NULL) {
+		CHECK(ev->status == 1, "status %d, want 1 (Service ID Not Supported)",
+		      ev->status);
+		rdma_ack_cm_event(ev);
+	}
+	EXPECT_EMPTY(chs);
+	CHECK(rdma_create_id(chs, &u, NULL, RDMA_PS_UDP) == 0 &&
+		      rdma_bind_addr(u, (struct sockaddr *)&a) == 0,
+	      "a UD id on the TCP listener's port: %s", strerror(errno));
+	rdma_destroy_id(u);
+	rdma_destroy_id(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chc);
+	rdma_destroy_event_channel(chs);
+}
+
+/* What a synchronous UD client saw (sync_client()). */
+struct sync_result {
+	int ret[2], err[2];
+	int qp_type, ps;
+	uint32_t qpn, qkey;
+};
+
+/* A synchronous UD id as rdma_getaddrinfo() and rdma_create_ep() make it: its
+ * rdma_connect() returns with the answer, ESTABLISHED in id->event, then, the second
+ * time, the SIDR_REP Rejected as errno 2 (rdma-core's library gives a positive status
+ * as the errno). */
+static void *sync_client(void *arg)
+{
+	struct sync_result *r = arg;
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0);
+	struct rdma_addrinfo hints = {.ai_port_space = RDMA_PS_UDP,
+				      .ai_src_addr = (struct sockaddr *)&src,
+				      .ai_src_len = sizeof(src)},
+			     *res;
+	struct rdma_cm_id *id;
+
+	if (rdma_getaddrinfo(IP_SERVER, "7013", &hints, &res) != 0) {
+		r->err[0] = errno;
+		return NULL;
+	}
+	r->qp_type = res->ai_qp_type;
+	r->ps = res->ai_port_space;
+	for (int i = 0; i < 2; i++) {
+		if (rdma_create_ep(&id, res, NULL, NULL) != 0) {
+			r->err[i] = errno;
+			break;
+		}
+		r->ret[i] = rdma_connect(id, NULL);
+		r->err[i] = r->ret[i] ? errno : 0;
+		if (i == 0 && r->ret[i] == 0) {
+			r->qpn = id->event->param.ud.qp_num;
+			r->qkey = id->event->param.ud.qkey;
+		}
+		rdma_destroy_ep(id);
+	}
+	rdma_freeaddrinfo(res);
+	return NULL;
+}
+
+static void test_ud_sync(void)
+{
+	struct rdma_event_channel *chs = channel();
+	struct rdma_cm_id *l = listener_ps(chs, 7013, RDMA_PS_UDP);
+	struct rdma_conn_param p = {.qp_num = 0x4321};
+	struct sync_result r = {.ret = {-1, -1}};
+	struct rdma_cm_event *ev;
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, sync_client, &r) != 0)
+		exit(1);
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev != NULL) {
+		/* No QP on the id: conn_param's QP number goes in the SIDR_REP. */
+		CHECK(rdma_accept(ev->id, &p) == 0, "rdma_accept: %s", strerror(errno));
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+	}
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev != NULL) {
+		CHECK(rdma_reject(ev->id, NULL, 0) == 0, "rdma_reject: %s", strerror(errno));
+		rdma_destroy_id(ev->id);
+		rdma_ack_cm_event(ev);
+	}
+	pthread_join(t, NULL);
+	CHECK(r.qp_type == IBV_QPT_UD && r.ps == RDMA_PS_UDP, "rdma_getaddrinfo: QP type %d, "
+	      "port space %#x", r.qp_type, r.ps);
+	CHECK(r.ret[0] == 0 && r.qpn == 0x4321 && r.qkey == RDMA_UDP_QKEY,
+	      "the synchronous rdma_connect(): %d (errno %d), QP %#x, Q_Key %#x", r.ret[0],
+	      r.err[0], r.qpn, r.qkey);
+	CHECK(r.ret[1] == -1 && r.err[1] == 2, "rejected: %d, errno %d", r.ret[1], r.err[1]);
+	EXPECT_EMPTY(chs);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+}
+
 int main(void)
 {
 	int n = 0;
@@ -535,10 +802,15 @@ int main(void)
 	test_not_offered();
 	test_addr_error();
 	test_no_listener();
-	test_reject();
+	test_reject(RDMA_PS_TCP, 7003);
 	test_backlog();
 	test_connect();
 	test_cycles();
+	test_ud_sidr(RDMA_PS_UDP, 7010);
+	test_ud_sidr(RDMA_PS_IPOIB, 7010);
+	test_reject(RDMA_PS_UDP, 7011);
+	test_ud_no_listener();
+	test_ud_sync();
 	if (failures)
 		fprintf(stderr, "%d failures\n", failures);
 	return failures ? 1 : 0;
