@@ -297,7 +297,7 @@ link_fwd() { # outfile fwd options...
 	"${run_f[@]}" "$@" "$fwd_a" "$fwd_b" >"$out" 2>&1 &
 	link_track $!
 	fwd_pid=$!
-	wait_until "$fwd_pid" grep -q '^fwd: forwarding' "$out"
+	wait_until "$fwd_pid" grep -qs '^fwd: forwarding' "$out"
 }
 
 link_addrs() { # net dev-a dev-b
