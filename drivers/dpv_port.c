@@ -382,6 +382,8 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 		sent = port->ops->tx_burst(port, pkts, n);
 		port->stats.tx_frames += sent;
 	}
+	if (likely(sent == n))
+		return sent;
 	keep = n - sent;
 	if (keep > DPV_PORT_TX_BACKLOG - port->backlog_n)
 		keep = DPV_PORT_TX_BACKLOG - port->backlog_n;
@@ -509,7 +511,8 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got, kept = 0;
 
-	backlog_flush(port);
+	if (port->backlog_n != 0)
+		backlog_flush(port);
 	got = port->ops->rx_burst(port, pkts, n);
 	port->stats.rx_frames += got;
 	if (port->capture != NULL)
