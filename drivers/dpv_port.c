@@ -397,15 +397,11 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
-/*
- * The entry a frame or a caller needs for @p ip: found, or made (arp_insert()); marks it
- * used, asks again for a stale or unresolved one. @return the entry (its MAC valid when
- * resolved), or NULL when the table has no room.
- */
-static struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_t now)
+/* arp_use() for an entry @p e (arp_find()'s answer) that is missing, unresolved or
+ * stale. */
+static __attribute__((noinline)) struct dpv_arp_entry *
+arp_use_slow(struct dpv_port *port, uint32_t ip, uint64_t now, struct dpv_arp_entry *e)
 {
-	struct dpv_arp_entry *e = arp_find(port, ip);
-
 	if (e == NULL)
 		e = arp_insert(port, ip, now, false);
 	if (e == NULL)
@@ -423,6 +419,24 @@ static struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_
 	    now - e->last_request_tsc >= arp_retry_gap())
 		arp_request(port, e, now);
 	return e;
+}
+
+/*
+ * The entry a frame or a caller needs for @p ip: found, or made (arp_insert()); marks it
+ * used, asks again for a stale or unresolved one. @return the entry (its MAC valid when
+ * resolved), or NULL when the table has no room. Every frame sent asks: a neighbour
+ * resolved and fresh, the common answer, is found and marked without a call.
+ */
+static inline struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_t now)
+{
+	struct dpv_arp_entry *e = arp_find(port, ip);
+
+	if (likely(e != NULL && e->resolved && !arp_stale(port, e, now))) {
+		e->used_tsc = now;
+		e->unsolicited = false;
+		return e;
+	}
+	return arp_use_slow(port, ip, now, e);
 }
 
 uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
