@@ -914,11 +914,15 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	perf_json_u64(&j, "iters", p->o->iters);
 	perf_json_u64(&j, "warmup", p->o->warmup);
 	perf_json_u64(&j, "block", PP_BLOCK);
-	perf_json_u64(&j, "raw_frame_len", p->raw.frame_len);
-	perf_json_u64(&j, "raw_port_a", p->raw_port_id[0]);
-	perf_json_u64(&j, "raw_port_b", p->raw_port_id[1]);
-	perf_json_bool(&j, "rc_inline", p->rc.inline_send);
-	perf_json_bool(&j, "tm_inline", p->tm.inline_send);
+	if (way_on(p, PP_RAW)) {
+		perf_json_u64(&j, "raw_frame_len", p->raw.frame_len);
+		perf_json_u64(&j, "raw_port_a", p->raw_port_id[0]);
+		perf_json_u64(&j, "raw_port_b", p->raw_port_id[1]);
+	}
+	if (way_on(p, PP_RC))
+		perf_json_bool(&j, "rc_inline", p->rc.inline_send);
+	if (way_on(p, PP_TM))
+		perf_json_bool(&j, "tm_inline", p->tm.inline_send);
 	perf_json_u64(&j, "signal_every", PP_SIGNAL_EVERY);
 	perf_json_double(&j, "tsc_hz", (double)rte_get_tsc_hz());
 	perf_json_str(&j, "latency", "round trip / 2, microseconds, nearest-rank percentiles");
