@@ -301,12 +301,25 @@ static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_
 	}
 }
 
+static uint64_t arp_retry_gap(void)
+{
+	return rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS;
+}
+
+/* A retry of @p e may be due at @p at: the tick looks then, not before. */
+static void arp_arm(struct dpv_port *port, uint64_t at)
+{
+	if (at < port->arp_due_tsc)
+		port->arp_due_tsc = at;
+}
+
 static void arp_request(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t now)
 {
 	static const struct rte_ether_addr bcast = {.addr_bytes = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff}};
 	static const struct rte_ether_addr zero;
 
 	e->last_request_tsc = now;
+	arp_arm(port, now + arp_retry_gap());
 	if (e->probes < UINT8_MAX)
 		e->probes++;
 	arp_send(port, RTE_ARP_OP_REQUEST, &bcast, e->ip, &zero);
@@ -322,7 +335,7 @@ static void arp_probe(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t n
 {
 	static const struct rte_ether_addr zero;
 
-	if (e->probes != 0 && now - e->last_request_tsc < rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
+	if (e->probes != 0 && now - e->last_request_tsc < arp_retry_gap())
 		return;
 	if (e->probes == 0)
 		port->stats.arp_expired++;
@@ -335,6 +348,7 @@ static void arp_probe(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t n
 	}
 	e->probes++;
 	e->last_request_tsc = now;
+	arp_arm(port, now + arp_retry_gap());
 	arp_send(port, RTE_ARP_OP_REQUEST, &e->mac, e->ip, &zero);
 }
 
@@ -368,6 +382,8 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 		sent = port->ops->tx_burst(port, pkts, n);
 		port->stats.tx_frames += sent;
 	}
+	if (likely(sent == n))
+		return sent;
 	keep = n - sent;
 	if (keep > DPV_PORT_TX_BACKLOG - port->backlog_n)
 		keep = DPV_PORT_TX_BACKLOG - port->backlog_n;
@@ -381,15 +397,11 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
-/*
- * The entry a frame or a caller needs for @p ip: found, or made (arp_insert()); marks it
- * used, asks again for a stale or unresolved one. @return the entry (its MAC valid when
- * resolved), or NULL when the table has no room.
- */
-static struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_t now)
+/* arp_use() for an entry @p e (arp_find()'s answer) that is missing, unresolved or
+ * stale. */
+static __attribute__((noinline)) struct dpv_arp_entry *
+arp_use_slow(struct dpv_port *port, uint32_t ip, uint64_t now, struct dpv_arp_entry *e)
 {
-	struct dpv_arp_entry *e = arp_find(port, ip);
-
 	if (e == NULL)
 		e = arp_insert(port, ip, now, false);
 	if (e == NULL)
@@ -404,9 +416,27 @@ static struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_
 	/* Ask again every DPV_ARP_RETRY_MS while someone keeps asking: a lost request or
 	 * reply must not leave the neighbour unknown for good. */
 	if (e->last_request_tsc == 0 ||
-	    now - e->last_request_tsc >= rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS)
+	    now - e->last_request_tsc >= arp_retry_gap())
 		arp_request(port, e, now);
 	return e;
+}
+
+/*
+ * The entry a frame or a caller needs for @p ip: found, or made (arp_insert()); marks it
+ * used, asks again for a stale or unresolved one. @return the entry (its MAC valid when
+ * resolved), or NULL when the table has no room. Every frame sent asks: a neighbour
+ * resolved and fresh, the common answer, is found and marked without a call.
+ */
+static inline struct dpv_arp_entry *arp_use(struct dpv_port *port, uint32_t ip, uint64_t now)
+{
+	struct dpv_arp_entry *e = arp_find(port, ip);
+
+	if (likely(e != NULL && e->resolved && !arp_stale(port, e, now))) {
+		e->used_tsc = now;
+		e->unsolicited = false;
+		return e;
+	}
+	return arp_use_slow(port, ip, now, e);
 }
 
 uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
@@ -495,7 +525,8 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got, kept = 0;
 
-	backlog_flush(port);
+	if (port->backlog_n != 0)
+		backlog_flush(port);
 	got = port->ops->rx_burst(port, pkts, n);
 	port->stats.rx_frames += got;
 	if (port->capture != NULL)
@@ -560,6 +591,10 @@ uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 			rte_ether_addr_copy(&e->mac, &eth->dst_addr);
 			pkts[ready++] = m;
 		} else if (e != NULL && e->held < DPV_ARP_HOLD) {
+			/* The request went out before anything was held: its retry is due
+			 * now that a frame waits for it. */
+			if (e->held == 0)
+				arp_arm(port, e->last_request_tsc + arp_retry_gap());
 			e->hold[e->held++] = m;
 		} else {
 			port->stats.arp_unresolved_drops++;
@@ -571,8 +606,11 @@ uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 
 void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc)
 {
-	uint64_t gap = rte_get_tsc_hz() / 1000 * DPV_ARP_RETRY_MS;
+	uint64_t gap, next = UINT64_MAX;
 
+	if (now_tsc < port->arp_due_tsc)
+		return;
+	gap = arp_retry_gap();
 	for (unsigned int i = 0; i < DPV_ARP_ENTRIES; i++) {
 		struct dpv_arp_entry *e = &port->arp[i];
 
@@ -581,16 +619,20 @@ void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc)
 		if (!e->resolved && e->held > 0 && now_tsc - e->last_request_tsc >= gap) {
 			if (e->probes < DPV_ARP_SOLICIT) {
 				arp_request(port, e, now_tsc);
-				continue;
+			} else {
+				/* Nobody answers: what waits is dropped, not kept for good, and
+				 * the entry (holding nothing now) may give its slot to another. */
+				port->stats.arp_unresolved_drops += e->held;
+				rte_pktmbuf_free_bulk(e->hold, e->held);
+				e->held = 0;
+				e->probes = 0;
 			}
-			/* Nobody answers: what waits is dropped, not kept for good, and the
-			 * entry (holding nothing now) may give its slot to another. */
-			port->stats.arp_unresolved_drops += e->held;
-			rte_pktmbuf_free_bulk(e->hold, e->held);
-			e->held = 0;
-			e->probes = 0;
 		} else if (e->resolved && e->probes > 0) {
 			arp_probe(port, e, now_tsc);
 		}
+		/* What still waits for an answer is looked at again a retry later. */
+		if ((!e->resolved && e->held > 0) || (e->resolved && e->probes > 0))
+			next = RTE_MIN(next, e->last_request_tsc + gap);
 	}
+	port->arp_due_tsc = next;
 }

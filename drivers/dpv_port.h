@@ -133,6 +133,9 @@ struct dpv_port {
 	struct dpv_arp_entry arp[DPV_ARP_ENTRIES];
 	uint16_t arp_n;            /**< entries in use */
 	uint64_t arp_lifetime_tsc; /**< 0: DPV_ARP_LIFETIME_MS_DEFAULT */
+	/** The earliest an ARP retry can be due (0: look at the next tick); past it,
+	 *  dpv_port_arp_tick() scans the table and sets it again. */
+	uint64_t arp_due_tsc;
 	uint16_t backlog_n;       /**< frames in backlog, oldest first */
 	struct rte_mbuf *backlog[DPV_PORT_TX_BACKLOG];
 };
@@ -219,7 +222,9 @@ uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip);
 
 /**
  * Re-send ARP requests for neighbours still unresolved that hold frames, and the unicast
- * requests of stale neighbours being asked again (call from the poll loop).
+ * requests of stale neighbours being asked again (call from the poll loop). Before the
+ * earliest retry is due it returns after one comparison: nothing is scanned while no
+ * neighbour waits for an answer. Owner thread.
  */
 void dpv_port_arp_tick(struct dpv_port *port, uint64_t now_tsc);
 

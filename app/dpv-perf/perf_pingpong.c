@@ -84,6 +84,7 @@ static const char *const pp_mode_descr[PP_NB_MODES] = {
 
 struct pp_opts {
 	bool json;
+	uint32_t ways;   /* bit m: way m runs (--ways) */
 	uint32_t size;
 	uint32_t iters;
 	uint32_t warmup;
@@ -775,23 +776,35 @@ run_block(struct pp *p, enum pp_mode m, uint32_t n, bool keep)
 	return 0;
 }
 
-static int
+static inline bool
+way_on(const struct pp *p, enum pp_mode m)
+{
+	return (p->o->ways & (1u << m)) != 0;
+}
+
+/*
+ * The warm-up and the measured blocks of every way that runs, and nothing else: never
+ * inlined, so that callgrind's --toggle-collect=measure counts the round trips alone,
+ * without EAL's start-up, the setup or the percentiles (doc/guides/verbs-perf.md).
+ */
+static __attribute__((noinline)) int
 measure(struct pp *p)
 {
 	uint32_t done = 0, n;
 	int m;
 
 	for (m = 0; m < PP_NB_MODES; m++)
-		if (run_block(p, m, p->o->warmup, false) != 0)
+		if (way_on(p, m) && run_block(p, m, p->o->warmup, false) != 0)
 			return -1;
 	while (done < p->o->iters) {
 		n = p->o->iters - done < PP_BLOCK ? p->o->iters - done : PP_BLOCK;
 		for (m = 0; m < PP_NB_MODES; m++)
-			if (run_block(p, m, n, true) != 0)
+			if (way_on(p, m) && run_block(p, m, n, true) != 0)
 				return -1;
 		done += n;
 	}
-	if (way_quiesce(p, &p->rc, PP_RC) != 0 || way_quiesce(p, &p->tm, PP_TM) != 0)
+	if ((way_on(p, PP_RC) && way_quiesce(p, &p->rc, PP_RC) != 0) ||
+	    (way_on(p, PP_TM) && way_quiesce(p, &p->tm, PP_TM) != 0))
 		return -1;
 	return 0;
 }
@@ -839,29 +852,34 @@ table_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	int m;
 
 	printf("dpv-perf pingpong: one-way latency = round trip / 2, %" PRIu32 "-byte "
-	       "messages, %s <-> %s\n"
-	       "  raw  a %" PRIu32 "-byte frame (what an RC SEND of %" PRIu32 " bytes is on "
-	       "the wire) bounced\n"
-	       "       between ethdev ports %u and %u, a ring pair dpv-perf creates for it\n"
-	       "       (the devices own the ports of theirs): mbuf alloc + headers and\n"
-	       "       payload written + tx_burst, rx_burst + payload checked + free; no verbs\n"
-	       "  rc   RC SEND (%s, 1 in %u signaled) + poll_cq + post_recv\n"
-	       "  tm   TAG_ADD by the receiver first, then an EAGER SEND (16-byte TMH +\n"
-	       "       payload) matched in a TM-SRQ; completions read with ibv_start_poll\n"
-	       "  One thread drives both sides, single process: it posts for one device and\n"
+	       "messages, %s <-> %s\n", p->o->size, p->dev[0].name, p->dev[1].name);
+	if (way_on(p, PP_RAW))
+		printf("  raw  a %" PRIu32 "-byte frame (what an RC SEND of %" PRIu32 " bytes is "
+		       "on the wire) bounced\n"
+		       "       between ethdev ports %u and %u, a ring pair dpv-perf creates for it\n"
+		       "       (the devices own the ports of theirs): mbuf alloc + headers and\n"
+		       "       payload written + tx_burst, rx_burst + payload checked + free; no "
+		       "verbs\n", p->raw.frame_len, p->o->size, p->raw_port_id[0],
+		       p->raw_port_id[1]);
+	if (way_on(p, PP_RC))
+		printf("  rc   RC SEND (%s, 1 in %u signaled) + poll_cq + post_recv\n",
+		       p->rc.inline_send ? "inline" : "from the MR", PP_SIGNAL_EVERY);
+	if (way_on(p, PP_TM))
+		printf("  tm   TAG_ADD by the receiver first, then an EAGER SEND (16-byte TMH +\n"
+		       "       payload) matched in a TM-SRQ; completions read with ibv_start_poll\n");
+	printf("  One thread drives both sides, single process: it posts for one device and\n"
 	       "  polls the other; with inline progress (the default) that poll runs both\n"
 	       "  engines, so each round trip holds the work of both devices and both\n"
 	       "  programs. Every payload byte, completion status, opcode, length, wr_id\n"
 	       "  (and tag) is checked. Ways alternate in blocks of %u round trips; %" PRIu32
 	       "\n  warm-up round trips each are not counted; %" PRIu32 " measured each, "
 	       "rdtsc at\n  %.3f GHz, nearest-rank percentiles.\n",
-	       p->o->size, p->dev[0].name, p->dev[1].name, p->raw.frame_len, p->o->size,
-	       p->raw_port_id[0], p->raw_port_id[1],
-	       p->rc.inline_send ? "inline" : "from the MR", PP_SIGNAL_EVERY, PP_BLOCK,
-	       p->o->warmup, p->o->iters, (double)rte_get_tsc_hz() / 1e9);
+	       PP_BLOCK, p->o->warmup, p->o->iters, (double)rte_get_tsc_hz() / 1e9);
 	pv_print_setup(defaulted);
 	perf_table_header(stdout, pp_cols, PP_NB_COLS);
 	for (m = 0; m < PP_NB_MODES; m++) {
+		if (!way_on(p, m))
+			continue;
 		snprintf(cells[0], sizeof(cells[0]), "%s", pp_mode_names[m]);
 		snprintf(cells[1], sizeof(cells[1]), "%.3f", st[m].p50);
 		snprintf(cells[2], sizeof(cells[2]), "%.3f", st[m].p99);
@@ -871,10 +889,14 @@ table_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 		snprintf(cells[6], sizeof(cells[6]), "%.3f", st[m].mean);
 		perf_table_row(stdout, pp_cols, PP_NB_COLS, cells);
 	}
+	if (!way_on(p, PP_RAW) || p->o->ways == 1u << PP_RAW)
+		return;
 	printf("\nratios to raw:   p50      p99    p99.9\n");
 	for (m = PP_RC; m < PP_NB_MODES; m++)
-		printf("  %-5s %8.1fx %8.1fx %8.1fx\n", pp_mode_names[m], st[m].p50 / st[PP_RAW].p50,
-		       st[m].p99 / st[PP_RAW].p99, st[m].p999 / st[PP_RAW].p999);
+		if (way_on(p, m))
+			printf("  %-5s %8.1fx %8.1fx %8.1fx\n", pp_mode_names[m],
+			       st[m].p50 / st[PP_RAW].p50, st[m].p99 / st[PP_RAW].p99,
+			       st[m].p999 / st[PP_RAW].p999);
 }
 
 static void
@@ -892,11 +914,15 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	perf_json_u64(&j, "iters", p->o->iters);
 	perf_json_u64(&j, "warmup", p->o->warmup);
 	perf_json_u64(&j, "block", PP_BLOCK);
-	perf_json_u64(&j, "raw_frame_len", p->raw.frame_len);
-	perf_json_u64(&j, "raw_port_a", p->raw_port_id[0]);
-	perf_json_u64(&j, "raw_port_b", p->raw_port_id[1]);
-	perf_json_bool(&j, "rc_inline", p->rc.inline_send);
-	perf_json_bool(&j, "tm_inline", p->tm.inline_send);
+	if (way_on(p, PP_RAW)) {
+		perf_json_u64(&j, "raw_frame_len", p->raw.frame_len);
+		perf_json_u64(&j, "raw_port_a", p->raw_port_id[0]);
+		perf_json_u64(&j, "raw_port_b", p->raw_port_id[1]);
+	}
+	if (way_on(p, PP_RC))
+		perf_json_bool(&j, "rc_inline", p->rc.inline_send);
+	if (way_on(p, PP_TM))
+		perf_json_bool(&j, "tm_inline", p->tm.inline_send);
 	perf_json_u64(&j, "signal_every", PP_SIGNAL_EVERY);
 	perf_json_double(&j, "tsc_hz", (double)rte_get_tsc_hz());
 	perf_json_str(&j, "latency", "round trip / 2, microseconds, nearest-rank percentiles");
@@ -906,6 +932,8 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	perf_json_object_end(&j);
 	perf_json_object_begin(&j, "ways");
 	for (m = 0; m < PP_NB_MODES; m++) {
+		if (!way_on(p, m))
+			continue;
 		perf_json_object_begin(&j, pp_mode_names[m]);
 		perf_json_str(&j, "what", pp_mode_descr[m]);
 		perf_json_u64(&j, "samples", p->nsamples[m]);
@@ -920,6 +948,8 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 	perf_json_object_end(&j);
 	perf_json_object_begin(&j, "ratios_to_raw");
 	for (m = PP_RC; m < PP_NB_MODES; m++) {
+		if (!way_on(p, PP_RAW) || !way_on(p, m))
+			continue;
 		snprintf(key, sizeof(key), "%s", pp_mode_names[m]);
 		perf_json_object_begin(&j, key);
 		perf_json_double(&j, "p50", st[m].p50 / st[PP_RAW].p50);
@@ -935,13 +965,15 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 static void
 pp_help(void)
 {
-	printf("usage: dpv-perf pingpong [--json] [--size N] [--iters N] [--warmup N]\n\n"
+	printf("usage: dpv-perf pingpong [--json] [--ways LIST] [--size N] [--iters N]\n"
+	       "                         [--warmup N]\n\n"
 	       "One-way latency (round trip / 2) between two ports of one process, three ways\n"
 	       "side by side: raw ethdev frames (no verbs), RC SEND through verbs (dpv0 <->\n"
 	       "dpv1), and tagged eager messages through a TM-SRQ on each side. p50, p99,\n"
 	       "p99.9 in microseconds and the ratios rc/raw and tm/raw. One thread drives\n"
 	       "both sides (inline progress).\n\n"
 	       "  --json          one JSON object on stdout instead of the table\n"
+	       "  --ways LIST     the ways to run, comma-separated: raw, rc, tm (default all)\n"
 	       "  --size N        payload bytes, 1..%u (default %u)\n"
 	       "  --iters N       measured round trips of each way, 1..%u (default %u)\n"
 	       "  --warmup N      round trips of each way not measured, 0..%u (default %u)\n"
@@ -953,7 +985,30 @@ pp_help(void)
 	       "status 1. 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_SIZE, OPT_ITERS, OPT_WARMUP };
+enum { OPT_JSON = 256, OPT_WAYS, OPT_SIZE, OPT_ITERS, OPT_WARMUP };
+
+/* @p arg, a comma-separated list of way names, into o->ways. @return 0 or -1. */
+static int
+parse_ways(const char *arg, struct pp_opts *o)
+{
+	const char *s = arg, *end;
+	size_t len;
+	int m;
+
+	o->ways = 0;
+	do {
+		end = strchr(s, ',');
+		len = end != NULL ? (size_t)(end - s) : strlen(s);
+		for (m = 0; m < PP_NB_MODES; m++)
+			if (strlen(pp_mode_names[m]) == len && strncmp(s, pp_mode_names[m], len) == 0)
+				break;
+		if (m == PP_NB_MODES)
+			return -1;
+		o->ways |= 1u << m;
+		s = end + 1;
+	} while (end != NULL);
+	return 0;
+}
 
 static int
 pp_opt(void *ctx, int c, const char *arg)
@@ -963,6 +1018,11 @@ pp_opt(void *ctx, int c, const char *arg)
 	switch (c) {
 	case OPT_JSON:
 		o->json = true;
+		break;
+	case OPT_WAYS:
+		if (parse_ways(arg, o) != 0)
+			return perf_usage_error(PP_CMD, "--ways '%s': expected a comma-separated "
+						"list of raw, rc, tm", arg);
 		break;
 	case OPT_SIZE:
 		if (perf_parse_u32(arg, 1, PP_MAX_SIZE, &o->size) != 0)
@@ -990,6 +1050,7 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "ways", required_argument, NULL, OPT_WAYS },
 		{ "size", required_argument, NULL, OPT_SIZE },
 		{ "iters", required_argument, NULL, OPT_ITERS },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
@@ -998,6 +1059,7 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 	};
 
 	memset(o, 0, sizeof(*o));
+	o->ways = (1u << PP_NB_MODES) - 1;
 	o->size = PP_DEFAULT_SIZE;
 	o->iters = PP_DEFAULT_ITERS;
 	o->warmup = PP_DEFAULT_WARMUP;
@@ -1033,11 +1095,13 @@ pp_main(int argc, char **argv)
 	}
 	defaulted = pv_env_defaults();
 	/* The devices first: ibv_get_device_list() starts EAL and lists ports 0 and 1. */
-	if (pv_open_pair(p->dev) != 0 || raw_setup(p) != 0 || rc_setup(p) != 0 ||
-	    tm_setup(p) != 0 || measure(p) != 0)
+	if (pv_open_pair(p->dev) != 0 || (way_on(p, PP_RAW) && raw_setup(p) != 0) ||
+	    (way_on(p, PP_RC) && rc_setup(p) != 0) || (way_on(p, PP_TM) && tm_setup(p) != 0) ||
+	    measure(p) != 0)
 		goto out;
 	for (m = 0; m < PP_NB_MODES; m++)
-		stats_of(p->cycles[m], p->nsamples[m], &st[m]);
+		if (way_on(p, m))
+			stats_of(p->cycles[m], p->nsamples[m], &st[m]);
 	if (o.json)
 		json_report(p, st, defaulted);
 	else

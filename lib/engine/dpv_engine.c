@@ -259,6 +259,24 @@ static void link_check(struct dpv_dev *dev)
 		dev->link_event(dev, up, dev->link_arg);
 }
 
+/* The timers of dpv_dev_poll(), once in many polls: out of line. */
+static __attribute__((noinline)) void dev_tick(struct dpv_dev *dev)
+{
+	uint64_t now = rte_get_tsc_cycles();
+
+	dev->tick_wait = 0;
+	dpv_xport_tick(dev->xport, now);
+	dpv_port_arp_tick(&dev->port, now);
+	/* The CM's timers at their earliest deadline only: nothing runs for
+	 * connections that wait for nothing. */
+	if (now >= dev->cm_next_tsc)
+		dpv_dev_cm_tick(dev, now);
+	if (now >= dev->link_next_tsc) {
+		link_check(dev);
+		dev->link_next_tsc = now + rte_get_tsc_hz() / 1000 * DPV_LINK_CHECK_MS;
+	}
+}
+
 uint32_t dpv_dev_poll(struct dpv_dev *dev)
 {
 	struct rte_mbuf *pkts[DPV_RX_BURST];
@@ -278,21 +296,8 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 	 * in the receive queue is not a peer's silence, and a device that was not polled
 	 * for a while would otherwise time out what is acknowledged in its queue. A
 	 * receive queue that never empties delays them 1024 polls at the most. */
-	if ((++dev->tick_wait >= 64 && n < DPV_RX_BURST) || dev->tick_wait >= 1024) {
-		uint64_t now = rte_get_tsc_cycles();
-
-		dev->tick_wait = 0;
-		dpv_xport_tick(dev->xport, now);
-		dpv_port_arp_tick(&dev->port, now);
-		/* The CM's timers at their earliest deadline only: nothing runs for
-		 * connections that wait for nothing. */
-		if (now >= dev->cm_next_tsc)
-			dpv_dev_cm_tick(dev, now);
-		if (now >= dev->link_next_tsc) {
-			link_check(dev);
-			dev->link_next_tsc = now + rte_get_tsc_hz() / 1000 * DPV_LINK_CHECK_MS;
-		}
-	}
+	if ((++dev->tick_wait >= 64 && n < DPV_RX_BURST) || dev->tick_wait >= 1024)
+		dev_tick(dev);
 	dev->stats.polls++;
 	if (work)
 		dev->stats.busy_polls++;
