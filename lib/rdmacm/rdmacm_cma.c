@@ -75,7 +75,12 @@ static void cma_open(void)
 		if (ctx == NULL)
 			continue;
 		cma.efd[n] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (cma.efd[n] < 0 || ibv_query_device(ctx, &cma.attr[n]) != 0) {
+		/* The device's PD, every id's on it (rdma_cm_id.pd, as rdma-core sets it
+		 * when an id gets a device): UCX makes its QPs on it. */
+		cma.pd[n] = cma.efd[n] < 0 ? NULL : ibv_alloc_pd(ctx);
+		if (cma.pd[n] == NULL || ibv_query_device(ctx, &cma.attr[n]) != 0) {
+			if (cma.pd[n] != NULL)
+				ibv_dealloc_pd(cma.pd[n]);
 			if (cma.efd[n] >= 0)
 				close(cma.efd[n]);
 			ibv_close_device(ctx);
@@ -277,6 +282,7 @@ static int bind_locked(struct cma_id *c, uint32_t ip, uint16_t port)
 	if (dev >= 0) {
 		c->dev = dev;
 		c->id.verbs = cma.ctx[dev];
+		c->id.pd = cma.pd[dev];
 		c->id.port_num = 1;
 	}
 	c->state = CMA_ADDR_BOUND;
@@ -364,6 +370,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	}
 	c->dev = dev;
 	c->id.verbs = cma.ctx[dev];
+	c->id.pd = cma.pd[dev];
 	c->id.port_num = 1;
 	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(cma.ctx[dev]));
 	c->state = CMA_ADDR_RESOLVED;

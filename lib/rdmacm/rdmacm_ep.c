@@ -17,18 +17,6 @@
 /* How long rdma_create_ep() waits for an address or route (rdma-core's own wait). */
 #define CMA_EP_TIMEOUT_MS 2000
 
-static struct ibv_pd *default_pd(struct cma_id *c)
-{
-	struct ibv_pd *pd;
-
-	pthread_mutex_lock(&cma.lock);
-	if (cma.pd[c->dev] == NULL)
-		cma.pd[c->dev] = ibv_alloc_pd(cma.ctx[c->dev]);
-	pd = cma.pd[c->dev];
-	pthread_mutex_unlock(&cma.lock);
-	return pd;
-}
-
 static void destroy_cqs(struct cma_id *c)
 {
 	struct rdma_cm_id *id = &c->id;
@@ -87,9 +75,7 @@ int rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	if (attr->qp_type != id->qp_type)
 		return cma_err(EOPNOTSUPP);
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
-		attr->pd = id->pd ? id->pd : default_pd(c);
-		if (attr->pd == NULL)
-			return cma_err(ENOMEM);
+		attr->pd = cma.pd[c->dev];
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 	}
 	if (attr->pd->context != id->verbs)
@@ -169,9 +155,7 @@ int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
 		return cma_err(EOPNOTSUPP);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd :
-	     id->pd ? id->pd : default_pd(to_cid(id));
-	if (pd == NULL)
-		return cma_err(ENOMEM);
+	     cma.pd[to_cid(id)->dev];
 	memset(&a, 0, sizeof(a));
 	a.srq_context = attr->srq_context;
 	a.attr = attr->attr;

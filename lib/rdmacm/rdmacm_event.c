@@ -238,6 +238,7 @@ static void conn_request(int dev, const struct dpv_dev_cm_event *e)
 		return;
 	}
 	c->id.verbs = ctx;
+	c->id.pd = cma.pd[dev];
 	c->id.channel = l->id.channel;
 	c->id.context = l->id.context;
 	c->id.ps = l->id.ps;

@@ -88,7 +88,7 @@ struct cma {
 	pthread_mutex_t lock;
 	int n;
 	struct ibv_context *ctx[DPV_MAX_DEVS];
-	struct ibv_pd *pd[DPV_MAX_DEVS];    /* the default PD, made at first need */
+	struct ibv_pd *pd[DPV_MAX_DEVS];    /* each device's PD, its ids' id.pd */
 	int efd[DPV_MAX_DEVS];
 	struct ibv_device_attr attr[DPV_MAX_DEVS];
 	struct cma_id *ids;

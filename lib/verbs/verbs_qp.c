@@ -50,6 +50,21 @@ static int check_caps(const struct ibv_qp_cap *cap, bool srq)
 	return 0;
 }
 
+/*
+ * The inline room a QP gets: what it asked for, at least as much as its scatter list
+ * describes (an ibv_sge's 16 bytes per entry), as rxe rounds it, up to DPV_MAX_INLINE.
+ * Every send WQE of the transport holds DPV_MAX_INLINE bytes, so the room costs nothing;
+ * rounding up keeps programs that post a small SEND inline on a QP that asked for no
+ * room (rdma_xclient) working as on a kernel provider, and the QP reports the room back.
+ */
+static uint32_t inline_room(const struct ibv_qp_cap *cap)
+{
+	uint64_t sgl = (uint64_t)cap->max_send_sge * sizeof(struct ibv_sge);
+
+	return (uint32_t)RTE_MIN(RTE_MAX((uint64_t)cap->max_inline_data, sgl),
+				 (uint64_t)DPV_MAX_INLINE);
+}
+
 /* The comp_mask bits of ibv_qp_init_attr_ex that rdma-core 44 defines. */
 #define QP_INIT_ATTR_KNOWN (IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | \
 			    IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER | \
@@ -121,7 +136,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	init.max_recv_wr = attr->srq != NULL ? 0 : attr->cap.max_recv_wr;
 	init.max_send_sge = attr->cap.max_send_sge;
 	init.max_recv_sge = attr->cap.max_recv_sge;
-	init.max_inline = attr->cap.max_inline_data;
+	init.max_inline = inline_room(&attr->cap);
 	init.sq_sig_all = attr->sq_sig_all != 0;
 	init.send_cq = to_cq(attr->send_cq)->cq;
 	init.recv_cq = to_cq(attr->recv_cq)->cq;
@@ -149,6 +164,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	attr->cap.max_send_wr = qp->qp->sq != NULL ? dpv_ring_count(qp->qp->sq) : 0;
 	if (attr->srq == NULL)
 		attr->cap.max_recv_wr = qp->qp->rq != NULL ? dpv_ring_count(qp->qp->rq) : 0;
+	attr->cap.max_inline_data = qp->max_inline;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);

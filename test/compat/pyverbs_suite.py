@@ -6,7 +6,8 @@ The suite (/usr/share/doc/rdma-core/tests, some files gzipped) is copied to a
 temporary directory, unpacked and run unmodified with /usr/bin/python3 on dpv0 of an
 in-process ring pair (dpv0 and dpv1 joined to each other: the suite runs both sides
 of its traffic tests in one process), through the drop-in libibverbs.so.1 of the
-build (DPV_DROPIN_LIBDIR). EAL's memory comes from DPV_EAL_MEM (--no-huge by
+build (DPV_DROPIN_LIBDIR), and pyverbs' librdmacm binding on the drop-in
+librdmacm.so.1 (DPV_RDMACM_LIBDIR). EAL's memory comes from DPV_EAL_MEM (--no-huge by
 default; the hugepage variant passes its own).
 
 The run fails when any test fails or errors, and when a test skips for a reason that
@@ -40,8 +41,12 @@ ALLOWED_SKIPS = [
     (r"Device memory is not supported",
      'no device memory (ibv_alloc_dm): a software device has none'),
     (r"Device \S+ doesn't have net interface",
-     'no rdma_cm: dpverbs devices are no kernel RDMA devices with a netdev, '
-     'which librdmacm needs'),
+     'rdma_cm tests: they find the address in the kernel netdev of the device '
+     '(/sys/class/infiniband/DEV/device/net), which a dpverbs device has not, and then '
+     'fork their passive and active sides from the suite\'s process, which has the '
+     'device open: each child has a copy of the device, not the same one, so neither '
+     'reaches the other (the drop-in librdmacm does connect two dpverbs processes: '
+     'test/compat/rdmacm.sh)'),
     (r"Allocating dmabuf is not supported|Device /dev/dri/renderD\d+ is not present|"
      r"Lack of permission to access /dev/dri|cuda-python .* must be installed|"
      r"Reg dma-buf MR is not supported by the RDMA driver",
@@ -159,6 +164,10 @@ def main():
     if not libdir or not os.path.isfile(os.path.join(libdir, 'libibverbs.so.1')):
         print('DPV_DROPIN_LIBDIR does not name the drop-in libibverbs.so.1 of the build')
         return 1
+    rdmacm_dir = os.environ.get('DPV_RDMACM_LIBDIR')
+    if not rdmacm_dir or not os.path.isfile(os.path.join(rdmacm_dir, 'librdmacm.so.1')):
+        print('DPV_RDMACM_LIBDIR does not name the drop-in librdmacm.so.1 of the build')
+        return 1
     mem = os.environ.get('DPV_EAL_MEM', '--no-huge --no-shconf -m 512')
     with tempfile.TemporaryDirectory(prefix='dpv-pyverbs-') as tmp:
         suite_dir = os.path.join(tmp, 'tests')
@@ -168,7 +177,7 @@ def main():
                 subprocess.run(['gunzip', os.path.join(suite_dir, name)], check=True)
         env = dict(os.environ)
         env.update({
-            'LD_LIBRARY_PATH': libdir,
+            'LD_LIBRARY_PATH': rdmacm_dir + ':' + libdir,
             'DPV_RING_PAIRS': '1',
             'DPV_PORT_IPV4': '10.0.0.1,10.0.0.2',
             'DPV_EAL_ARGS': f'-l 0 --no-pci {mem} --no-telemetry --log-level=lib.eal:error',

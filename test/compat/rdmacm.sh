@@ -30,6 +30,11 @@
 #             rdma_server  server `rdma_server -p PORT`, client `rdma_client -s SERVER -p
 #                        PORT` (synchronous ids, rdma_create_ep(), rdma_get_request()):
 #                        both print "end 0"
+#             rdma_xserver  server `rdma_xserver -p PORT -c r`, client `rdma_xclient -s
+#                        SERVER -p PORT -c r` (RC: the client's one SEND, 16 bytes
+#                        inline on a QP that asked for no inline room, the server's
+#                        receive of it): both print "end 0". Their XRC mode (-c x)
+#                        needs RDMA_PS_IB and XRC QPs, which dpverbs has not
 #
 # What must hold besides: both sides exit 0 within their time, and no line says
 # "error", "fail", "unhandled" or "dpverbs:". DPV_DROPIN_LIBDIR is the drop-in
@@ -43,7 +48,7 @@ set -u
 # shellcheck source=../lib/link.sh
 . "$(dirname "$0")/../lib/link.sh"
 
-link_args 4 "memif|afpacket nohuge|huge PORT rping|ucmatose|udaddy|rdma_server [ARGS...]" "$@"
+link_args 4 "memif|afpacket nohuge|huge PORT rping|ucmatose|udaddy|rdma_server|rdma_xserver [ARGS...]" "$@"
 link=$1 memory=$2 port=$3 prog=$4
 shift 4
 args=("$@")
@@ -58,7 +63,8 @@ libdir=$rdmacm_dir:$libdir
 case $prog in
 rping | ucmatose | udaddy) link_need "$prog" rdmacm-utils ;;
 rdma_server) link_need rdma_client rdmacm-utils; link_need rdma_server rdmacm-utils ;;
-*) echo "program $prog: not rping, ucmatose, udaddy or rdma_server" >&2; exit 2 ;;
+rdma_xserver) link_need rdma_xclient rdmacm-utils; link_need rdma_xserver rdmacm-utils ;;
+*) echo "program $prog: not rping, ucmatose, udaddy, rdma_server or rdma_xserver" >&2; exit 2 ;;
 esac
 link_eal "$memory"
 case $link in
@@ -100,6 +106,10 @@ ucmatose | udaddy)
 rdma_server)
 	server=(rdma_server -p "$port")
 	client=(rdma_client -s "$ip_a" -p "$port")
+	;;
+rdma_xserver)
+	server=(rdma_xserver -p "$port" -c r)
+	client=(rdma_xclient -s "$ip_a" -p "$port" -c r)
 	;;
 esac
 
@@ -167,6 +177,10 @@ ucmatose | udaddy)
 rdma_server)
 	grep -q '^rdma_server: end 0' "$out_a" || fail "rdma_server did not end 0"
 	grep -q '^rdma_client: end 0' "$out_b" || fail "rdma_client did not end 0"
+	;;
+rdma_xserver)
+	grep -q '^rdma_xserver: end 0' "$out_a" || fail "rdma_xserver did not end 0"
+	grep -q '^rdma_xclient: end 0' "$out_b" || fail "rdma_xclient did not end 0"
 	;;
 esac
 

@@ -13,7 +13,12 @@
 #                       of its own (frames cross the kernel)
 #   MEMORY    nohuge (--no-huge --no-shconf) or huge (--in-memory, hugepages)
 #   TCP_PORT  where the server listens (-p)
-#   TLS       the UCX_TLS of both sides, or "default" for UCX's own choice
+#   TLS       the UCX_TLS of both sides, or "default" for UCX's own choice; with
+#             "rdmacm" among them (io_demo: e.g. rc_verbs,rdmacm) the connection is
+#             made by UCX's rdmacm connection manager alone
+#             (UCX_SOCKADDR_TLS_PRIORITY=rdmacm, the rest in UCX_TLS) on the drop-in
+#             librdmacm.so.1 (DPV_RDMACM_LIBDIR), to the server's dpverbs address,
+#             and the server must listen on no TCP port
 #   PROGRAM   ucx_perftest, or io_demo (its server gets the client's -d and -q)
 #
 # Both sides run with UCX_NET_DEVICES=dpv0:1 (io_demo: and the kernel interface of the
@@ -91,7 +96,19 @@ afpacket)
 	;;
 esac
 tls_env=()
-[ "$tls" != default ] && tls_env=(UCX_TLS="$tls")
+cm=''
+if [[ ,$tls, == *,rdmacm,* ]]; then
+	if [ "$prog" != io_demo ]; then
+		echo "rdmacm: only io_demo connects through a connection manager" >&2
+		exit 2
+	fi
+	cm=rdmacm
+	tls=$(sed -E 's/(^|,)rdmacm(,|$)/\1/; s/,$//' <<<"$tls")
+	libdir=${DPV_RDMACM_LIBDIR:?set DPV_RDMACM_LIBDIR to the directory of the drop-in librdmacm.so.1}:$libdir
+	tls_env=(UCX_SOCKADDR_TLS_PRIORITY=rdmacm)
+	server_host=$ip_a
+fi
+[ "$tls" != default ] && tls_env+=(UCX_TLS="$tls")
 
 start_side() { # side outfile args...
 	local side=$1 out=$2 side_eal side_ip side_run=() side_env=() devices=dpv0:1
@@ -117,8 +134,23 @@ fi
 out_a=$tmp/a.out out_b=$tmp/b.out
 start_side a "$out_a" "${server_args[@]}" -p "$tcp_port"
 server=$last_pid
-wait_until "$server" listening
+# io_demo says "started listener" once ucp_listener_create() returned (with rdmacm:
+# rdma_listen() was called). A memif server's device waits for its client's before
+# UCX goes on: the client starts once the socket is there, and io_demo retries a
+# connection its server rejected (a REQ before rdma_listen()).
+started() { grep -aq "started listener .* on 0.0.0.0:$tcp_port" "$out_a"; }
+if [ -z "$cm" ]; then
+	wait_until "$server" listening
+elif [ "$link" = memif ]; then
+	wait_until "$server" test -S "$sock" || fail "the memif socket never came"
+else
+	wait_until "$server" started || fail "the server never started its listener"
+fi
 start_side b "$out_b" "${args[@]}" -p "$tcp_port" "$server_host"
+if [ -n "$cm" ]; then
+	wait_until "$server" started || fail "the server never started its listener"
+	! listening || fail "the server listens on TCP port $tcp_port: not rdmacm alone"
+fi
 finish_side "$last_pid" "client ($prog ${args[*]})"
 if [ "$prog" = io_demo ]; then
 	# The server runs until told: SIGINT, then its status is not the test's.
@@ -213,7 +245,7 @@ if [ "$failed" != 0 ]; then
 	done
 	exit 1
 fi
-echo "ok: $prog ${args[*]} over $link ($memory), UCX_TLS=$tls"
+echo "ok: $prog ${args[*]} over $link ($memory), UCX_TLS=$tls${cm:+, connected by $cm}"
 echo "$final"
 [ -n "$lanes" ] && echo "$lanes"
 if [ "$prog" = io_demo ]; then

@@ -6,7 +6,8 @@
  * the channel's fd must become readable by itself when the peer's MAD comes (no
  * library call meanwhile: the engine's helper thread drives the devices); every
  * event must come in its order with its fields, and none more:
- *   connect  ADDR_RESOLVED, ROUTE_RESOLVED, CONNECT_REQUEST with the client's 56 bytes
+ *   connect  ADDR_RESOLVED, ROUTE_RESOLVED (the id has its device's PD), CONNECT_REQUEST
+ *            with the client's 56 bytes
  *            (the IP CM header stripped), ESTABLISHED on both sides with the server's
  *            196, a message over the QPs the CM moved to RTS, DISCONNECTED on both,
  *            TIMEWAIT_EXIT on both; the limits of private data (EINVAL);
@@ -267,7 +268,12 @@ static void test_connect(void)
 	c = client(chc, 7001);
 	CHECK(c->verbs != NULL && strcmp(ibv_get_device_name(c->verbs->device), "dpv1") == 0,
 	      "the client's device");
+	/* An id with a device has the device's PD (rdma-core's id.pd; UCX makes its
+	 * QPs on it), as do a listener bound to an address and a request's id. */
+	CHECK(c->pd != NULL && c->pd->context == c->verbs, "the client's PD");
+	CHECK(l->pd != NULL && l->pd->context == l->verbs, "the listener's PD");
 	qp_for(c);
+	CHECK(c->qp->pd == c->pd, "the client's QP on its id's PD");
 	/* 56 bytes of the REQ's 92 are the consumer's: the IP CM header has 36. */
 	p.private_data = req;
 	p.private_data_len = 57;
@@ -290,6 +296,7 @@ static void test_connect(void)
 	CHECK(ev->param.conn.qp_num == c->qp->qp_num, "the client's QP");
 	rdma_ack_cm_event(ev);
 	CHECK(strcmp(ibv_get_device_name(s->verbs->device), "dpv0") == 0, "the server's device");
+	CHECK(s->pd == l->pd, "the request's PD: its device's");
 	CHECK(((struct sockaddr_in *)rdma_get_peer_addr(s))->sin_addr.s_addr ==
 	      sin_of(IP_CLIENT, 0).sin_addr.s_addr, "the peer's address");
 	CHECK(rdma_get_dst_port(s) == rdma_get_src_port(c), "the client's port");

@@ -160,6 +160,74 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	assert_int_equal(create_qp_errno(&attr), EINVAL);
 }
 
+/* The inline room a QP reports at create and in ibv_query_qp, for what it asked. */
+static uint32_t inline_room_of(struct ibv_cq *cq, uint32_t max_send_sge, uint32_t max_inline)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = max_send_sge,
+			.max_recv_sge = 1, .max_inline_data = max_inline},
+	};
+	struct ibv_qp_init_attr qinit;
+	struct ibv_qp_attr qattr;
+	struct ibv_qp *qp = ibv_create_qp(A.pd, &init);
+
+	assert_non_null(qp);
+	assert_int_equal(ibv_query_qp(qp, &qattr, IBV_QP_CAP, &qinit), 0);
+	assert_int_equal(qattr.cap.max_inline_data, init.cap.max_inline_data);
+	assert_int_equal(qinit.cap.max_inline_data, init.cap.max_inline_data);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	return init.cap.max_inline_data;
+}
+
+/* ibv_create_qp(3): the caps come back as the QP has them. The inline room is at least
+ * what the scatter list describes, 16 bytes an SGE, as rxe makes it (up to the
+ * device's 256), and a SEND of that many bytes inline goes through on a QP that asked
+ * for none (rdma_xclient posts one); a byte more is EINVAL. */
+static void inline_room_rounded_up_and_reported(void **state)
+{
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL), *bcq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_qp_init_attr init = {
+		.send_cq = acq, .recv_cq = acq, .qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1},
+	};
+	struct ibv_mr *rmr = new_mr(&B, 64, LW);
+	char msg[17], *r = rmr->addr;
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc;
+
+	(void)state;
+	assert_int_equal(inline_room_of(acq, 1, 0), 16);
+	assert_int_equal(inline_room_of(acq, 4, 0), 64);
+	assert_int_equal(inline_room_of(acq, 4, 100), 100);
+	assert_int_equal(inline_room_of(acq, 16, 0), 256);
+	assert_int_equal(inline_room_of(acq, 0, 0), 0);
+	init.cap.max_inline_data = 257;
+	errno = 0;
+	assert_null(ibv_create_qp(A.pd, &init));
+	assert_int_equal(errno, EINVAL);
+	init.cap.max_inline_data = 0;
+	a = ibv_create_qp(A.pd, &init);
+	assert_non_null(a);
+	assert_int_equal(init.cap.max_inline_data, 16);
+	b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 8, 8);
+	connect_rc(a, b, &conn_default);
+	fill_pattern(msg, sizeof(msg), 7);
+	assert_int_equal(post_recv(b, 1, r, 64, rmr->lkey), 0);
+	assert_int_equal(post_send(a, IBV_WR_SEND, 2, msg, 17, 0, IBV_SEND_INLINE), EINVAL);
+	assert_int_equal(post_send(a, IBV_WR_SEND, 3, msg, 16, 0, IBV_SEND_INLINE), 0);
+	memset(msg, 0, sizeof(msg)); /* copied at the post */
+	expect_send_ok(acq, 3, IBV_WC_SEND);
+	expect_wc(bcq, &wc);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.byte_len, 16);
+	fill_pattern(msg, 16, 7);
+	assert_memory_equal(r, msg, 16);
+	expect_quiet(acq);
+	assert_int_equal(ibv_destroy_qp(a), 0);
+}
+
 /* An RC QP on A with the extended send API, connected to a plain one on B. */
 static struct ibv_qp_ex *qp_ex_pair(struct ibv_cq *acq, struct ibv_cq *bcq, struct ibv_qp **b)
 {
@@ -624,6 +692,7 @@ int run_compat_tests(void)
 		VT(vendor_id_is_no_makers_oui),
 		VT(cmd_fd_is_inert_and_import_refused),
 		VT(create_qp_ex_unsupported_is_eopnotsupp),
+		VT(inline_room_rounded_up_and_reported),
 		VT(qp_ex_batch_posts_in_order),
 		VT(qp_ex_atomics),
 		VT(cap_flags_are_true),
