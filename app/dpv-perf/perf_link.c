@@ -401,7 +401,8 @@ ext_start(struct lk_run *run, unsigned int me, bool ucx, char *const argv[], con
 	setenv("DPV_INLINE_IDLE_US", idle, 1);
 	unsetenv("DPV_CONFIG");
 	if (ucx) {
-		setenv("UCX_TLS", "rc_verbs", 1);
+		/* rc_verbs for the data; UCP connects over UD (it will not over RC alone). */
+		setenv("UCX_TLS", "rc_v", 1);
 		setenv("UCX_NET_DEVICES", "dpv0:1", 1);
 		if (private_devnodes() != 0) {
 			fprintf(stderr, "dpv-perf link: no private /dev/infiniband: %s\n",
@@ -503,11 +504,13 @@ ext_run(struct lk_run *run, enum lk_ext e, unsigned int round, struct lk_ext_res
 	for (unsigned int i = 0; i < 2; i++)
 		snprintf(out[i], sizeof(out[i]), "%s/%s-%u%c.out", o->tmpdir, lk_ext_keys[e],
 			 round, 'a' + i);
+	/* A memif server leaves its socket file behind; the next one makes it anew. */
+	snprintf(sock, sizeof(sock), "%s/memif.sock", o->tmpdir);
+	(void)unlink(sock);
 	pid[0] = ext_start(run, 0, ucx, argv[0], out[0], round);
 	if (pid[0] < 0)
 		return -1;
 	/* The client once the server can be joined: the memif socket, or its TCP port. */
-	snprintf(sock, sizeof(sock), "%s/memif.sock", o->tmpdir);
 	deadline = perf_now_ns() + 30 * UINT64_C(1000000000);
 	while (!(run->memif ? access(sock, F_OK) == 0 : tcp_listening(run->tcp_port + round *
 								       LK_NB_EXT + e)) &&
@@ -952,7 +955,7 @@ write_plots(const struct lk_run *run)
 		"set title 'One-way latency, two processes over %s (median of %u rounds)'\n"
 		"set xlabel 'one-way latency (us)'\nset logscale x\nset grid\n"
 		"set ylabel 'fraction of round trips at or below'\n"
-		"set ytics ('0' 0, '50%%' 0.301, '90%%' 1, '99%%' 2, '99.9%%' 3, '99.99%%' 4, "
+		"set ytics ('0' 0, '50%%%%' 0.301, '90%%%%' 1, '99%%%%' 2, '99.9%%%%' 3, '99.99%%%%' 4, "
 		"'max' 5.5)\nset yrange [0:5.7]\nset key bottom right\n", link_name(run),
 		o->rounds);
 	fprintf(f, "plot ");
@@ -970,7 +973,7 @@ write_plots(const struct lk_run *run)
 		"set title 'Bandwidth, two processes over %s (median of %u rounds)'\n"
 		"set xlabel 'message size (bytes)'\nset ylabel 'MB/s (10^6 bytes)'\n"
 		"set ytics auto\nset yrange [0:*]\nset key top left\n"
-		"set format x '%%.0s%%cB'\n"
+		"set format x '%%.0b %%BB'\n"
 		"plot 'link-bw.dat' using 1:2 with linespoints title 'RC WRITE', \\\n"
 		"     'link-bw.dat' using 1:3 with linespoints title 'RC SEND', \\\n"
 		"     'link-bw.dat' using 1:4 with linespoints title 'rendezvous (TM-SRQ)'",

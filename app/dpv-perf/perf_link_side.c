@@ -230,8 +230,6 @@ static int
 raw_open(struct lk_side *sd)
 {
 	struct rte_eth_conf conf;
-	struct rte_eth_link link;
-	uint64_t deadline;
 	int ret;
 
 	sd->pool = rte_pktmbuf_pool_create("lkraw", LK_RAW_POOL, 256, 0,
@@ -251,14 +249,33 @@ raw_open(struct lk_side *sd)
 		ret = rte_eth_macaddr_get(sd->rport, &sd->mac);
 	if (ret != 0)
 		return side_fail(sd, "raw port %u: %s", sd->rport, strerror(-ret));
+	return 0;
+}
+
+static int
+raw_link_wait(struct lk_side *sd)
+{
+	struct rte_eth_link link;
+	uint64_t deadline;
+	int ret;
+
 	deadline = perf_now_ns() + (uint64_t)(LK_LINK_WAIT_S * 1e9);
-	for (;;) {
+	for (uint32_t ms = 1;; ms++) {
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(sd->rport, &link) == 0 && link.link_status)
 			return 0;
 		if (perf_now_ns() > deadline)
 			return side_fail(sd, "the raw port's link is not up after %.0f s",
 					 LK_LINK_WAIT_S);
+		/* A memif client that came before its server's port started was turned
+		 * away and does not ask again by itself: a restart asks again. */
+		if (sd->me == 1 && ms % 500 == 0) {
+			(void)rte_eth_dev_stop(sd->rport);
+			ret = rte_eth_dev_start(sd->rport);
+			if (ret != 0)
+				return side_fail(sd, "raw port %u restart: %s", sd->rport,
+						 strerror(-ret));
+		}
 		rte_delay_us_sleep(1000);
 	}
 }
@@ -1232,6 +1249,23 @@ raw_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 	return 0;
 }
 
+/* dpv_verbs_open_port() waits for no link: wait for the port to be ACTIVE. */
+static int
+verbs_link_wait(struct lk_side *sd)
+{
+	uint64_t deadline = perf_now_ns() + (uint64_t)(LK_LINK_WAIT_S * 1e9);
+	struct ibv_port_attr pa;
+
+	for (;;) {
+		if (ibv_query_port(sd->dev.ctx, 1, &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
+			return 0;
+		if (perf_now_ns() > deadline)
+			return side_fail(sd, "%s: the port is not ACTIVE after %.0f s", sd->dev.name,
+					 LK_LINK_WAIT_S);
+		rte_delay_us_sleep(1000);
+	}
+}
+
 static int
 side_open(struct lk_side *sd, unsigned int round)
 {
@@ -1265,6 +1299,8 @@ side_open(struct lk_side *sd, unsigned int round)
 	argv[argc++] = vdev[0];
 	argv[argc++] = vdev[1];
 	argv[argc] = NULL;
+	if (sd->me == 1 && ctl_read(sd, &theirs) != 0)
+		return -1;
 	if (rte_eal_init(argc, argv) < 0)
 		return side_fail(sd, "rte_eal_init: %s", rte_strerror(rte_errno));
 	for (unsigned int i = 0; i < 2; i++) {
@@ -1294,6 +1330,11 @@ side_open(struct lk_side *sd, unsigned int round)
 	if (sd->dev.pd == NULL || ibv_query_gid(sd->dev.ctx, 1, 0, &sd->dev.gid) != 0)
 		return side_fail(sd, "ibv_alloc_pd or ibv_query_gid: %s", strerror(errno));
 	if (raw_open(sd) != 0)
+		return -1;
+	/* B's ports join A's (a memif client, its server): A's first. */
+	if (sd->me == 0 && ctl_write(sd, &mine) != 0)
+		return -1;
+	if (verbs_link_wait(sd) != 0 || raw_link_wait(sd) != 0)
 		return -1;
 	memcpy(mine.mac, sd->mac.addr_bytes, 6);
 	mine.gid = sd->dev.gid;
