@@ -205,8 +205,11 @@ run_sides(struct lk_run *run, unsigned int round)
 	int ctl[2], out[2], rc[2];
 	pid_t pid[2];
 	unsigned int got = 0;
-	char prefix[64];
+	char prefix[128];
 
+	/* A memif server leaves its socket file behind; the next one makes it anew. */
+	snprintf(prefix, sizeof(prefix), "%s/memif.sock", o->tmpdir);
+	(void)unlink(prefix);
 	if (socketpair(AF_UNIX, SOCK_STREAM, 0, ctl) != 0 || pipe(out) != 0) {
 		perf_error("%s: socketpair or pipe: %s", LK_CMD, strerror(errno));
 		return -1;
@@ -377,10 +380,11 @@ ext_start(struct lk_run *run, unsigned int me, bool ucx, char *const argv[], con
 	pid_t pid;
 	int fd;
 
-	snprintf(eal, sizeof(eal), "-l %u --file-prefix %s-x%u%c --no-pci --no-telemetry "
-		 "--log-level=lib.eal:error %s --vdev=%s", o->core[me], o->prefix, round,
-		 'a' + me, o->huge ? "--in-memory -m 256" : "--no-huge --no-shconf -m 512",
-		 o->vdev[me]);
+	snprintf(eal, sizeof(eal), "-l %u%s%s --main-lcore %u --file-prefix %s-x%u%c --no-pci "
+		 "--no-telemetry --log-level=lib.eal:error %s --vdev=%s", o->core[me],
+		 o->lcore != NULL ? "," : "", o->lcore != NULL ? o->lcore : "", o->core[me],
+		 o->prefix, round, 'a' + me,
+		 o->huge ? "--in-memory -m 256" : "--no-huge --no-shconf -m 512", o->vdev[me]);
 	snprintf(idle, sizeof(idle), "%u", o->idle_us);
 	snprintf(ld, sizeof(ld), "%s", o->dropin);
 	fflush(stdout);
@@ -1068,7 +1072,8 @@ lk_help(void)
 	       "  --raw-port-a DEVARGS, --raw-port-b DEVARGS\n"
 	       "                   the raw port of each side on the same link; all four or none\n"
 	       "                   (default: net_memif0 and net_memif1 (id 1) on one socket)\n"
-	       "  --progress MODE  the devices' progress (dpv_verbs_set_progress; default inline)\n"
+	       "  --progress MODE  inline (the default), or lcore:N: each side's device on an EAL\n"
+	       "                   worker lcore on core N (dpv_verbs_set_progress)\n"
 	       "  --idle-us N      the inline helper's idle time, 0 off (default 500)\n"
 	       "  --huge           hugepages (--in-memory) instead of --no-huge\n"
 	       "  --no-ext         no perftest or UCX runs\n"
@@ -1143,6 +1148,14 @@ lk_opt(void *ctx, int c, const char *arg)
 		o->raw_vdev[c - OPT_RAW_A] = (char *)(uintptr_t)arg;
 		break;
 	case OPT_PROGRESS:
+		if (strcmp(arg, "inline") == 0) {
+			o->lcore = NULL;
+		} else if (strncmp(arg, "lcore:", 6) == 0 &&
+			   perf_parse_u32(arg + 6, 0, CPU_SETSIZE - 1, &v[0]) == 0) {
+			o->lcore = arg + 6;
+		} else {
+			return perf_usage_error(LK_CMD, "--progress: inline or lcore:N");
+		}
 		o->progress = arg;
 		break;
 	case OPT_IDLE:
@@ -1275,6 +1288,9 @@ link_run(int argc, char **argv)
 		for (unsigned int e = 0; o.ext && e < LK_NB_EXT; e++) {
 			struct lk_ext_result *x = &run.ext[r][e];
 
+			if (!o.json)
+				fprintf(stderr, "dpv-perf link: round %u: %s\n", r + 1,
+					lk_ext_keys[e]);
 			x->typ = x->avg = x->p99 = x->p999 = x->max = x->rate = x->mbps = NAN;
 			ret = ext_run(&run, (enum lk_ext)e, r, x);
 			if (ret == 0)

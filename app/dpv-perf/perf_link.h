@@ -78,6 +78,7 @@ struct lk_opts {
 	char *vdev[2];       /* the verbs device's port of each side (EAL --vdev) */
 	char *raw_vdev[2];   /* the raw port of each side, on the same link */
 	const char *progress;
+	const char *lcore;   /* lcore:N progress: N, an lcore more in each side's EAL */
 	uint32_t idle_us;    /* the inline helper's idle time (dpv_verbs_set_inline_idle_us) */
 	const char *dropin;  /* the drop-in libibverbs.so.1's directory, for perftest and UCX */
 	char tmpdir[64];

@@ -1270,19 +1270,26 @@ static int
 side_open(struct lk_side *sd, unsigned int round)
 {
 	const struct lk_opts *o = sd->o;
-	char core[16], prefix[64], vdev[2][512];
-	char *argv[16];
+	char core[32], main_lcore[16], prefix[64], vdev[2][512];
+	char *argv[20];
 	int argc = 0, ret;
 	struct lk_msg mine = { 0 }, theirs;
 	char name[2][64];
 
-	snprintf(core, sizeof(core), "%u", o->core[sd->me]);
+	/* lcore:N progress runs on a worker lcore of this process's EAL. */
+	if (strncmp(o->progress, "lcore:", 6) == 0)
+		snprintf(core, sizeof(core), "%u,%s", o->core[sd->me], o->progress + 6);
+	else
+		snprintf(core, sizeof(core), "%u", o->core[sd->me]);
+	snprintf(main_lcore, sizeof(main_lcore), "%u", o->core[sd->me]);
 	snprintf(prefix, sizeof(prefix), "%s-%u%c", o->prefix, round, 'a' + sd->me);
 	snprintf(vdev[0], sizeof(vdev[0]), "--vdev=%s", o->vdev[sd->me]);
 	snprintf(vdev[1], sizeof(vdev[1]), "--vdev=%s", o->raw_vdev[sd->me]);
 	argv[argc++] = (char *)(uintptr_t)"dpv-perf-link";
 	argv[argc++] = (char *)(uintptr_t)"-l";
 	argv[argc++] = core;
+	argv[argc++] = (char *)(uintptr_t)"--main-lcore";
+	argv[argc++] = main_lcore;
 	argv[argc++] = (char *)(uintptr_t)"--file-prefix";
 	argv[argc++] = prefix;
 	argv[argc++] = (char *)(uintptr_t)"--no-pci";
