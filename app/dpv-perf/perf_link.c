@@ -727,10 +727,12 @@ print_table(const struct lk_run *run)
 	const struct lk_opts *o = run->o;
 	double r50, r999, rr;
 
-	printf("dpv-perf link: two processes over %s, side A (memif server, measures) on core "
-	       "%u, side B on core %u\n", link_name(run), o->core[0], o->core[1]);
-	printf("  progress: %s; inline helper after %u us idle (0: off); %s\n", o->progress,
-	       o->idle_us, o->huge ? "hugepages" : "no hugepages");
+	printf("dpv-perf link: two processes over %s, side A (%smeasures) on core %u, side B "
+	       "on core %u\n", link_name(run), run->memif ? "the memif server, " : "",
+	       o->core[0], o->core[1]);
+	printf("  each process pinned to its core, its EAL control threads too; progress %s; "
+	       "inline helper after %u us idle (0: off; off during raw cases); %s\n",
+	       o->progress, o->idle_us, o->huge ? "hugepages" : "no hugepages");
 	printf("  ports: A %s | %s\n         B %s | %s\n", o->vdev[0], o->raw_vdev[0], o->vdev[1],
 	       o->raw_vdev[1]);
 	printf("  %u rounds, medians; latency one-way (round trip / 2), %u round trips; rate "

@@ -1224,21 +1224,37 @@ verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 }
 
 static int
+helper_idle(struct lk_side *sd, uint32_t us)
+{
+	int ret = dpv_verbs_set_inline_idle_us(us);
+
+	if (ret != 0)
+		return side_fail(sd, "dpv_verbs_set_inline_idle_us(%u): %s", us, strerror(ret));
+	return 0;
+}
+
+static int
 raw_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 {
 	struct lk_msg mine = { 0 }, theirs;
 	int rc;
 
+	/*
+	 * Nothing but the raw port while it runs: the device has nothing to do, and its
+	 * inline helper thread would drive it every idle period, on the polling core.
+	 */
+	rc = helper_idle(sd, 0);
 	raw_drain(sd);
+	mine.status = rc;
 	if (ctl_swap(sd, &mine, NULL) != 0)
 		return -1;
 	if (c->kind == LK_RAW_PP) {
 		rc = raw_pp(sd, c, r);
-		mine.status = rc;
+		mine.status = rc | helper_idle(sd, sd->o->idle_us);
 		return ctl_swap(sd, &mine, NULL);
 	}
 	rc = raw_stream(sd, c, &mine);
-	mine.status = rc;
+	mine.status = rc | helper_idle(sd, sd->o->idle_us);
 	if (ctl_swap(sd, &mine, &theirs) != 0)
 		return -1;
 	if (sd->me == 0) {
@@ -1319,10 +1335,8 @@ side_open(struct lk_side *sd, unsigned int round)
 	    rte_eth_dev_get_port_by_name(name[1], &sd->rport) != 0)
 		return side_fail(sd, "no ethdev port %s or %s", name[0], name[1]);
 	sd->us_per_cycle = 1e6 / (double)rte_get_tsc_hz();
-	ret = dpv_verbs_set_inline_idle_us(o->idle_us);
-	if (ret != 0)
-		return side_fail(sd, "dpv_verbs_set_inline_idle_us(%u): %s", o->idle_us,
-				 strerror(ret));
+	if (helper_idle(sd, o->idle_us) != 0)
+		return -1;
 	sd->dev.ctx = dpv_verbs_open_port(sd->vport, RTE_IPV4(10, 79, 0, 1 + sd->me));
 	if (sd->dev.ctx == NULL)
 		return side_fail(sd, "dpv_verbs_open_port(%u): %s", sd->vport, strerror(errno));
