@@ -257,25 +257,15 @@ raw_link_wait(struct lk_side *sd)
 {
 	struct rte_eth_link link;
 	uint64_t deadline;
-	int ret;
 
 	deadline = perf_now_ns() + (uint64_t)(LK_LINK_WAIT_S * 1e9);
-	for (uint32_t ms = 1;; ms++) {
+	for (;;) {
 		memset(&link, 0, sizeof(link));
 		if (rte_eth_link_get_nowait(sd->rport, &link) == 0 && link.link_status)
 			return 0;
 		if (perf_now_ns() > deadline)
 			return side_fail(sd, "the raw port's link is not up after %.0f s",
 					 LK_LINK_WAIT_S);
-		/* A memif client that came before its server's port started was turned
-		 * away and does not ask again by itself: a restart asks again. */
-		if (sd->me == 1 && ms % 500 == 0) {
-			(void)rte_eth_dev_stop(sd->rport);
-			ret = rte_eth_dev_start(sd->rport);
-			if (ret != 0)
-				return side_fail(sd, "raw port %u restart: %s", sd->rport,
-						 strerror(-ret));
-		}
 		rte_delay_us_sleep(1000);
 	}
 }
@@ -913,30 +903,20 @@ poll_until_peer(struct lk_ctx *x)
 
 /* ---- verbs: latency ---- */
 
+/* Wait for the peer's message @p seq to have been received. */
 static int
-send_lat(struct lk_ctx *x, struct lk_result *r)
+recv_wait(struct lk_ctx *x, uint64_t seq)
 {
-	struct lk_side *sd = x->sd;
-	uint64_t total = sd->o->warmup + x->c->count, t0 = 0;
+	return poll_until(x, &x->s.recvs, seq + 1, "the peer's message");
+}
+
+static int
+send_one(struct lk_ctx *x, uint64_t seq)
+{
 	uint32_t len = x->c->size;
 
-	for (uint64_t i = 0; i < total; i++) {
-		if (sd->me == 1 && poll_until(x, &x->s.recvs, i + 1, "SEND ping") != 0)
-			return -1;
-		t0 = rte_rdtsc();
-		memcpy(slot(x, 0), pat_of(i, sd->me), len);
-		if (post_one(x, IBV_WR_SEND, slot(x, 0), len, x->s.slot_mr->lkey, 0, false) != 0)
-			return -1;
-		if (sd->me == 0) {
-			if (poll_until(x, &x->s.recvs, i + 1, "SEND pong") != 0)
-				return -1;
-			if (i >= sd->o->warmup)
-				sd->samples[i - sd->o->warmup] = rte_rdtsc() - t0;
-		}
-	}
-	if (sd->me == 0)
-		lat_result(sd, (uint32_t)x->c->count, r);
-	return 0;
+	memcpy(slot(x, 0), pat_of(seq, x->sd->me), len);
+	return post_one(x, IBV_WR_SEND, slot(x, 0), len, x->s.slot_mr->lkey, 0, false);
 }
 
 /* Wait for the peer's WRITE @p seq into slot 1: its last 8 bytes are seq + 1. */
@@ -961,60 +941,55 @@ write_wait(struct lk_ctx *x, uint64_t seq)
 }
 
 static int
-write_lat(struct lk_ctx *x, struct lk_result *r)
+write_one(struct lk_ctx *x, uint64_t seq)
 {
-	struct lk_side *sd = x->sd;
-	uint64_t total = sd->o->warmup + x->c->count, t0, mark;
 	uint32_t len = x->c->size;
+	uint64_t mark = seq + 1;
 
-	for (uint64_t i = 0; i < total; i++) {
-		if (sd->me == 1 && write_wait(x, i) != 0)
-			return -1;
-		t0 = rte_rdtsc();
-		memcpy(slot(x, 0), pat_of(i, sd->me), len - 8);
-		mark = i + 1;
-		memcpy(slot(x, 0) + len - 8, &mark, 8);
-		if (post_one(x, IBV_WR_RDMA_WRITE, slot(x, 0), len, x->s.slot_mr->lkey,
-			     x->peer_addr, false) != 0)
-			return -1;
-		if (sd->me == 0) {
-			if (write_wait(x, i) != 0)
-				return -1;
-			if (i >= sd->o->warmup)
-				sd->samples[i - sd->o->warmup] = rte_rdtsc() - t0;
-		}
-	}
-	if (sd->me == 0)
-		lat_result(sd, (uint32_t)x->c->count, r);
-	return 0;
+	memcpy(slot(x, 0), pat_of(seq, x->sd->me), len - 8);
+	memcpy(slot(x, 0) + len - 8, &mark, 8);
+	return post_one(x, IBV_WR_RDMA_WRITE, slot(x, 0), len, x->s.slot_mr->lkey, x->peer_addr,
+			false);
 }
 
 /* Each side ADDs the tag of the message it waits for before the one it answers. */
 static int
-tm_lat(struct lk_ctx *x, struct lk_result *r)
+tagged_one(struct lk_ctx *x, uint64_t seq)
+{
+	uint32_t len = x->c->size, hl = (uint32_t)sizeof(struct ibv_tmh);
+	struct ibv_tmh *tmh = (struct ibv_tmh *)(void *)slot(x, 0);
+	uint64_t next = seq + x->sd->me;
+
+	if (tm_add(x, next, slot(x, 1 + (uint32_t)(next % LK_LAT_RQ)), len,
+		   x->s.slot_mr->lkey) != 0)
+		return -1;
+	memset(tmh, 0, sizeof(*tmh));
+	tmh->opcode = IBV_TMH_EAGER;
+	tmh->app_ctx = rte_cpu_to_be_32((uint32_t)seq);
+	tmh->tag = rte_cpu_to_be_64(tm_tag(seq));
+	memcpy(slot(x, 0) + hl, pat_of(seq, x->sd->me), len);
+	return post_one(x, IBV_WR_SEND, slot(x, 0), hl + len, x->s.slot_mr->lkey, 0, false);
+}
+
+/*
+ * A verbs ping-pong: B waits for message i and answers it; A times from its message i
+ * to the answer. @p send posts this side's message, @p wait waits for the peer's.
+ */
+static int
+verbs_pp(struct lk_ctx *x, struct lk_result *r, int (*send)(struct lk_ctx *, uint64_t),
+	 int (*wait)(struct lk_ctx *, uint64_t))
 {
 	struct lk_side *sd = x->sd;
 	uint64_t total = sd->o->warmup + x->c->count, t0;
-	uint32_t len = x->c->size, hl = (uint32_t)sizeof(struct ibv_tmh);
-	struct ibv_tmh *tmh = (struct ibv_tmh *)(void *)slot(x, 0);
 
 	for (uint64_t i = 0; i < total; i++) {
-		if (sd->me == 1 && poll_until(x, &x->s.recvs, i + 1, "tagged ping") != 0)
+		if (sd->me == 1 && wait(x, i) != 0)
 			return -1;
 		t0 = rte_rdtsc();
-		if (tm_add(x, i + sd->me, slot(x, 1 + (uint32_t)((i + sd->me) % LK_LAT_RQ)), len,
-			   x->s.slot_mr->lkey) != 0)
-			return -1;
-		memset(tmh, 0, sizeof(*tmh));
-		tmh->opcode = IBV_TMH_EAGER;
-		tmh->app_ctx = rte_cpu_to_be_32((uint32_t)i);
-		tmh->tag = rte_cpu_to_be_64(tm_tag(i));
-		memcpy(slot(x, 0) + hl, pat_of(i, sd->me), len);
-		if (post_one(x, IBV_WR_SEND, slot(x, 0), hl + len, x->s.slot_mr->lkey, 0,
-			     false) != 0)
+		if (send(x, i) != 0)
 			return -1;
 		if (sd->me == 0) {
-			if (poll_until(x, &x->s.recvs, i + 1, "tagged pong") != 0)
+			if (wait(x, i) != 0)
 				return -1;
 			if (i >= sd->o->warmup)
 				sd->samples[i - sd->o->warmup] = rte_rdtsc() - t0;
@@ -1202,13 +1177,13 @@ verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 	if (rc == 0) {
 		switch (c->kind) {
 		case LK_SEND_LAT:
-			rc = send_lat(&x, r);
+			rc = verbs_pp(&x, r, send_one, recv_wait);
 			break;
 		case LK_WRITE_LAT:
-			rc = write_lat(&x, r);
+			rc = verbs_pp(&x, r, write_one, write_wait);
 			break;
 		case LK_TM_LAT:
-			rc = tm_lat(&x, r);
+			rc = verbs_pp(&x, r, tagged_one, recv_wait);
 			break;
 		default:
 			rc = stream_case(&x, r);
