@@ -197,6 +197,23 @@ rm_runtime(const char *prefix)
 	(void)rmdir(path);
 }
 
+/* Join the network namespace @p name of ip-netns(8). @return 0 or -1 after saying why. */
+static int
+enter_netns(const char *name)
+{
+	char path[256];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ret = fd < 0 ? -1 : setns(fd, CLONE_NEWNET);
+	if (ret != 0)
+		perf_error("%s: network namespace %s: %s", LK_CMD, name, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
 /* One round of the two sides: fork both, read A's results. @return 0 or -1. */
 static int
 run_sides(struct lk_run *run, unsigned int round)
@@ -229,6 +246,8 @@ run_sides(struct lk_run *run, unsigned int round)
 				close(out[1]);
 			alarm(LK_ROUND_TIMEOUT_S);
 			pin(o->core[me]);
+			if (o->netns[me] != NULL && enter_netns(o->netns[me]) != 0)
+				_exit(PERF_EXIT_FAIL);
 			_exit(lk_side_run(o, me, round, ctl[me], out[1]));
 		}
 	}
@@ -735,6 +754,9 @@ print_table(const struct lk_run *run)
 	       o->progress, o->idle_us, o->huge ? "hugepages" : "no hugepages");
 	printf("  ports: A %s | %s\n         B %s | %s\n", o->vdev[0], o->raw_vdev[0], o->vdev[1],
 	       o->raw_vdev[1]);
+	if (o->netns[0] != NULL || o->netns[1] != NULL)
+		printf("  network namespaces: A %s, B %s\n", o->netns[0] != NULL ? o->netns[0] : "-",
+		       o->netns[1] != NULL ? o->netns[1] : "-");
 	printf("  %u rounds, medians; latency one-way (round trip / 2), %u round trips; rate "
 	       "%u messages, window %u; bandwidth %" PRIu64 " bytes a case\n\n", o->rounds,
 	       o->lat_iters, o->rate_msgs, o->window, o->bw_bytes);
@@ -1018,7 +1040,7 @@ enum {
 	OPT_ROUNDS = 256, OPT_ITERS, OPT_WARMUP, OPT_SIZE, OPT_MSGS, OPT_WINDOW, OPT_BW_BYTES,
 	OPT_SIZES, OPT_CORES, OPT_PORT_A, OPT_PORT_B, OPT_RAW_A, OPT_RAW_B, OPT_PROGRESS,
 	OPT_IDLE, OPT_HUGE, OPT_NO_EXT, OPT_DROPIN, OPT_JSON, OPT_JSON_FILE, OPT_PLOTS,
-	OPT_QUICK,
+	OPT_QUICK, OPT_NETNS_A, OPT_NETNS_B,
 };
 
 static const struct option lk_longopts[] = {
@@ -1044,6 +1066,8 @@ static const struct option lk_longopts[] = {
 	{ "json-file", required_argument, NULL, OPT_JSON_FILE },
 	{ "plots", required_argument, NULL, OPT_PLOTS },
 	{ "quick", no_argument, NULL, OPT_QUICK },
+	{ "netns-a", required_argument, NULL, OPT_NETNS_A },
+	{ "netns-b", required_argument, NULL, OPT_NETNS_B },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -1074,6 +1098,10 @@ lk_help(void)
 	       "  --raw-port-a DEVARGS, --raw-port-b DEVARGS\n"
 	       "                   the raw port of each side on the same link; all four or none\n"
 	       "                   (default: net_memif0 and net_memif1 (id 1) on one socket)\n"
+	       "  --netns-a NAME, --netns-b NAME\n"
+	       "                   run side A, B in that network namespace (ip netns): af_packet\n"
+	       "                   ports on both ends of a veth pair need it (perftest and UCX\n"
+	       "                   are not run then)\n"
 	       "  --progress MODE  inline (the default), or lcore:N: each side's device on an EAL\n"
 	       "                   worker lcore on core N (dpv_verbs_set_progress)\n"
 	       "  --idle-us N      the inline helper's idle time, 0 off (default 500)\n"
@@ -1185,6 +1213,10 @@ lk_opt(void *ctx, int c, const char *arg)
 	case OPT_QUICK:
 		o->quick = true;
 		break;
+	case OPT_NETNS_A:
+	case OPT_NETNS_B:
+		o->netns[c - OPT_NETNS_A] = arg;
+		break;
 	default:
 		return perf_usage_error(LK_CMD, "unknown option");
 	}
@@ -1270,6 +1302,9 @@ link_run(int argc, char **argv)
 		o.raw_vdev[0] = vdev[2];
 		o.raw_vdev[1] = vdev[3];
 	}
+	/* perftest's and UCX's TCP exchange is on localhost, which namespaces do not share. */
+	if (o.netns[0] != NULL || o.netns[1] != NULL)
+		o.ext = false;
 	if (o.dropin == NULL)
 		o.dropin = default_dropin(dropin, sizeof(dropin));
 	if (o.ext && o.dropin == NULL) {

@@ -77,6 +77,7 @@ struct lk_opts {
 	unsigned int core[2];
 	char *vdev[2];       /* the verbs device's port of each side (EAL --vdev) */
 	char *raw_vdev[2];   /* the raw port of each side, on the same link */
+	const char *netns[2];/* the network namespace of each side (ip netns), or NULL */
 	const char *progress;
 	const char *lcore;   /* lcore:N progress: N, an lcore more in each side's EAL */
 	uint32_t idle_us;    /* the inline helper's idle time (dpv_verbs_set_inline_idle_us) */
