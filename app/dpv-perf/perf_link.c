@@ -134,6 +134,7 @@ struct lk_run {
 	struct lk_ext_result ext[LK_MAX_ROUNDS][LK_NB_EXT];
 	struct lk_ext_result ext_med[LK_NB_EXT];
 	bool have_ext[LK_NB_EXT];
+	unsigned int ext_failed[LK_NB_EXT];
 	bool memif;
 	uint16_t tcp_port;
 	char *self;
@@ -787,7 +788,8 @@ print_table(const struct lk_run *run)
 
 		if (!x->ran)
 			continue;
-		snprintf(cells[0], PERF_CELL_LEN, "%s", lk_ext_keys[e]);
+		snprintf(cells[0], PERF_CELL_LEN, "%s%s", lk_ext_keys[e],
+			 run->ext_failed[e] != 0 ? " (!)" : "");
 		snprintf(cells[1], PERF_CELL_LEN, "%u", e == LK_EXT_WRITE_BW ? 1048576u :
 			 o->lat_size);
 		/* perftest's and UCX's typical latency stands in the p50 column. */
@@ -807,7 +809,8 @@ print_table(const struct lk_run *run)
 	}
 	printf("\nbytes: the payload, or (f) the frame's length; raw frames are sized as the "
 	       "verbs case's first packet (lat, rate) or as full 1024-byte RoCE packets (bw).\n"
-	       "ib_send_lat and tag_lat: typical latency in the p50 column.\n");
+	       "ib_send_lat and tag_lat: typical latency in the p50 column; (!): the program "
+	       "failed a round (stderr says which).\n");
 }
 
 static void
@@ -906,6 +909,7 @@ write_json(const struct lk_run *run, FILE *f)
 			continue;
 		perf_json_object_begin(&j, NULL);
 		perf_json_str(&j, "program", lk_ext_keys[e]);
+		perf_json_u64(&j, "rounds_failed", run->ext_failed[e]);
 		perf_json_u64(&j, "bytes", e == LK_EXT_WRITE_BW ? 1048576u : o->lat_size);
 		if (e == LK_EXT_SEND_LAT || e == LK_EXT_UCX_LAT) {
 			perf_json_double(&j, "typical_us", x->typ);
@@ -1333,7 +1337,7 @@ link_run(int argc, char **argv)
 			if (ret == 0)
 				run.have_ext[e] = true;
 			else if (ret < 0)
-				status = PERF_EXIT_FAIL;
+				run.ext_failed[e]++;
 		}
 	}
 	if (status == PERF_EXIT_OK) {
@@ -1355,6 +1359,15 @@ link_run(int argc, char **argv)
 		}
 		if (o.plot_dir != NULL && write_plots(&run) != 0)
 			status = PERF_EXIT_FAIL;
+		/* A program that failed a round is a result too: its medians are of the
+		 * rounds it finished, and the run says so on stderr and in its status. */
+		for (unsigned int e = 0; e < LK_NB_EXT; e++) {
+			if (run.ext_failed[e] == 0)
+				continue;
+			perf_error("%s: %s failed %u of %u rounds (its outputs are in %s)", LK_CMD,
+				   lk_ext_keys[e], run.ext_failed[e], o.rounds, o.tmpdir);
+			status = PERF_EXIT_FAIL;
+		}
 	}
 	{
 		char sock[128];
