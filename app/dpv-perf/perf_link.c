@@ -134,7 +134,8 @@ struct lk_run {
 	struct lk_ext_result ext[LK_MAX_ROUNDS][LK_NB_EXT];
 	struct lk_ext_result ext_med[LK_NB_EXT];
 	bool have_ext[LK_NB_EXT];
-	unsigned int ext_failed[LK_NB_EXT];
+	unsigned int ext_failed[LK_NB_EXT]; /* runs that failed */
+	unsigned int ext_lost[LK_NB_EXT];   /* rounds without a result (both tries failed) */
 	bool memif;
 	uint16_t tcp_port;
 	char *self;
@@ -473,7 +474,8 @@ ext_numbers(const char *file, const char *lead, double *v, int cap)
 
 /* Run one external measurement of round @p round. @return 0, or -1 when it failed. */
 static int
-ext_run(struct lk_run *run, enum lk_ext e, unsigned int round, struct lk_ext_result *r)
+ext_run(struct lk_run *run, enum lk_ext e, unsigned int round, unsigned int attempt,
+	struct lk_ext_result *r)
 {
 	struct lk_opts *o = run->o;
 	char prog[256], port[8], size[16], iters[16], lead[32], out[2][160];
@@ -486,12 +488,14 @@ ext_run(struct lk_run *run, enum lk_ext e, unsigned int round, struct lk_ext_res
 	pid_t pid[2];
 	int rc[2], n;
 	char sock[128];
+	uint16_t tcp;
 
 	name = e == LK_EXT_SEND_LAT ? "ib_send_lat" : e == LK_EXT_SEND_BW ? "ib_send_bw" :
 	       e == LK_EXT_WRITE_BW ? "ib_write_bw" : "ucx_perftest";
 	if (which(name, prog, sizeof(prog)) == NULL)
 		return 1;
-	snprintf(port, sizeof(port), "%u", run->tcp_port + round * LK_NB_EXT + e);
+	tcp = (uint16_t)(run->tcp_port + (attempt * LK_MAX_ROUNDS + round) * LK_NB_EXT + e);
+	snprintf(port, sizeof(port), "%u", tcp);
 	snprintf(size, sizeof(size), "%u", e == LK_EXT_WRITE_BW ? 1048576u : o->lat_size);
 	snprintf(iters, sizeof(iters), "%u", e == LK_EXT_SEND_LAT || e == LK_EXT_UCX_LAT ?
 		 o->lat_iters : e == LK_EXT_WRITE_BW ?
@@ -536,10 +540,11 @@ ext_run(struct lk_run *run, enum lk_ext e, unsigned int round, struct lk_ext_res
 		return -1;
 	/* The client once the server can be joined: the memif socket, or its TCP port. */
 	deadline = perf_now_ns() + 30 * UINT64_C(1000000000);
-	while (!(run->memif ? access(sock, F_OK) == 0 : tcp_listening(run->tcp_port + round *
-								       LK_NB_EXT + e)) &&
+	while (!(run->memif ? access(sock, F_OK) == 0 : tcp_listening(tcp)) &&
 	       perf_now_ns() < deadline && waitpid(pid[0], NULL, WNOHANG) == 0)
 		usleep(20000);
+	/* The socket file is there from bind(): the server listens a moment later. */
+	usleep(300000);
 	pid[1] = ext_start(run, 1, ucx, argv[1], out[1], round);
 	rc[1] = pid[1] < 0 ? -1 : wait_child(pid[1], LK_EXT_TIMEOUT_S);
 	rc[0] = wait_child(pid[0], rc[1] == 0 ? 10 : 1);
@@ -810,7 +815,7 @@ print_table(const struct lk_run *run)
 	printf("\nbytes: the payload, or (f) the frame's length; raw frames are sized as the "
 	       "verbs case's first packet (lat, rate) or as full 1024-byte RoCE packets (bw).\n"
 	       "ib_send_lat and tag_lat: typical latency in the p50 column; (!): the program "
-	       "failed a round (stderr says which).\n");
+	       "failed at least once (stderr says how often).\n");
 }
 
 static void
@@ -909,7 +914,7 @@ write_json(const struct lk_run *run, FILE *f)
 			continue;
 		perf_json_object_begin(&j, NULL);
 		perf_json_str(&j, "program", lk_ext_keys[e]);
-		perf_json_u64(&j, "rounds_failed", run->ext_failed[e]);
+		perf_json_u64(&j, "failures", run->ext_failed[e]);
 		perf_json_u64(&j, "bytes", e == LK_EXT_WRITE_BW ? 1048576u : o->lat_size);
 		if (e == LK_EXT_SEND_LAT || e == LK_EXT_UCX_LAT) {
 			perf_json_double(&j, "typical_us", x->typ);
@@ -1333,11 +1338,20 @@ link_run(int argc, char **argv)
 				fprintf(stderr, "dpv-perf link: round %u: %s\n", r + 1,
 					lk_ext_keys[e]);
 			x->typ = x->avg = x->p99 = x->p999 = x->max = x->rate = x->mbps = NAN;
-			ret = ext_run(&run, (enum lk_ext)e, r, x);
+			ret = ext_run(&run, (enum lk_ext)e, r, 0, x);
+			if (ret < 0) {
+				/* Once more: a loaded machine can keep a side off its core
+				 * past a retry timeout. */
+				perf_error("%s: %s: once more", LK_CMD, lk_ext_keys[e]);
+				run.ext_failed[e]++;
+				ret = ext_run(&run, (enum lk_ext)e, r, 1, x);
+				if (ret < 0) {
+					run.ext_failed[e]++;
+					run.ext_lost[e]++;
+				}
+			}
 			if (ret == 0)
 				run.have_ext[e] = true;
-			else if (ret < 0)
-				run.ext_failed[e]++;
 		}
 	}
 	if (status == PERF_EXIT_OK) {
@@ -1359,14 +1373,17 @@ link_run(int argc, char **argv)
 		}
 		if (o.plot_dir != NULL && write_plots(&run) != 0)
 			status = PERF_EXIT_FAIL;
-		/* A program that failed a round is a result too: its medians are of the
-		 * rounds it finished, and the run says so on stderr and in its status. */
+		/* A program that failed is a result too: its medians are of the runs that
+		 * finished, the run says so on stderr, and a round left without its
+		 * figure fails the run. */
 		for (unsigned int e = 0; e < LK_NB_EXT; e++) {
 			if (run.ext_failed[e] == 0)
 				continue;
-			perf_error("%s: %s failed %u of %u rounds (its outputs are in %s)", LK_CMD,
-				   lk_ext_keys[e], run.ext_failed[e], o.rounds, o.tmpdir);
-			status = PERF_EXIT_FAIL;
+			perf_error("%s: %s failed %u times, %u rounds without a result (the outputs "
+				   "of its last failure are in %s)", LK_CMD, lk_ext_keys[e],
+				   run.ext_failed[e], run.ext_lost[e], o.tmpdir);
+			if (run.ext_lost[e] != 0)
+				status = PERF_EXIT_FAIL;
 		}
 	}
 	{
