@@ -53,6 +53,8 @@
 #define LK_SPARE_WRID UINT64_C(0x5ba4e00000000000)
 #define LK_RAW_POOL 8191u
 #define LK_RAW_BURST 32u
+/* rte_pause()s before a raw port whose ring was full is asked again. */
+#define LK_TX_BACKOFF 64u
 #define LK_LINK_WAIT_S 20.0
 /* A stream's receiver gives up this long after its last frame, once A has sent all. */
 #define LK_QUIET_NS UINT64_C(10000000)
@@ -351,6 +353,10 @@ raw_send(struct lk_side *sd, struct rte_mbuf **m, uint16_t n)
 		sent += rte_eth_tx_burst(sd->rport, 0, m + sent, n - sent);
 		if (sent == n)
 			break;
+		/* A full ring: asking again at once only fights the receiver for the
+		 * ring's cache lines. */
+		for (unsigned int k = 0; k < LK_TX_BACKOFF; k++)
+			rte_pause();
 		if (deadline == 0)
 			deadline = pv_deadline();
 		if (pv_stalled(deadline, &calls)) {
