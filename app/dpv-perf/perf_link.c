@@ -136,6 +136,7 @@ struct lk_run {
 	bool have_ext[LK_NB_EXT];
 	unsigned int ext_failed[LK_NB_EXT]; /* runs that failed */
 	unsigned int ext_lost[LK_NB_EXT];   /* rounds without a result (both tries failed) */
+	unsigned int sides_failed;          /* rounds of the two sides run twice */
 	bool memif;
 	uint16_t tcp_port;
 	char *self;
@@ -763,6 +764,9 @@ print_table(const struct lk_run *run)
 	if (o->netns[0] != NULL || o->netns[1] != NULL)
 		printf("  network namespaces: A %s, B %s\n", o->netns[0] != NULL ? o->netns[0] : "-",
 		       o->netns[1] != NULL ? o->netns[1] : "-");
+	if (run->sides_failed != 0)
+		printf("  %u rounds failed once and were run again (stderr says why)\n",
+		       run->sides_failed);
 	printf("  %u rounds, medians; latency one-way (round trip / 2), %u round trips; rate "
 	       "%u messages, window %u; bandwidth %" PRIu64 " bytes a case\n\n", o->rounds,
 	       o->lat_iters, o->rate_msgs, o->window, o->bw_bytes);
@@ -861,6 +865,7 @@ write_json(const struct lk_run *run, FILE *f)
 	perf_json_u64(&j, "rate_msgs", o->rate_msgs);
 	perf_json_u64(&j, "window", o->window);
 	perf_json_u64(&j, "bw_bytes", o->bw_bytes);
+	perf_json_u64(&j, "rounds_run_twice", run->sides_failed);
 	perf_json_object_end(&j);
 	perf_json_array_begin(&j, "cdf_quantiles");
 	for (unsigned int q = 0; q < LK_CDF_N; q++)
@@ -1328,8 +1333,14 @@ link_run(int argc, char **argv)
 		if (!o.json)
 			fprintf(stderr, "dpv-perf link: round %u of %u\n", r + 1, o.rounds);
 		if (run_sides(&run, r) != 0) {
-			status = PERF_EXIT_FAIL;
-			break;
+			/* Once more, as perftest and UCX are: a round that fails twice ends
+			 * the run. */
+			perf_error("%s: round %u once more", LK_CMD, r + 1);
+			run.sides_failed++;
+			if (run_sides(&run, r) != 0) {
+				status = PERF_EXIT_FAIL;
+				break;
+			}
 		}
 		for (unsigned int e = 0; o.ext && e < LK_NB_EXT; e++) {
 			struct lk_ext_result *x = &run.ext[r][e];
