@@ -33,6 +33,7 @@ extern const struct perf_cmd perf_cmd_pingpong;
 extern const struct perf_cmd perf_cmd_idle;
 extern const struct perf_cmd perf_cmd_loss;
 extern const struct perf_cmd perf_cmd_rndv;
+extern const struct perf_cmd perf_cmd_link;
 #endif
 
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */
