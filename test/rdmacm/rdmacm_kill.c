@@ -21,14 +21,12 @@
  * process is added to them here.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -36,18 +34,7 @@
 #include <sys/wait.h>
 
 #include "dpv_verbs.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
+#include "rdmacm_test.h"
 
 #define IP_SURVIVOR "10.207.0.1"
 /* Each peer its own address and MAC, as a new host is: the MADs the survivor sent its
@@ -68,14 +55,6 @@ static const char *const peer_mac[] = {"02:dd:07:00:00:02", "02:dd:07:00:00:03",
 
 /* What a peer does with the connection request it gets. */
 enum peer_mode { PEER_DIE_AT_REQUEST, PEER_DIE_CONNECTED, PEER_LIVE };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the processes' signals to each other: one byte down a pipe ---- */
 
@@ -98,61 +77,11 @@ static char hear(int fd, int ms)
 
 /* ---- events ---- */
 
-static struct rdma_event_channel *channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-
-	if (ch == NULL) {
-		fprintf(stderr, "rdma_create_event_channel: %s\n", strerror(errno));
-		exit(1);
-	}
-	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
-	return ch;
-}
-
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-	uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
-
-	do {
-		if (rdma_get_cm_event(ch, &ev) == 0)
-			return ev;
-		if (errno != EAGAIN)
-			return NULL;
-		(void)poll(&p, 1, 10);
-	} while (now_ns() < end);
-	return NULL;
-}
-
-/* The next event must be @p type with @p status; returns it, unacked. */
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
-				    int status, int line)
-{
-	struct rdma_cm_event *ev = next_event(ch, WAIT_MS);
-
-	if (ev == NULL) {
-		fprintf(stderr, "FAIL line %d: no %s within %d ms\n", line, rdma_event_str(type),
-			WAIT_MS);
-		failures++;
-		return NULL;
-	}
-	if (ev->event != type || ev->status != status) {
-		fprintf(stderr, "FAIL line %d: %s (status %d), want %s (status %d)\n", line,
-			rdma_event_str(ev->event), ev->status, rdma_event_str(type), status);
-		failures++;
-		rdma_ack_cm_event(ev);
-		return NULL;
-	}
-	return ev;
-}
-
-#define EXPECT(ch, type, status) expect(ch, type, status, __LINE__)
+#define EXPECT(ch, type, status) expect_event(ch, type, NULL, status, WAIT_MS, __LINE__)
 
 static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type, int line)
 {
-	struct rdma_cm_event *ev = expect(ch, type, 0, line);
+	struct rdma_cm_event *ev = expect_event(ch, type, NULL, 0, WAIT_MS, line);
 
 	if (ev != NULL)
 		rdma_ack_cm_event(ev);
@@ -343,6 +272,18 @@ static void survivor_handshake(struct rdma_event_channel *ch, struct ibv_context
 	CHECK(cm_ids(*ctx) == 0, "CM ids left after the peer killed in the handshake");
 }
 
+/* A connection to peer @p n, established, a SEND gone across. */
+static void survivor_up(struct rdma_event_channel *ch, struct conn *k, int n)
+{
+	struct ibv_wc wc;
+
+	survivor_connect(ch, k, n);
+	EXPECT_ACK(ch, RDMA_CM_EVENT_ESTABLISHED);
+	conn_send(k, "before");
+	CHECK(conn_poll(k->id->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
+	      "the SEND to live peer %d: status %d", n, wc.status);
+}
+
 static void survivor_connected(struct rdma_event_channel *ch, int cmd, int report)
 {
 	struct ibv_context *ctx;
@@ -350,12 +291,8 @@ static void survivor_connected(struct rdma_event_channel *ch, int cmd, int repor
 	struct ibv_wc wc;
 	uint64_t t0;
 
-	survivor_connect(ch, &k, 1);
+	survivor_up(ch, &k, 1);
 	ctx = k.id->verbs;
-	EXPECT_ACK(ch, RDMA_CM_EVENT_ESTABLISHED);
-	conn_send(&k, "before");
-	CHECK(conn_poll(k.id->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
-	      "the SEND to the live peer: status %d", wc.status);
 	say(report, 'S');
 	CHECK(hear(cmd, WAIT_MS) == 'K', "no word of the peer's death");
 	conn_send(&k, "after");
@@ -377,14 +314,9 @@ static void survivor_fresh(struct rdma_event_channel *ch)
 {
 	struct ibv_context *ctx;
 	struct conn k = {0};
-	struct ibv_wc wc;
 
-	survivor_connect(ch, &k, 2);
+	survivor_up(ch, &k, 2);
 	ctx = k.id->verbs;
-	EXPECT_ACK(ch, RDMA_CM_EVENT_ESTABLISHED);
-	conn_send(&k, "before");
-	CHECK(conn_poll(k.id->send_cq, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
-	      "the SEND to the fresh peer: status %d", wc.status);
 	CHECK(rdma_disconnect(k.id) == 0, "rdma_disconnect: %s", strerror(errno));
 	EXPECT_ACK(ch, RDMA_CM_EVENT_DISCONNECTED);
 	EXPECT_ACK(ch, RDMA_CM_EVENT_TIMEWAIT_EXIT);
