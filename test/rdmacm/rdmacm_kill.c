@@ -5,8 +5,10 @@
  * peers that come one after the other (memif clients, the passive side), each killed
  * as a crash kills a process: no at-exit DREQ or REJ. This process starts them all
  * and calls no library itself (EAL is not for forked processes). Every process has
- * the short CM timing of DPV_CM_RESPONSE_TIMEOUT=16, DPV_CM_RETRIES=3,
- * DPV_CM_PACKET_LIFE_TIME=12: each wait for an answer (268 + 2 x 17 ms) four times.
+ * the short CM timing of DPV_CM_RESPONSE_TIMEOUT=17, DPV_CM_RETRIES=3,
+ * DPV_CM_PACKET_LIFE_TIME=12: each wait for an answer (537 + 2 x 17 ms) four times; the
+ * first wait is long enough that a peer killed as it takes the request is dead before
+ * the REQ's first resend, which would have it answer an MRA (a 68.7 s wait).
  *   handshake  the peer takes the CONNECT_REQUEST and is killed before it accepts: the
  *              survivor gets UNREACHABLE (-ETIMEDOUT) after the REQ's four waits, and
  *              nothing more;
@@ -47,10 +49,10 @@ static const char *const peer_mac[] = {"02:dd:07:00:00:02", "02:dd:07:00:00:03",
 #define PORT 7301
 /* Generous bounds for a loaded machine; the default timing would take 77 s. */
 #define WAIT_MS 15000
-/* The CM's four waits of (4.096 us x 2^16 + 2 x 4.096 us x 2^12): the least the
+/* The CM's four waits of (4.096 us x 2^17 + 2 x 4.096 us x 2^12): the least the
  * survivor must wait for UNREACHABLE or DISCONNECTED (its first MAD is sent just
  * after the clock starts). */
-#define CM_GIVE_UP_NS (4ull * ((4096ull << 16) + 2 * (4096ull << 12)))
+#define CM_GIVE_UP_NS (4ull * ((4096ull << 17) + 2 * (4096ull << 12)))
 #define MSG_LEN 64
 
 /* What a peer does with the connection request it gets. */
@@ -422,7 +424,7 @@ int main(void)
 		return 1;
 	}
 	snprintf(sock, sizeof(sock), "%s/memif.sock", dir);
-	setenv("DPV_CM_RESPONSE_TIMEOUT", "16", 1);
+	setenv("DPV_CM_RESPONSE_TIMEOUT", "17", 1);
 	setenv("DPV_CM_RETRIES", "3", 1);
 	setenv("DPV_CM_PACKET_LIFE_TIME", "12", 1);
 	s = start(sock, -1, PEER_LIVE);
