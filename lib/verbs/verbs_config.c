@@ -24,7 +24,10 @@ struct dpv_verbs_conf dpv_verbs_conf = {.inline_idle_us = DPV_INLINE_IDLE_US_DEF
 					 .arp_lifetime_ms = DPV_ARP_LIFETIME_MS_DEFAULT,
 					 .link_wait_ms = DPV_LINK_WAIT_MS_DEFAULT,
 					 .linger_ms = DPV_LINGER_MS_DEFAULT,
-					 .fault_guard = 1};
+					 .fault_guard = 1,
+					 .cm_response_timeout = DPV_DEV_CM_RESPONSE_TIMEOUT_DEFAULT,
+					 .cm_retries = DPV_DEV_CM_MAX_RETRIES_DEFAULT,
+					 .cm_packet_life_time = DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT};
 
 /* Say what is wrong once, in words a person can act on. */
 void dpv_verbs_complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -131,6 +134,14 @@ static const struct number_setting number_settings[] = {
 	{"DPV_FAULT_GUARD", "fault_guard",
 	 "whether dpverbs' SIGSEGV / SIGBUS handler guards its copies (0: no handler)", 0, 1,
 	 &dpv_verbs_conf.fault_guard},
+	{"DPV_CM_RESPONSE_TIMEOUT", "cm_response_timeout",
+	 "the CM's response timeout as IBTA's exponent (4.096 us x 2^t)", 0, 31,
+	 &dpv_verbs_conf.cm_response_timeout},
+	{"DPV_CM_RETRIES", "cm_retries", "the times the CM sends a REQ, REP or DREQ again", 0,
+	 15, &dpv_verbs_conf.cm_retries},
+	{"DPV_CM_PACKET_LIFE_TIME", "cm_packet_life_time",
+	 "the CM's packet life time as IBTA's exponent (4.096 us x 2^t)", 0, 31,
+	 &dpv_verbs_conf.cm_packet_life_time},
 };
 
 #define N_NUMBERS (sizeof(number_settings) / sizeof(number_settings[0]))
@@ -366,6 +377,19 @@ const char *dpv_verbs_faults_of(const struct dpv_device *d)
 	if (d->index < DPV_MAX_DEVS && dpv_verbs_conf.port_faults[d->index][0] != '\0')
 		return dpv_verbs_conf.port_faults[d->index];
 	return dpv_verbs_conf.faults;
+}
+
+/* TIMEWAIT is two packet life times, as the device's default is (dpv_engine.h). */
+int dpv_verbs_apply_cm_timing(struct dpv_dev *dev)
+{
+	const struct dpv_dev_cm_timing t = {
+		.response_timeout = (uint8_t)dpv_verbs_conf.cm_response_timeout,
+		.max_retries = (uint8_t)dpv_verbs_conf.cm_retries,
+		.packet_life_time = (uint8_t)dpv_verbs_conf.cm_packet_life_time,
+		.timewait_ns = 2 * dpv_cm_timeout_ns((uint8_t)dpv_verbs_conf.cm_packet_life_time),
+	};
+
+	return dpv_dev_cm_set_timing(dev, &t);
 }
 
 int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode)

@@ -159,6 +159,8 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 			d->dev->link_arg = d;
 			ret = dpv_dev_set_arp_lifetime(d->dev, dpv_verbs_conf.arp_lifetime_ms);
 		}
+		if (ret == 0)
+			ret = dpv_verbs_apply_cm_timing(d->dev);
 		if (ret == 0) {
 			dpv_dev_own(d->dev);
 			ret = dpv_xport_set_linger_ms(d->dev->xport, dpv_verbs_conf.linger_ms);

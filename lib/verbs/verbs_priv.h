@@ -179,6 +179,9 @@ struct dpv_verbs_conf {
 	uint32_t link_wait_ms;
 	uint32_t linger_ms;
 	uint32_t fault_guard;   /* 1: dpv_xport_fault_guard() before the first device */
+	uint32_t cm_response_timeout; /* the CM's timing of every device (its exponents) */
+	uint32_t cm_retries;
+	uint32_t cm_packet_life_time;
 	bool fault_guard_taken; /* a device opened: the choice is made */
 };
 
@@ -245,6 +248,8 @@ int dpv_verbs_qp_xstats(const struct dpv_qp *qp, struct dpv_verbs_xstat *xs, uns
 
 /* Apply a DPV_PROGRESS value to a device; says why on stderr when it cannot. */
 int dpv_verbs_apply_progress(struct dpv_dev *dev, const char *mode);
+/* The CM timing of the settings on @p dev (control thread, at its open); 0 or EINVAL. */
+int dpv_verbs_apply_cm_timing(struct dpv_dev *dev);
 
 /* A context on an open device (ibv_open_device, dpv_verbs_open_port). */
 struct ibv_context *dpv_verbs_context_new(struct ibv_device *device, struct dpv_dev *dev);

@@ -90,6 +90,15 @@ check_file "linger that is not a number in the file" linger_ms 1s
 check "fault guard neither 0 nor 1" EINVAL "DPV_FAULT_GUARD=2: want whether dpverbs' SIGSEGV / SIGBUS handler" \
 	"${null_env[@]}" DPV_FAULT_GUARD=2
 check_file "fault guard that is not a number in the file" fault_guard off
+check "CM response timeout beyond its 5 bits" EINVAL "DPV_CM_RESPONSE_TIMEOUT=32: want the CM's response timeout as IBTA's exponent (4.096 us x 2^t), 0 to 31" \
+	"${null_env[@]}" DPV_CM_RESPONSE_TIMEOUT=32
+check_file "CM response timeout that is not a number in the file" cm_response_timeout 67ms
+check "CM retries beyond 15" EINVAL "DPV_CM_RETRIES=16: want the times the CM sends a REQ, REP or DREQ again, 0 to 15" \
+	"${null_env[@]}" DPV_CM_RETRIES=16
+check_file "CM retries that is not a number in the file" cm_retries -1
+check "CM packet life time beyond its 5 bits" EINVAL "DPV_CM_PACKET_LIFE_TIME=40: want the CM's packet life time" \
+	"${null_env[@]}" DPV_CM_PACKET_LIFE_TIME=40
+check_file "CM packet life time that is not a number in the file" cm_packet_life_time x
 check "fault spec with an unknown key" EINVAL "DPV_FAULTS: unknown key \"lose\"" \
 	"${null_env[@]}" DPV_FAULTS=lose=0.01
 conf faults "" "faults = loss=2"

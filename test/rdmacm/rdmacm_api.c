@@ -47,17 +47,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
-static int failures;
-
-#define CHECK(cond, ...)                                                                   \
-	do {                                                                               \
-		if (!(cond)) {                                                             \
-			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
-			fprintf(stderr, __VA_ARGS__);                                      \
-			fputc('\n', stderr);                                               \
-			failures++;                                                        \
-		}                                                                          \
-	} while (0)
+#include "rdmacm_test.h"
 
 #define IP_SERVER "127.0.22.1"
 #define IP_CLIENT "127.0.22.2"
@@ -76,35 +66,6 @@ static struct sockaddr_in sin_of(const char *ip, uint16_t port)
 	return s;
 }
 
-static struct rdma_event_channel *channel(void)
-{
-	struct rdma_event_channel *ch = rdma_create_event_channel();
-
-	if (ch == NULL) {
-		fprintf(stderr, "rdma_create_event_channel: %s\n", strerror(errno));
-		exit(1);
-	}
-	/* Non-blocking: an empty channel says EAGAIN, never waits. */
-	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
-	return ch;
-}
-
-/* The next event of @p ch: poll its fd (no library call meanwhile), then take it. */
-static struct rdma_cm_event *next_event(struct rdma_event_channel *ch)
-{
-	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
-	struct rdma_cm_event *ev;
-
-	for (int waited = 0; waited < WAIT_MS; waited += 10) {
-		if (rdma_get_cm_event(ch, &ev) == 0)
-			return ev;
-		if (errno != EAGAIN)
-			return NULL;
-		(void)poll(&p, 1, 10);
-	}
-	return NULL;
-}
-
 /* The channel's fd must become readable by itself: nobody calls the library while
  * the device's CM queues the event (the helper thread drives the device). */
 static void readable(struct rdma_event_channel *ch, int line)
@@ -120,34 +81,12 @@ static void readable(struct rdma_event_channel *ch, int line)
 
 #define READABLE(ch) readable(ch, __LINE__)
 
-/* The next event must be @p type on @p id (NULL: any id); returns it, unacked. */
-static struct rdma_cm_event *expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
-				    struct rdma_cm_id *id, int line)
-{
-	struct rdma_cm_event *ev = next_event(ch);
-
-	if (ev == NULL) {
-		fprintf(stderr, "FAIL line %d: no %s within %d ms\n", line, rdma_event_str(type),
-			WAIT_MS);
-		failures++;
-		return NULL;
-	}
-	if (ev->event != type || (id != NULL && ev->id != id)) {
-		fprintf(stderr, "FAIL line %d: %s (status %d), want %s\n", line,
-			rdma_event_str(ev->event), ev->status, rdma_event_str(type));
-		failures++;
-		rdma_ack_cm_event(ev);
-		return NULL;
-	}
-	return ev;
-}
-
-#define EXPECT(ch, type, id) expect(ch, type, id, __LINE__)
+#define EXPECT(ch, type, id) expect_event(ch, type, id, ANY_STATUS, WAIT_MS, __LINE__)
 
 static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
 		       struct rdma_cm_id *id, int line)
 {
-	struct rdma_cm_event *ev = expect(ch, type, id, line);
+	struct rdma_cm_event *ev = expect_event(ch, type, id, ANY_STATUS, WAIT_MS, line);
 
 	if (ev != NULL)
 		rdma_ack_cm_event(ev);

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * What the rdmacm tests share: CHECK, which counts a failure and goes on, and event
+ * channels taken without blocking, each event waited for by polling the channel's fd
+ * (no library call meanwhile).
+ */
+#ifndef DPV_TEST_RDMACM_H
+#define DPV_TEST_RDMACM_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/rdma_cma.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                   \
+	do {                                                                               \
+		if (!(cond)) {                                                             \
+			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+			fprintf(stderr, __VA_ARGS__);                                      \
+			fputc('\n', stderr);                                               \
+			failures++;                                                        \
+		}                                                                          \
+	} while (0)
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A channel of its own; the program ends if there is none. */
+static inline struct rdma_event_channel *channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (ch == NULL) {
+		fprintf(stderr, "rdma_create_event_channel: %s\n", strerror(errno));
+		exit(1);
+	}
+	/* Non-blocking: an empty channel says EAGAIN, never waits. */
+	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
+	return ch;
+}
+
+/* The next event of @p ch within @p ms: poll its fd, then take it; NULL for none. */
+static inline struct rdma_cm_event *next_event(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = {.fd = ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+	const uint64_t end = now_ns() + (uint64_t)ms * 1000000ull;
+
+	do {
+		if (rdma_get_cm_event(ch, &ev) == 0)
+			return ev;
+		if (errno != EAGAIN)
+			return NULL;
+		(void)poll(&p, 1, 10);
+	} while (now_ns() < end);
+	return NULL;
+}
+
+/* Any status: expect_event() checks the type and the id alone. */
+#define ANY_STATUS INT_MIN
+
+/* The next event within @p ms must be @p type on @p id (NULL: any id) with @p status
+ * (ANY_STATUS: any); returns it, unacked, else NULL with the failure counted. */
+static inline struct rdma_cm_event *expect_event(struct rdma_event_channel *ch,
+						 enum rdma_cm_event_type type,
+						 struct rdma_cm_id *id, int status, int ms,
+						 int line)
+{
+	struct rdma_cm_event *ev = next_event(ch, ms);
+
+	if (ev == NULL) {
+		fprintf(stderr, "FAIL line %d: no %s within %d ms\n", line, rdma_event_str(type),
+			ms);
+		failures++;
+		return NULL;
+	}
+	if (ev->event != type || (id != NULL && ev->id != id) ||
+	    (status != ANY_STATUS && ev->status != status)) {
+		fprintf(stderr, "FAIL line %d: %s (status %d), want %s", line,
+			rdma_event_str(ev->event), ev->status, rdma_event_str(type));
+		if (status != ANY_STATUS)
+			fprintf(stderr, " (status %d)", status);
+		fputc('\n', stderr);
+		failures++;
+		rdma_ack_cm_event(ev);
+		return NULL;
+	}
+	return ev;
+}
+
+#endif
