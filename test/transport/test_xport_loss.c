@@ -104,8 +104,10 @@ static void lost_packet_is_resent_after_a_sequence_nak(void **state)
 }
 
 /* 1 MiB SEND, WRITE and READ over a link losing 2 % each way, duplicating and
- * reordering 1 %: a lost READ response has the rest asked for again at once, and the
- * responder drops what it still had queued for the old request. */
+ * reordering 1 %: a lost READ response is asked for again, at once (retrans_read) or by
+ * the tail probe when the responses past it are slow to come (retrans_probe: under
+ * valgrind the probe's millisecond often passes first); test_xport_read_loss.c counts
+ * each way exactly. */
 static void one_mib_messages_over_a_lossy_link(void **state)
 {
 	const uint32_t len = 1u << 20;
@@ -149,7 +151,7 @@ static void one_mib_messages_over_a_lossy_link(void **state)
 	}
 	lossy_link(0, 0, 0, 0);
 	assert_true(DELTA(xa, retrans_seq_nak, sa) > 0);
-	assert_true(DELTA(xa, retrans_read, sa) > 0);
+	assert_true(DELTA(xa, retrans_read, sa) + DELTA(xa, retrans_probe, sa) > 0);
 	assert_true(DELTA(xb, dup_requests, sb) > 0);
 	assert_int_equal(DELTA(xa, retry_exceeded, sa), 0);
 	end_close(&a);
