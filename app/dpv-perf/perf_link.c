@@ -638,6 +638,8 @@ medians(struct lk_run *run)
 		m->mbps = median_of(run, &r0->mbps, rs);
 		for (unsigned int q = 0; q < LK_CDF_N; q++)
 			m->cdf[q] = median_of(run, &r0->cdf[q], rs);
+		for (unsigned int s = 0; s < 2; s++)
+			m->helper_pct[s] = median_of(run, &r0->helper_pct[s], rs);
 	}
 	for (unsigned int e = 0; e < LK_NB_EXT; e++) {
 		struct lk_ext_result *m = &run->ext_med[e], *r0 = &run->ext[0][e];
@@ -740,6 +742,37 @@ fmt(char *cell, double v, const char *f)
 		snprintf(cell, PERF_CELL_LEN, "-");
 }
 
+
+/*
+ * The inline helper thread's share of each side's core while the verbs cases ran: its
+ * highest median over the cases, and that case. It runs on the polling core (each
+ * side is pinned whole), so what it takes the poll loop loses.
+ */
+static void
+helper_line(const struct lk_run *run)
+{
+	double top[2] = { NAN, NAN };
+	unsigned int at[2] = { 0, 0 };
+
+	for (unsigned int i = 0; i < run->nb_cases; i++)
+		for (unsigned int s = 0; s < 2; s++) {
+			double v = run->med[i].helper_pct[s];
+
+			if (isfinite(v) && !(v <= top[s])) {
+				top[s] = v;
+				at[s] = i;
+			}
+		}
+	if (!isfinite(top[0]) && !isfinite(top[1]))
+		return;
+	printf("\ninline helper thread on its side's core while a verbs case ran (the highest "
+	       "case's median):\n");
+	for (unsigned int s = 0; s < 2; s++)
+		if (isfinite(top[s]))
+			printf("  side %c: %.3f %% of the case's time (%s, %u bytes)\n", 'A' + s,
+			       top[s], lk_names[run->med[at[s]].c.kind], run->med[at[s]].c.size);
+}
+
 static void
 print_table(const struct lk_run *run)
 {
@@ -816,6 +849,7 @@ print_table(const struct lk_run *run)
 			printf("  (ucx tag_lat average %.2f us: %.2fx its typical)\n", x->avg,
 			       x->avg / x->typ);
 	}
+	helper_line(run);
 	printf("\nbytes: the payload, or (f) the frame's length; raw frames are sized as the "
 	       "verbs case's first packet (lat, rate) or as full 1024-byte RoCE packets (bw).\n"
 	       "ib_send_lat and tag_lat: typical latency in the p50 column; (!): the program "
@@ -887,6 +921,10 @@ write_json(const struct lk_run *run, FILE *f)
 			perf_json_double(&j, "rate_per_s", m->rate);
 			perf_json_double(&j, "mbps", m->mbps);
 		}
+		if (isfinite(m->helper_pct[0]))
+			perf_json_double(&j, "helper_pct_a", m->helper_pct[0]);
+		if (isfinite(m->helper_pct[1]))
+			perf_json_double(&j, "helper_pct_b", m->helper_pct[1]);
 		ratios(run, m, &r50, &r999, &rr);
 		if (is_lat(m->c.kind) && m->c.kind != LK_RAW_PP) {
 			perf_json_double(&j, "p50_x_raw", r50);

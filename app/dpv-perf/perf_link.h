@@ -54,6 +54,9 @@ struct lk_result {
 	double rate;         /* per second: messages (or frames) */
 	double mbps;         /* payload MB/s (10^6 bytes) */
 	double cdf[LK_CDF_N];/* one-way microseconds at lk_cdf_q[] */
+	/* Each side's inline helper thread on its CPU while the case ran, in percent of
+	 * the case's time (verbs kinds; NAN for raw ones, which run with it off). */
+	double helper_pct[2];
 };
 
 /* The fractions of lk_result.cdf, in increasing order. */
