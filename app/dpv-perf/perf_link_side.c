@@ -85,6 +85,7 @@ struct lk_side {
 	union ibv_gid peer_gid;
 	double us_per_cycle;
 	uint64_t *samples;
+	char mode[32];       /* the progress mode for dpv_verbs_set_progress() */
 };
 
 /* One verbs case's objects and progress. */
@@ -1333,26 +1334,21 @@ static int
 side_open(struct lk_side *sd, unsigned int round)
 {
 	const struct lk_opts *o = sd->o;
-	char core[32], main_lcore[16], prefix[64], vdev[2][512];
-	char *argv[20];
+	char cores[128], prefix[64], vdev[2][512];
+	char *argv[24], *save = NULL;
 	int argc = 0, ret;
 	struct lk_msg mine = { 0 }, theirs;
 	char name[2][64];
 
-	/* lcore:N progress runs on a worker lcore of this process's EAL. */
-	if (strncmp(o->progress, "lcore:", 6) == 0)
-		snprintf(core, sizeof(core), "%u,%s", o->core[sd->me], o->progress + 6);
-	else
-		snprintf(core, sizeof(core), "%u", o->core[sd->me]);
-	snprintf(main_lcore, sizeof(main_lcore), "%u", o->core[sd->me]);
+	/* lcore:N and service:N progress run on a worker (or service) lcore of this
+	 * process's EAL. */
+	lk_eal_cores(o, sd->me, cores, sizeof(cores), sd->mode, sizeof(sd->mode));
 	snprintf(prefix, sizeof(prefix), "%s-%u%c", o->prefix, round, 'a' + sd->me);
 	snprintf(vdev[0], sizeof(vdev[0]), "--vdev=%s", o->vdev[sd->me]);
 	snprintf(vdev[1], sizeof(vdev[1]), "--vdev=%s", o->raw_vdev[sd->me]);
 	argv[argc++] = (char *)(uintptr_t)"dpv-perf-link";
-	argv[argc++] = (char *)(uintptr_t)"-l";
-	argv[argc++] = core;
-	argv[argc++] = (char *)(uintptr_t)"--main-lcore";
-	argv[argc++] = main_lcore;
+	for (char *t = strtok_r(cores, " ", &save); t != NULL; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
 	argv[argc++] = (char *)(uintptr_t)"--file-prefix";
 	argv[argc++] = prefix;
 	argv[argc++] = (char *)(uintptr_t)"--no-pci";
@@ -1388,10 +1384,10 @@ side_open(struct lk_side *sd, unsigned int round)
 	if (sd->dev.ctx == NULL)
 		return side_fail(sd, "dpv_verbs_open_port(%u): %s", sd->vport, strerror(errno));
 	snprintf(sd->dev.name, sizeof(sd->dev.name), "%s", ibv_get_device_name(sd->dev.ctx->device));
-	if (strcmp(o->progress, "inline") != 0) {
-		ret = dpv_verbs_set_progress(sd->dev.ctx, o->progress);
+	if (strcmp(sd->mode, "inline") != 0) {
+		ret = dpv_verbs_set_progress(sd->dev.ctx, sd->mode);
 		if (ret != 0)
-			return side_fail(sd, "dpv_verbs_set_progress(%s): %s", o->progress,
+			return side_fail(sd, "dpv_verbs_set_progress(%s): %s", sd->mode,
 					 strerror(ret));
 	}
 	sd->dev.pd = ibv_alloc_pd(sd->dev.ctx);
