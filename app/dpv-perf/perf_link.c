@@ -217,6 +217,29 @@ enter_netns(const char *name)
 	return ret;
 }
 
+void
+lk_eal_cores(const struct lk_opts *o, unsigned int me, char *buf, size_t len, char *mode,
+	     size_t mode_len)
+{
+	unsigned int c = o->core[me];
+
+	if (o->progress_cpu < 0) {
+		snprintf(buf, len, "-l %u --main-lcore %u", c, c);
+		snprintf(mode, mode_len, "inline");
+		return;
+	}
+	if (o->service)
+		snprintf(buf, len, "--lcores %u@%u,%u@%d -S %u --main-lcore %u", c, c,
+			 LK_PROGRESS_LCORE, o->progress_cpu, LK_PROGRESS_LCORE, c);
+	else
+		snprintf(buf, len, "--lcores %u@%u,%u@%d --main-lcore %u", c, c,
+			 LK_PROGRESS_LCORE, o->progress_cpu, c);
+	if (o->service)
+		snprintf(mode, mode_len, "service");
+	else
+		snprintf(mode, mode_len, "lcore:%u", LK_PROGRESS_LCORE);
+}
+
 /* One round of the two sides: fork both, read A's results. @return 0 or -1. */
 static int
 run_sides(struct lk_run *run, unsigned int round)
@@ -398,13 +421,13 @@ ext_start(struct lk_run *run, unsigned int me, bool ucx, char *const argv[], con
 	  unsigned int round)
 {
 	struct lk_opts *o = run->o;
-	char eal[1024], idle[16], ld[512];
+	char eal[1024], cores[128], mode[32], idle[16], ld[512];
 	pid_t pid;
 	int fd;
 
-	snprintf(eal, sizeof(eal), "-l %u%s%s --main-lcore %u --file-prefix %s-x%u%c --no-pci "
-		 "--no-telemetry --log-level=lib.eal:error %s --vdev=%s", o->core[me],
-		 o->lcore != NULL ? "," : "", o->lcore != NULL ? o->lcore : "", o->core[me],
+	lk_eal_cores(o, me, cores, sizeof(cores), mode, sizeof(mode));
+	snprintf(eal, sizeof(eal), "%s --file-prefix %s-x%u%c --no-pci "
+		 "--no-telemetry --log-level=lib.eal:error %s --vdev=%s", cores,
 		 o->prefix, round, 'a' + me,
 		 o->huge ? "--in-memory -m 256" : "--no-huge --no-shconf -m 512", o->vdev[me]);
 	snprintf(idle, sizeof(idle), "%u", o->idle_us);
@@ -423,7 +446,7 @@ ext_start(struct lk_run *run, unsigned int me, bool ucx, char *const argv[], con
 	setenv("LD_LIBRARY_PATH", ld, 1);
 	setenv("DPV_EAL_ARGS", eal, 1);
 	setenv("DPV_PORT_IPV4", me == 0 ? "10.79.2.1" : "10.79.2.2", 1);
-	setenv("DPV_PROGRESS", o->progress, 1);
+	setenv("DPV_PROGRESS", mode, 1);
 	setenv("DPV_INLINE_IDLE_US", idle, 1);
 	unsetenv("DPV_CONFIG");
 	if (ucx) {
@@ -638,6 +661,8 @@ medians(struct lk_run *run)
 		m->mbps = median_of(run, &r0->mbps, rs);
 		for (unsigned int q = 0; q < LK_CDF_N; q++)
 			m->cdf[q] = median_of(run, &r0->cdf[q], rs);
+		for (unsigned int s = 0; s < 2; s++)
+			m->helper_pct[s] = median_of(run, &r0->helper_pct[s], rs);
 	}
 	for (unsigned int e = 0; e < LK_NB_EXT; e++) {
 		struct lk_ext_result *m = &run->ext_med[e], *r0 = &run->ext[0][e];
@@ -740,6 +765,37 @@ fmt(char *cell, double v, const char *f)
 		snprintf(cell, PERF_CELL_LEN, "-");
 }
 
+
+/*
+ * The inline helper thread's share of each side's core while the verbs cases ran: its
+ * highest median over the cases, and that case. It runs on the polling core (each
+ * side is pinned whole), so what it takes the poll loop loses.
+ */
+static void
+helper_line(const struct lk_run *run)
+{
+	double top[2] = { NAN, NAN };
+	unsigned int at[2] = { 0, 0 };
+
+	for (unsigned int i = 0; i < run->nb_cases; i++)
+		for (unsigned int s = 0; s < 2; s++) {
+			double v = run->med[i].helper_pct[s];
+
+			if (isfinite(v) && !(v <= top[s])) {
+				top[s] = v;
+				at[s] = i;
+			}
+		}
+	if (!isfinite(top[0]) && !isfinite(top[1]))
+		return;
+	printf("\ninline helper thread on its side's core while a verbs case ran (the highest "
+	       "case's median):\n");
+	for (unsigned int s = 0; s < 2; s++)
+		if (isfinite(top[s]))
+			printf("  side %c: %.3f %% of the case's time (%s, %u bytes)\n", 'A' + s,
+			       top[s], lk_names[run->med[at[s]].c.kind], run->med[at[s]].c.size);
+}
+
 static void
 print_table(const struct lk_run *run)
 {
@@ -816,6 +872,7 @@ print_table(const struct lk_run *run)
 			printf("  (ucx tag_lat average %.2f us: %.2fx its typical)\n", x->avg,
 			       x->avg / x->typ);
 	}
+	helper_line(run);
 	printf("\nbytes: the payload, or (f) the frame's length; raw frames are sized as the "
 	       "verbs case's first packet (lat, rate) or as full 1024-byte RoCE packets (bw).\n"
 	       "ib_send_lat and tag_lat: typical latency in the p50 column; (!): the program "
@@ -887,6 +944,10 @@ write_json(const struct lk_run *run, FILE *f)
 			perf_json_double(&j, "rate_per_s", m->rate);
 			perf_json_double(&j, "mbps", m->mbps);
 		}
+		if (isfinite(m->helper_pct[0]))
+			perf_json_double(&j, "helper_pct_a", m->helper_pct[0]);
+		if (isfinite(m->helper_pct[1]))
+			perf_json_double(&j, "helper_pct_b", m->helper_pct[1]);
 		ratios(run, m, &r50, &r999, &rr);
 		if (is_lat(m->c.kind) && m->c.kind != LK_RAW_PP) {
 			perf_json_double(&j, "p50_x_raw", r50);
@@ -1116,8 +1177,10 @@ lk_help(void)
 	       "                   run side A, B in that network namespace (ip netns): af_packet\n"
 	       "                   ports on both ends of a veth pair need it (perftest and UCX\n"
 	       "                   are not run then)\n"
-	       "  --progress MODE  inline (the default), or lcore:N: each side's device on an EAL\n"
-	       "                   worker lcore on core N (dpv_verbs_set_progress)\n"
+	       "  --progress MODE  inline (the default); lcore:N: each side's device on an EAL\n"
+	       "                   worker lcore on core N; service:N: each side's device an\n"
+	       "                   rte_service on a service lcore on core N (EAL -S N)\n"
+	       "                   (dpv_verbs_set_progress)\n"
 	       "  --idle-us N      the inline helper's idle time, 0 off (default 500)\n"
 	       "  --huge           hugepages (--in-memory) instead of --no-huge\n"
 	       "  --no-ext         no perftest or UCX runs\n"
@@ -1193,12 +1256,15 @@ lk_opt(void *ctx, int c, const char *arg)
 		break;
 	case OPT_PROGRESS:
 		if (strcmp(arg, "inline") == 0) {
-			o->lcore = NULL;
-		} else if (strncmp(arg, "lcore:", 6) == 0 &&
-			   perf_parse_u32(arg + 6, 0, CPU_SETSIZE - 1, &v[0]) == 0) {
-			o->lcore = arg + 6;
+			o->progress_cpu = -1;
+		} else if ((strncmp(arg, "lcore:", 6) == 0 &&
+			    perf_parse_u32(arg + 6, 0, CPU_SETSIZE - 1, &v[0]) == 0) ||
+			   (strncmp(arg, "service:", 8) == 0 &&
+			    perf_parse_u32(arg + 8, 0, CPU_SETSIZE - 1, &v[0]) == 0)) {
+			o->progress_cpu = (int)v[0];
+			o->service = arg[0] == 's';
 		} else {
-			return perf_usage_error(LK_CMD, "--progress: inline or lcore:N");
+			return perf_usage_error(LK_CMD, "--progress: inline, lcore:N or service:N");
 		}
 		o->progress = arg;
 		break;
@@ -1272,7 +1338,7 @@ link_run(int argc, char **argv)
 		.rounds = 5, .lat_iters = 100000, .warmup = 1000, .lat_size = 8,
 		.rate_msgs = 1000000, .window = 128, .bw_bytes = UINT64_C(64) << 20,
 		.sizes = { 4096, 16384, 65536, 262144, 1048576, 4194304 }, .nb_sizes = 6,
-		.core = { 0, 1 }, .progress = "inline", .idle_us = 500, .ext = true,
+		.core = { 0, 1 }, .progress = "inline", .progress_cpu = -1, .idle_us = 500, .ext = true,
 	};
 	static char vdev[4][512], dropin[256];
 	int ret, status = PERF_EXIT_OK;

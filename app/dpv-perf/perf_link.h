@@ -11,6 +11,7 @@
 #define DPV_PERF_LINK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "perf.h"
@@ -54,6 +55,9 @@ struct lk_result {
 	double rate;         /* per second: messages (or frames) */
 	double mbps;         /* payload MB/s (10^6 bytes) */
 	double cdf[LK_CDF_N];/* one-way microseconds at lk_cdf_q[] */
+	/* Each side's inline helper thread on its CPU while the case ran, in percent of
+	 * the case's time (verbs kinds; NAN for raw ones, which run with it off). */
+	double helper_pct[2];
 };
 
 /* The fractions of lk_result.cdf, in increasing order. */
@@ -78,13 +82,29 @@ struct lk_opts {
 	char *vdev[2];       /* the verbs device's port of each side (EAL --vdev) */
 	char *raw_vdev[2];   /* the raw port of each side, on the same link */
 	const char *netns[2];/* the network namespace of each side (ip netns), or NULL */
-	const char *progress;
-	const char *lcore;   /* lcore:N progress: N, an lcore more in each side's EAL */
+	const char *progress;/* as given: inline, lcore:N or service:N */
+	int progress_cpu;    /* lcore:N, service:N: N; -1 for inline */
+	bool service;        /* service:N: the progress lcore is a service lcore (EAL -S) */
 	uint32_t idle_us;    /* the inline helper's idle time (dpv_verbs_set_inline_idle_us) */
 	const char *dropin;  /* the drop-in libibverbs.so.1's directory, for perftest and UCX */
 	char tmpdir[64];
 	char prefix[32];     /* EAL file prefix stem */
 };
+
+/*
+ * The lcore id of a side's progress lcore (lcore:N, service:N): mapped to CPU N with
+ * EAL's --lcores, so that it may share a CPU with the side's main lcore (a 2-core
+ * machine has no third core to give it).
+ */
+#define LK_PROGRESS_LCORE 127u
+
+/*
+ * The EAL core options of side @p me into @p buf: "-l C" (inline), else "--lcores
+ * C@C,W@N" with W = LK_PROGRESS_LCORE, and "-S W" for a service lcore; then
+ * --main-lcore C. @p mode gets the mode for dpv_verbs_set_progress() / DPV_PROGRESS.
+ */
+void lk_eal_cores(const struct lk_opts *o, unsigned int me, char *buf, size_t len,
+		  char *mode, size_t mode_len);
 
 /* The cases of one round, in order; @return their count (at most @p cap). */
 unsigned int lk_plan(const struct lk_opts *o, struct lk_case *cases, unsigned int cap);

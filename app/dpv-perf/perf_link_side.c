@@ -12,9 +12,12 @@
  * Every payload is checked: latency payloads byte by byte on arrival, stream messages
  * by their sequence number, bandwidth buffers byte by byte after the case.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -82,6 +85,7 @@ struct lk_side {
 	union ibv_gid peer_gid;
 	double us_per_cycle;
 	uint64_t *samples;
+	char mode[32];       /* the progress mode for dpv_verbs_set_progress() */
 };
 
 /* One verbs case's objects and progress. */
@@ -1179,11 +1183,53 @@ stream_case(struct lk_ctx *x, struct lk_result *r)
 
 /* ---- one round ---- */
 
+/*
+ * Nanoseconds the inline helper thread ("dpv-helper", the name dpverbs gives it) of
+ * this process has been on a CPU (/proc/self/task/<tid>/schedstat), 0 while there is
+ * none. Looked up afresh each time: the thread starts and ends with its devices.
+ */
+static uint64_t
+helper_cpu_ns(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	char path[300], comm[32];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	if (d == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = '\0';
+		fclose(f);
+		if (strncmp(comm, "dpv-helper", 10) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/schedstat", e->d_name);
+		f = fopen(path, "r");
+		if (f != NULL) {
+			if (fscanf(f, "%llu", &ns) != 1)
+				ns = 0;
+			fclose(f);
+		}
+		break;
+	}
+	closedir(d);
+	return ns;
+}
+
 static int
 verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 {
 	struct lk_ctx x;
-	struct lk_msg mine = { 0 };
+	struct lk_msg mine = { 0 }, theirs;
+	uint64_t t0, h0;
 	int rc;
 
 	rc = ctx_setup(&x, sd, c);
@@ -1192,6 +1238,8 @@ verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 	mine.status = rc;
 	/* Both sides connected (and B's first tag ADDed) before the first message. */
 	rc = ctl_swap(sd, &mine, NULL);
+	h0 = helper_cpu_ns();
+	t0 = perf_now_ns();
 	if (rc == 0) {
 		switch (c->kind) {
 		case LK_SEND_LAT:
@@ -1208,10 +1256,17 @@ verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 			break;
 		}
 	}
-	if (rc == 0 && c->kind <= LK_TM_LAT) {
-		/* The peer's last messages are acknowledged before its QP goes. */
+	if (rc == 0) {
+		/* The peer's last messages are acknowledged before its QP goes; the two
+		 * sides' helper times travel with it. */
 		mine.status = 0;
-		rc = ctl_swap(sd, &mine, NULL);
+		mine.val = helper_cpu_ns() - h0;
+		mine.val2 = perf_now_ns() - t0;
+		rc = ctl_swap(sd, &mine, &theirs);
+		if (rc == 0 && sd->me == 0) {
+			r->helper_pct[0] = 100.0 * (double)mine.val / (double)mine.val2;
+			r->helper_pct[1] = 100.0 * (double)theirs.val / (double)theirs.val2;
+		}
 	}
 	return rc | pv_side_teardown(&x.s);
 }
@@ -1279,26 +1334,21 @@ static int
 side_open(struct lk_side *sd, unsigned int round)
 {
 	const struct lk_opts *o = sd->o;
-	char core[32], main_lcore[16], prefix[64], vdev[2][512];
-	char *argv[20];
+	char cores[128], prefix[64], vdev[2][512];
+	char *argv[24], *save = NULL;
 	int argc = 0, ret;
 	struct lk_msg mine = { 0 }, theirs;
 	char name[2][64];
 
-	/* lcore:N progress runs on a worker lcore of this process's EAL. */
-	if (strncmp(o->progress, "lcore:", 6) == 0)
-		snprintf(core, sizeof(core), "%u,%s", o->core[sd->me], o->progress + 6);
-	else
-		snprintf(core, sizeof(core), "%u", o->core[sd->me]);
-	snprintf(main_lcore, sizeof(main_lcore), "%u", o->core[sd->me]);
+	/* lcore:N and service:N progress run on a worker (or service) lcore of this
+	 * process's EAL. */
+	lk_eal_cores(o, sd->me, cores, sizeof(cores), sd->mode, sizeof(sd->mode));
 	snprintf(prefix, sizeof(prefix), "%s-%u%c", o->prefix, round, 'a' + sd->me);
 	snprintf(vdev[0], sizeof(vdev[0]), "--vdev=%s", o->vdev[sd->me]);
 	snprintf(vdev[1], sizeof(vdev[1]), "--vdev=%s", o->raw_vdev[sd->me]);
 	argv[argc++] = (char *)(uintptr_t)"dpv-perf-link";
-	argv[argc++] = (char *)(uintptr_t)"-l";
-	argv[argc++] = core;
-	argv[argc++] = (char *)(uintptr_t)"--main-lcore";
-	argv[argc++] = main_lcore;
+	for (char *t = strtok_r(cores, " ", &save); t != NULL; t = strtok_r(NULL, " ", &save))
+		argv[argc++] = t;
 	argv[argc++] = (char *)(uintptr_t)"--file-prefix";
 	argv[argc++] = prefix;
 	argv[argc++] = (char *)(uintptr_t)"--no-pci";
@@ -1334,10 +1384,10 @@ side_open(struct lk_side *sd, unsigned int round)
 	if (sd->dev.ctx == NULL)
 		return side_fail(sd, "dpv_verbs_open_port(%u): %s", sd->vport, strerror(errno));
 	snprintf(sd->dev.name, sizeof(sd->dev.name), "%s", ibv_get_device_name(sd->dev.ctx->device));
-	if (strcmp(o->progress, "inline") != 0) {
-		ret = dpv_verbs_set_progress(sd->dev.ctx, o->progress);
+	if (strcmp(sd->mode, "inline") != 0) {
+		ret = dpv_verbs_set_progress(sd->dev.ctx, sd->mode);
 		if (ret != 0)
-			return side_fail(sd, "dpv_verbs_set_progress(%s): %s", o->progress,
+			return side_fail(sd, "dpv_verbs_set_progress(%s): %s", sd->mode,
 					 strerror(ret));
 	}
 	sd->dev.pd = ibv_alloc_pd(sd->dev.ctx);
@@ -1378,6 +1428,7 @@ lk_side_run(const struct lk_opts *o, unsigned int me, unsigned int round, int ct
 	for (i = 0; rc == 0 && i < n; i++) {
 		memset(&r, 0, sizeof(r));
 		r.c = cases[i];
+		r.helper_pct[0] = r.helper_pct[1] = NAN;
 		if (cases[i].kind == LK_RAW_PP || cases[i].kind == LK_RAW_STREAM)
 			rc = raw_case(&sd, &cases[i], &r);
 		else
