@@ -354,6 +354,7 @@ static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wi
 		       const struct xp_swqe_meta *m, uint32_t idx)
 {
 	uint32_t plen = m->len - idx * q->mtu;
+	void *dst;
 	uint8_t st;
 
 	if (plen > q->mtu)
@@ -367,7 +368,13 @@ static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wi
 		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
 		return false;
 	}
-	st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)idx * q->mtu, payload, plen);
+	dst = xp_sgl_span(x, w->sge, w->num_sge, m->pd, DPV_ACCESS_LOCAL_WRITE,
+			  (uint64_t)idx * q->mtu, plen);
+	if (dst != NULL)
+		st = xp_copy(x, dst, payload, plen) ? DPV_WC_SUCCESS : DPV_WC_LOC_PROT_ERR;
+	else
+		st = xp_sgl_scatter(x, w->sge, w->num_sge, m->pd, (uint64_t)idx * q->mtu,
+				    payload, plen);
 	if (st != DPV_WC_SUCCESS) {
 		x->stats.access_errors++;
 		fail_head(x, q, st, false);

@@ -391,6 +391,28 @@ bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
  * false (counted in mem_faults) when the memory faulted. */
 bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_add,
 	       uint64_t swap, uint64_t *orig);
+/* The large-message path: the address of bytes [@p off, @p off + @p len) of a scatter
+ * list when they lie in one of its pieces, whose key allows @p access over them (IBTA
+ * 10.6), for a copy straight to or from them; NULL when they do not (they straddle
+ * pieces, or the check fails): xp_sgl_gather() and xp_sgl_scatter() then copy them, or
+ * say what is wrong. A packet's share of a long message almost always lies in one
+ * piece (most lists have one), so the walk of those is left to the rare case. */
+static inline void *xp_sgl_span(const struct dpv_xport *x, const struct dpv_sge *sge,
+				uint32_t nsge, uint32_t pd, uint32_t access, uint64_t off,
+				uint32_t len)
+{
+	for (uint32_t i = 0; i < nsge; i++) {
+		if (off < sge[i].length) {
+			if (len > sge[i].length - off ||
+			    dpv_mr_check(x->mrs, sge[i].lkey, pd, sge[i].addr + off, len,
+					 access) == NULL)
+				return NULL;
+			return (void *)(uintptr_t)(sge[i].addr + off);
+		}
+		off -= sge[i].length;
+	}
+	return NULL;
+}
 uint8_t xp_sgl_scatter(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,
 		       uint32_t pd, uint64_t off, const void *src, uint32_t len);
 uint8_t xp_sgl_gather(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t nsge,

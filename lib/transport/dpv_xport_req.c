@@ -74,10 +74,15 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 static uint8_t gather(struct dpv_xport *x, const struct dpv_swqe *w, uint32_t pd, uint32_t off,
 		      uint8_t *dst, uint32_t n)
 {
+	const void *src;
+
 	if (w->flags & DPV_WR_F_INLINE) {
 		memcpy(dst, w->inline_data + off, n);
 		return DPV_WC_SUCCESS;
 	}
+	src = xp_sgl_span(x, w->sge, w->num_sge, pd, 0, off, n);
+	if (src != NULL)
+		return xp_copy(x, dst, src, n) ? DPV_WC_SUCCESS : DPV_WC_LOC_PROT_ERR;
 	return xp_sgl_gather(x, w->sge, w->num_sge, pd, off, dst, n);
 }
 
