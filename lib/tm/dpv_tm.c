@@ -29,6 +29,8 @@
 /* Capacity (entries of 64 bytes) above which an ADD prefetches the entry of a later
  * ADD: 4096 entries are 256 KiB, about what a core's L2 holds beside other data. */
 #define DPV_TM_PREFETCH_ABOVE 4096u
+/* How many ADDs ahead an ADD prefetches the entry it will fill. */
+#define DPV_TM_PREFETCH_AHEAD 8u
 /* Messages of a burst whose memory is fetched together (and whose chains are kept). */
 #define DPV_TM_BURST_CHUNK 32u
 #define CLASS_EXACT 0xfeu
@@ -236,7 +238,7 @@ static inline __attribute__((always_inline)) void sge_copy(struct dpv_tm_sge *d,
 
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
-	uint32_t posted = tm->ops_posted, head, h, i;
+	uint32_t posted = tm->ops_posted, head, tail, h, i;
 	uint64_t tag, mask;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
@@ -256,15 +258,18 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
 		return EINVAL;
 	head = tm->free_head;
-	if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops ||
-	    head == load_acquire(&tm->free_tail))
+	tail = load_acquire(&tm->free_tail);
+	if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops || head == tail)
 		return ENOMEM;
 	h = tm->free_ring[head & tm->free_mask];
 	store_release(&tm->free_head, head + 1);
-	/* Handles are reused oldest first, so with many handles the entry an ADD fills
-	 * has long left the cache: start fetching the one a few ADDs ahead. */
-	if (tm->prefetch_adds)
-		__builtin_prefetch(&tm->entries[tm->free_ring[(head + 8) & tm->free_mask]], 1);
+	/* Handles are reused oldest first, so with many handles free the entry an ADD
+	 * fills has long left the cache: start fetching the one a few ADDs ahead. With
+	 * few free (a full list), the handle was freed a moment ago and is in the cache,
+	 * and the slot a few ahead names no handle that will be used soon. */
+	if (tm->prefetch_adds && tail - head > DPV_TM_PREFETCH_AHEAD)
+		__builtin_prefetch(&tm->entries[tm->free_ring[(head + DPV_TM_PREFETCH_AHEAD) &
+							       tm->free_mask]], 1);
 	e = &tm->entries[h];
 	tag = op->tag;
 	mask = op->mask;
