@@ -103,6 +103,11 @@ struct dpv_tm {
 	 * tail), so a head is 4 bytes: half the memory of a head/tail pair, so fewer of
 	 * a large list's chain heads miss the caches. */
 	uint32_t *buckets;
+	/* A bit per chain, set while the chain holds a wildcard entry of a mask class: a
+	 * message looks up every live class, and the chains it looks at are nearly always
+	 * without wildcards (most hold nothing, the rest exact entries), which this tells
+	 * from a small array instead of a chain head and an entry each. */
+	uint64_t *wild_chains;
 	uint64_t n_dels, n_del_errors, n_syncs;
 	uint64_t n_expected, n_unexpected, n_no_tag, n_rnr;
 };
@@ -175,8 +180,9 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 		tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
 	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
 	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
+	tm->wild_chains = calloc(((size_t)1 << bits) / 64, sizeof(*tm->wild_chains));
 	if (tm->entries == NULL || (cfg->max_sge > 1 && tm->sges == NULL) || tm->free_ring == NULL ||
-	    tm->buckets == NULL) {
+	    tm->buckets == NULL || tm->wild_chains == NULL) {
 		dpv_tm_destroy(tm);
 		return ENOMEM;
 	}
@@ -202,6 +208,7 @@ void dpv_tm_destroy(struct dpv_tm *tm)
 	free(tm->sges);
 	free(tm->free_ring);
 	free(tm->buckets);
+	free(tm->wild_chains);
 	free(tm);
 }
 
@@ -363,6 +370,7 @@ static inline __attribute__((always_inline)) void circ_remove(struct tm_entry *e
 static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
+	uint32_t b;
 
 	if (e->mask == DPV_TM_MASK_EXACT) {
 		e->cls = CLASS_EXACT;
@@ -374,7 +382,9 @@ static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 		circ_append(tm->entries, &tm->overflow_head, h);
 	} else {
 		tm->classes[e->cls].refs++;
-		circ_append(tm->entries, &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)], h);
+		b = bucket_of(tm, e->tag & e->mask, e->mask);
+		circ_append(tm->entries, &tm->buckets[b], h);
+		tm->wild_chains[b / 64] |= 1ull << (b % 64);
 	}
 }
 
@@ -415,17 +425,38 @@ static inline __attribute__((always_inline)) void small_remove(struct dpv_tm *tm
 		tm->small_list[pos] = tm->small_list[pos + 1];
 }
 
+/* A wildcard entry has left chain @p b: clear its bit if no other is left there. Out
+ * of line, as wildcard ADDs are. */
+static __attribute__((noinline)) void wild_chain_check(struct dpv_tm *tm, uint32_t b)
+{
+	uint32_t first = tm->buckets[b], h = first;
+
+	if (first != NIL)
+		do {
+			if (tm->entries[h].cls != CLASS_EXACT)
+				return;
+			h = tm->entries[h].next;
+		} while (h != first);
+	tm->wild_chains[b / 64] &= ~(1ull << (b % 64));
+}
+
 /* Take entry @p h out of the hash chains (or the overflow list). */
 static inline __attribute__((always_inline)) void hash_unlink(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
 
+	uint32_t b;
+
 	if (e->cls == CLASS_OVERFLOW) {
 		circ_remove(tm->entries, &tm->overflow_head, h);
 	} else {
-		circ_remove(tm->entries, &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)], h);
-		if (e->cls != CLASS_EXACT && --tm->classes[e->cls].refs == 0)
-			tm->nclasses--;
+		b = bucket_of(tm, e->tag & e->mask, e->mask);
+		circ_remove(tm->entries, &tm->buckets[b], h);
+		if (e->cls != CLASS_EXACT) {
+			wild_chain_check(tm, b);
+			if (--tm->classes[e->cls].refs == 0)
+				tm->nclasses--;
+		}
 	}
 }
 
@@ -600,12 +631,15 @@ static inline __attribute__((always_inline)) uint32_t find_in_chain(const struct
 	return NIL;
 }
 
-/* The earliest eligible entry of one mask class for @p tag. */
+/* The earliest eligible entry of one wildcard mask class for @p tag. */
 static inline __attribute__((always_inline)) uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
 {
 	uint64_t key = tag & mask;
+	uint32_t b = bucket_of(tm, key, mask);
 
-	return find_in_chain(tm, bucket_of(tm, key, mask), key, mask);
+	if ((tm->wild_chains[b / 64] & (1ull << (b % 64))) == 0)
+		return NIL;
+	return find_in_chain(tm, b, key, mask);
 }
 
 /* The wildcard classes and the overflow list, for a tag whose exact candidate is best.
