@@ -16,16 +16,7 @@ depths=("$@")
 [ $# -gt 0 ] || depths=(1 1024 65536)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-flags=(-O2 -g -Wall -Wextra -Werror -I"$top/lib/tm" -I"$top/test/ref")
-for side in A B; do
-	if [ -f "$src" ]; then cp "$src" "$work/$side.c"; else git -C "$top" show "$src:lib/tm/dpv_tm.c" >"$work/$side.c"; fi
-	cc "${flags[@]}" -c "$work/$side.c" -o "$work/$side.o"
-	nm "$work/$side.o" | awk -v p="${side}_" '$2 ~ /^[TDBR]$/ && $3 ~ /^dpv_tm/ {print $3, p $3}' \
-		>"$work/$side.syms"
-	objcopy --redefine-syms="$work/$side.syms" "$work/$side.o"
-done
-cc "${flags[@]}" -c "$top/test/ref/tm_ref.c" -o "$work/ref.o"
-cc "${flags[@]}" "$top/devtools/tm-ab/tm_ab.c" "$work/A.o" "$work/B.o" "$work/ref.o" -o "$work/tm_ab"
+TM_AB_BUILD=$work "$top/devtools/tm-ab/tm-ab.sh" "$src" "$src"
 n1=100000 n2=600000
 for d in "${depths[@]}"; do
 	for n in $n1 $n2; do
