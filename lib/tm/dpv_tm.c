@@ -180,7 +180,7 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 		tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
 	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
 	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
-	tm->wild_chains = calloc(((size_t)1 << bits) / 64, sizeof(*tm->wild_chains));
+	tm->wild_chains = calloc((((size_t)1 << bits) + 63) / 64, sizeof(*tm->wild_chains));
 	if (tm->entries == NULL || (cfg->max_sge > 1 && tm->sges == NULL) || tm->free_ring == NULL ||
 	    tm->buckets == NULL || tm->wild_chains == NULL) {
 		dpv_tm_destroy(tm);
@@ -444,7 +444,6 @@ static __attribute__((noinline)) void wild_chain_check(struct dpv_tm *tm, uint32
 static inline __attribute__((always_inline)) void hash_unlink(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
-
 	uint32_t b;
 
 	if (e->cls == CLASS_OVERFLOW) {
