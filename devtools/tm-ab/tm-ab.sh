@@ -9,8 +9,13 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 [ $# -ge 2 ] || { sed -n '3,6p' "$0"; exit 2; }
 a=$1 b=$2
 shift 2
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# TM_AB_BUILD=DIR: only build DIR/tm_ab, and keep it (tm-ir.sh counts with it).
+if [ -n "${TM_AB_BUILD:-}" ]; then
+	work=$TM_AB_BUILD
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 flags=(-O2 -g -Wall -Wextra -Werror -I"$top/lib/tm" -I"$top/test/ref")
 for side in A B; do
 	src=$a
@@ -28,4 +33,4 @@ done
 cc "${flags[@]}" -c "$top/test/ref/tm_ref.c" -o "$work/ref.o"
 cc "${flags[@]}" "$top/devtools/tm-ab/tm_ab.c" "$work/A.o" "$work/B.o" "$work/ref.o" \
 	-o "$work/tm_ab"
-"$work/tm_ab" "${@:-1024}"
+[ -n "${TM_AB_BUILD:-}" ] || "$work/tm_ab" "${@:-1024}"

@@ -29,6 +29,8 @@
 /* Capacity (entries of 64 bytes) above which an ADD prefetches the entry of a later
  * ADD: 4096 entries are 256 KiB, about what a core's L2 holds beside other data. */
 #define DPV_TM_PREFETCH_ABOVE 4096u
+/* How many ADDs ahead an ADD prefetches the entry it will fill. */
+#define DPV_TM_PREFETCH_AHEAD 8u
 /* Messages of a burst whose memory is fetched together (and whose chains are kept). */
 #define DPV_TM_BURST_CHUNK 32u
 #define CLASS_EXACT 0xfeu
@@ -101,6 +103,11 @@ struct dpv_tm {
 	 * tail), so a head is 4 bytes: half the memory of a head/tail pair, so fewer of
 	 * a large list's chain heads miss the caches. */
 	uint32_t *buckets;
+	/* A bit per chain, set while the chain holds a wildcard entry of a mask class: a
+	 * message looks up every live class, and the chains it looks at are nearly always
+	 * without wildcards (most hold nothing, the rest exact entries), which this tells
+	 * from a small array instead of a chain head and an entry each. */
+	uint64_t *wild_chains;
 	uint64_t n_dels, n_del_errors, n_syncs;
 	uint64_t n_expected, n_unexpected, n_no_tag, n_rnr;
 };
@@ -173,8 +180,9 @@ int dpv_tm_create(const struct dpv_tm_config *cfg, struct dpv_tm **out)
 		tm->sges = calloc((size_t)n * cfg->max_sge, sizeof(*tm->sges));
 	tm->free_ring = malloc(sizeof(*tm->free_ring) * (tm->free_mask + 1));
 	tm->buckets = malloc(sizeof(*tm->buckets) << bits);
+	tm->wild_chains = calloc((((size_t)1 << bits) + 63) / 64, sizeof(*tm->wild_chains));
 	if (tm->entries == NULL || (cfg->max_sge > 1 && tm->sges == NULL) || tm->free_ring == NULL ||
-	    tm->buckets == NULL) {
+	    tm->buckets == NULL || tm->wild_chains == NULL) {
 		dpv_tm_destroy(tm);
 		return ENOMEM;
 	}
@@ -200,6 +208,7 @@ void dpv_tm_destroy(struct dpv_tm *tm)
 	free(tm->sges);
 	free(tm->free_ring);
 	free(tm->buckets);
+	free(tm->wild_chains);
 	free(tm);
 }
 
@@ -236,7 +245,7 @@ static inline __attribute__((always_inline)) void sge_copy(struct dpv_tm_sge *d,
 
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
-	uint32_t posted = tm->ops_posted, head, h, i;
+	uint32_t posted = tm->ops_posted, head, tail, h, i;
 	uint64_t tag, mask;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
@@ -256,15 +265,18 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
 		return EINVAL;
 	head = tm->free_head;
-	if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops ||
-	    head == load_acquire(&tm->free_tail))
+	tail = load_acquire(&tm->free_tail);
+	if (posted - load_acquire(&tm->ops_done) >= tm->cfg.max_ops || head == tail)
 		return ENOMEM;
 	h = tm->free_ring[head & tm->free_mask];
 	store_release(&tm->free_head, head + 1);
-	/* Handles are reused oldest first, so with many handles the entry an ADD fills
-	 * has long left the cache: start fetching the one a few ADDs ahead. */
-	if (tm->prefetch_adds)
-		__builtin_prefetch(&tm->entries[tm->free_ring[(head + 8) & tm->free_mask]], 1);
+	/* Handles are reused oldest first, so with many handles free the entry an ADD
+	 * fills has long left the cache: start fetching the one a few ADDs ahead. With
+	 * few free (a full list), the handle was freed a moment ago and is in the cache,
+	 * and the slot a few ahead names no handle that will be used soon. */
+	if (tm->prefetch_adds && tail - head > DPV_TM_PREFETCH_AHEAD)
+		__builtin_prefetch(&tm->entries[tm->free_ring[(head + DPV_TM_PREFETCH_AHEAD) &
+							       tm->free_mask]], 1);
 	e = &tm->entries[h];
 	tag = op->tag;
 	mask = op->mask;
@@ -358,6 +370,7 @@ static inline __attribute__((always_inline)) void circ_remove(struct tm_entry *e
 static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
+	uint32_t b;
 
 	if (e->mask == DPV_TM_MASK_EXACT) {
 		e->cls = CLASS_EXACT;
@@ -369,7 +382,9 @@ static __attribute__((noinline)) void hash_link(struct dpv_tm *tm, uint32_t h)
 		circ_append(tm->entries, &tm->overflow_head, h);
 	} else {
 		tm->classes[e->cls].refs++;
-		circ_append(tm->entries, &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)], h);
+		b = bucket_of(tm, e->tag & e->mask, e->mask);
+		circ_append(tm->entries, &tm->buckets[b], h);
+		tm->wild_chains[b / 64] |= 1ull << (b % 64);
 	}
 }
 
@@ -410,17 +425,37 @@ static inline __attribute__((always_inline)) void small_remove(struct dpv_tm *tm
 		tm->small_list[pos] = tm->small_list[pos + 1];
 }
 
+/* A wildcard entry has left chain @p b: clear its bit if no other is left there. Out
+ * of line, as wildcard ADDs are. */
+static __attribute__((noinline)) void wild_chain_check(struct dpv_tm *tm, uint32_t b)
+{
+	uint32_t first = tm->buckets[b], h = first;
+
+	if (first != NIL)
+		do {
+			if (tm->entries[h].cls != CLASS_EXACT)
+				return;
+			h = tm->entries[h].next;
+		} while (h != first);
+	tm->wild_chains[b / 64] &= ~(1ull << (b % 64));
+}
+
 /* Take entry @p h out of the hash chains (or the overflow list). */
 static inline __attribute__((always_inline)) void hash_unlink(struct dpv_tm *tm, uint32_t h)
 {
 	struct tm_entry *e = &tm->entries[h];
+	uint32_t b;
 
 	if (e->cls == CLASS_OVERFLOW) {
 		circ_remove(tm->entries, &tm->overflow_head, h);
 	} else {
-		circ_remove(tm->entries, &tm->buckets[bucket_of(tm, e->tag & e->mask, e->mask)], h);
-		if (e->cls != CLASS_EXACT && --tm->classes[e->cls].refs == 0)
-			tm->nclasses--;
+		b = bucket_of(tm, e->tag & e->mask, e->mask);
+		circ_remove(tm->entries, &tm->buckets[b], h);
+		if (e->cls != CLASS_EXACT) {
+			wild_chain_check(tm, b);
+			if (--tm->classes[e->cls].refs == 0)
+				tm->nclasses--;
+		}
 	}
 }
 
@@ -595,12 +630,15 @@ static inline __attribute__((always_inline)) uint32_t find_in_chain(const struct
 	return NIL;
 }
 
-/* The earliest eligible entry of one mask class for @p tag. */
+/* The earliest eligible entry of one wildcard mask class for @p tag. */
 static inline __attribute__((always_inline)) uint32_t find_in_class(const struct dpv_tm *tm, uint64_t tag, uint64_t mask)
 {
 	uint64_t key = tag & mask;
+	uint32_t b = bucket_of(tm, key, mask);
 
-	return find_in_chain(tm, bucket_of(tm, key, mask), key, mask);
+	if ((tm->wild_chains[b / 64] & (1ull << (b % 64))) == 0)
+		return NIL;
+	return find_in_chain(tm, b, key, mask);
 }
 
 /* The wildcard classes and the overflow list, for a tag whose exact candidate is best.

@@ -1605,6 +1605,37 @@ wildcards_of_many_masks_earliest_wins(void **state)
 	dpv_tm_destroy(tm);
 }
 
+/*
+ * Wildcards of one mask and one key share a chain, with exact entries of the same
+ * tags beside them in a list long enough to be hashed: when one wildcard leaves the
+ * chain (matched or deleted), the others there are still found, and once the last
+ * has gone a message of that key is unexpected while the exact entries still match.
+ */
+static void
+wildcards_sharing_a_chain_found_until_the_last_leaves(void **state)
+{
+	enum { FILL = 16 };
+	const uint64_t any_low = 0xffffffffffffff00ull, key = 0x4200;
+	struct dpv_tm *tm = tm_new(64, 4, 1, 0);
+	uint32_t w[3], x[FILL], i;
+
+	(void)state;
+	for (i = 0; i < FILL; i++)
+		x[i] = add_entry(tm, key | (i + 0x10), DPV_TM_MASK_EXACT, 100 + i);
+	for (i = 0; i < 3; i++)
+		w[i] = add_entry(tm, key, any_low, i);
+	/* The exact entries were added first: they win their own tags. */
+	match_entry(tm, key | 0x10, x[0], 100);
+	/* The oldest wildcard goes by a match, the middle one by a DEL. */
+	match_entry(tm, key | 0x01, w[0], 0);
+	del_entry(tm, w[1]);
+	match_entry(tm, key | 0x02, w[2], 2);
+	match_none(tm, key | 0x03, 0);
+	for (i = 1; i < FILL; i++)
+		match_entry(tm, key | (i + 0x10), x[i], 100 + i);
+	dpv_tm_destroy(tm);
+}
+
 static void
 ineligible_wildcards_of_many_masks_skipped(void **state)
 {
@@ -2214,6 +2245,7 @@ main(void)
 		cmocka_unit_test(counters_wrap_modulo_2_32),
 		cmocka_unit_test(eligibility_is_signed_32bit_distance),
 		cmocka_unit_test(wildcards_of_many_masks_earliest_wins),
+		cmocka_unit_test(wildcards_sharing_a_chain_found_until_the_last_leaves),
 		cmocka_unit_test(ineligible_wildcards_of_many_masks_skipped),
 		cmocka_unit_test(many_same_tag_fifo),
 		cmocka_unit_test(del_from_middle_keeps_order),
