@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -37,14 +40,19 @@ static struct lcore_loop lcore_loops[RTE_MAX_LCORE];
 static pthread_mutex_t lcore_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
- * The helper thread, one per process, for every inline device. While a completion
- * channel exists (helper_refs) it drives every inline device on every pass, so that
- * events come while the application sleeps in ibv_get_cq_event(). Otherwise it drives
- * only a device whose app_visits it has seen unchanged for helper_idle_cycles: the
- * application computes,
- * sleeps, or is the passive side of one-sided transfers, and the device must still ACK,
- * answer READs and run its timers as a NIC would. helper_lock serialises starting and
- * stopping it; the thread itself reads only atomics.
+ * The helper thread, one per process, for every inline device. It drives a device
+ * whose app_visits it has seen unchanged for helper_idle_cycles: the application
+ * computes, sleeps, or is the passive side of one-sided transfers, and the device must
+ * still ACK, answer READs and run its timers as a NIC would. A device whose
+ * application it finds there look after look is looked at less and less often (up to
+ * HELPER_ACTIVE_GAP_MAX_MS apart), so that a program that polls all the time has
+ * next to no helper on any core: the helper runs on EAL's control-thread cores, which
+ * on a host whose cores all poll are another program's polling cores. Arming a CQ
+ * (dpv_engine_helper_kick()) wakes it and makes it drive every inline device on every
+ * pass until their applications come back, so that events come while the application
+ * sleeps in ibv_get_cq_event() or epoll_wait().
+ * helper_lock serialises starting and stopping it; the thread itself reads only
+ * atomics.
  */
 static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned int helper_refs;      /* completion channels (atomic for the thread) */
@@ -56,6 +64,9 @@ static bool helper_exit_hook;
 static pthread_t helper_thread;
 static bool helper_stop;              /* atomic */
 static uint32_t helper_pass;          /* odd while the thread walks devs (atomic) */
+/* A futex word: 1 after dpv_engine_helper_kick(), 0 once the helper has taken it. */
+static uint32_t helper_kick;
+static uint32_t helper_waiting;       /* the thread sleeps on helper_kick (atomic) */
 
 static void helper_reconcile(void);
 
@@ -440,12 +451,25 @@ int dpv_dev_start_service(struct dpv_dev *dev)
 	return 0;
 }
 
-/* Sleep @p ns; the helper's only way of waiting, so every wait is short. */
+/* Sleep @p ns, or until dpv_engine_helper_kick(): the helper's only way of waiting, so
+ * every wait is short or cut short. */
 static void helper_sleep(uint64_t ns)
 {
 	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 
-	nanosleep(&ts, NULL);
+	__atomic_store_n(&helper_waiting, 1, __ATOMIC_SEQ_CST);
+	/* Returns at once when a kick came since the pass took the last one. */
+	syscall(SYS_futex, &helper_kick, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+	__atomic_store_n(&helper_waiting, 0, __ATOMIC_RELAXED);
+}
+
+void dpv_engine_helper_kick(void)
+{
+	/* The exchange orders the kick before the load: the helper either sees the word
+	 * set before it sleeps, or is seen waiting here. */
+	if (__atomic_exchange_n(&helper_kick, 1, __ATOMIC_SEQ_CST) == 0 &&
+	    __atomic_load_n(&helper_waiting, __ATOMIC_SEQ_CST) != 0)
+		syscall(SYS_futex, &helper_kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 /* The longest the helper sleeps at once: what stopping it may wait. */
@@ -462,48 +486,85 @@ static void helper_sleep(uint64_t ns)
  * the first pass with work goes back to the short sleep. */
 #define HELPER_QUIET_PASSES 64u
 #define HELPER_QUIET_SLEEP_MAX_NS 1000000u
+/* A device whose application was there at each of the last n looks is looked at
+ * again the idle interval times 2^n later, up to this: the helper of a program that
+ * polls all the time wakes a few hundred times a second instead of once per idle
+ * interval, and steps in at most this long after the program's last call, inside the
+ * ACK timeouts peers use. */
+#define HELPER_ACTIVE_GAP_MAX_MS 10u
+#define HELPER_ACTIVE_SHIFT_MAX 16u
+/* Looks in a row without a kick that find the application driving a device end the
+ * drive-every-pass of a kick: it polls its CQs itself. */
+#define HELPER_EAGER_LOOKS 3u
+
+/* The idle interval while a channel exists but the interval is 0: absent applications
+ * still get their events. */
+#define HELPER_CHANNEL_IDLE_US 500u
+
+/*
+ * Whether the helper drives @p dev on this pass (at @p now, the idle interval @p idle
+ * cycles); if not, lowers @p wait to when it looks again. @p kicked: a CQ was armed
+ * since the last pass.
+ */
+static bool helper_wants(struct dpv_dev *dev, uint64_t now, uint64_t idle, uint64_t max_gap,
+			 bool kicked, uint64_t *wait)
+{
+	uint32_t visits = __atomic_load_n(&dev->app_visits, __ATOMIC_RELAXED);
+	uint64_t since, gap;
+
+	if (kicked)
+		dev->helper_eager = true;
+	if (visits != dev->helper_seen_visits) {
+		/* The application was here since the last look. */
+		dev->helper_seen_visits = visits;
+		dev->helper_seen_tsc = now;
+		if (dev->helper_streak < HELPER_ACTIVE_SHIFT_MAX)
+			dev->helper_streak++;
+		if (!kicked && dev->helper_streak >= HELPER_EAGER_LOOKS)
+			dev->helper_eager = false;
+	} else {
+		dev->helper_streak = 0;
+	}
+	if (dev->helper_eager)
+		return true;
+	since = now - dev->helper_seen_tsc;
+	if (since >= idle)
+		return true;
+	gap = idle << dev->helper_streak;
+	if (gap > max_gap)
+		gap = max_gap > idle ? max_gap : idle;
+	if (gap - since < *wait)
+		*wait = gap - since;
+	return false;
+}
 
 static void *helper_main(void *arg)
 {
-	const uint64_t hz = rte_get_tsc_hz();
+	const uint64_t hz = rte_get_tsc_hz(), max_gap = hz / 1000 * HELPER_ACTIVE_GAP_MAX_MS;
 	uint64_t quiet_sleep = HELPER_IDLE_SLEEP_NS;
 	uint32_t quiet_passes = 0;
 
 	(void)arg;
 	while (!__atomic_load_n(&helper_stop, __ATOMIC_ACQUIRE)) {
-		const bool every = __atomic_load_n(&helper_refs, __ATOMIC_RELAXED) > 0;
-		const uint64_t idle = __atomic_load_n(&helper_idle_cycles, __ATOMIC_RELAXED);
-		uint64_t now = rte_get_tsc_cycles(), wait = idle ? idle : hz / 100;
+		const bool channels = __atomic_load_n(&helper_refs, __ATOMIC_RELAXED) > 0;
+		const bool kicked = __atomic_exchange_n(&helper_kick, 0, __ATOMIC_ACQ_REL) != 0;
+		uint64_t idle = __atomic_load_n(&helper_idle_cycles, __ATOMIC_RELAXED);
+		uint64_t now = rte_get_tsc_cycles(), wait = hz / 100;
+		bool drove = false, eager = false;
 		uint32_t work = 0;
-		bool drove = false;
 		unsigned int n;
 
+		if (idle == 0 && channels)
+			idle = hz / 1000000u * HELPER_CHANNEL_IDLE_US;
 		__atomic_add_fetch(&helper_pass, 1, __ATOMIC_SEQ_CST);
 		n = __atomic_load_n(&n_devs, __ATOMIC_SEQ_CST);
 		for (unsigned int i = 0; i < n; i++) {
 			struct dpv_dev *dev = devs[i];
 
-			if (dev->mode != DPV_PROGRESS_INLINE)
+			if (dev->mode != DPV_PROGRESS_INLINE || idle == 0 ||
+			    !helper_wants(dev, now, idle, max_gap, kicked && channels, &wait))
 				continue;
-			if (!every) {
-				uint32_t visits = __atomic_load_n(&dev->app_visits,
-								  __ATOMIC_RELAXED);
-				uint64_t since;
-
-				if (idle == 0)
-					continue;
-				if (visits != dev->helper_seen_visits) {
-					/* The application was here since the last look. */
-					dev->helper_seen_visits = visits;
-					dev->helper_seen_tsc = now;
-				}
-				since = now - dev->helper_seen_tsc;
-				if (since < idle) {
-					if (idle - since < wait)
-						wait = idle - since;
-					continue;
-				}
-			}
+			eager |= dev->helper_eager;
 			if (__atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0 ||
 			    !dpv_dev_try_own(dev))
 				continue;
@@ -519,7 +580,7 @@ static void *helper_main(void *arg)
 		}
 		if (work != 0)
 			continue;
-		if (every) {
+		if (eager) {
 			helper_sleep(HELPER_IDLE_SLEEP_NS);
 		} else if (drove) {
 			if (++quiet_passes > HELPER_QUIET_PASSES && quiet_sleep < HELPER_QUIET_SLEEP_MAX_NS)
@@ -527,8 +588,7 @@ static void *helper_main(void *arg)
 			helper_sleep(quiet_sleep < HELPER_QUIET_SLEEP_MAX_NS ? quiet_sleep
 									 : HELPER_QUIET_SLEEP_MAX_NS);
 		} else {
-			/* Nothing to drive: sleep until the first device can be idle long
-			 * enough. */
+			/* Nothing to drive: sleep until the first device is to be looked at. */
 			uint64_t ns = wait * 1000000000u / hz;
 
 			helper_sleep(ns < HELPER_MAX_SLEEP_NS ? ns + 1000 : HELPER_MAX_SLEEP_NS);
@@ -551,6 +611,7 @@ static bool any_inline_device(void)
 static void helper_stop_thread(void)
 {
 	__atomic_store_n(&helper_stop, true, __ATOMIC_RELEASE);
+	dpv_engine_helper_kick(); /* out of its sleep now */
 	pthread_join(helper_thread, NULL);
 	helper_running = false;
 }
@@ -596,6 +657,7 @@ static int helper_reconcile_locked(void)
 		(void)pthread_atfork(NULL, NULL, helper_forget_in_child);
 	}
 	__atomic_store_n(&helper_stop, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&helper_kick, 0, __ATOMIC_RELAXED);
 	/* A control thread: on the cores EAL does not run lcores on, not on the
 	 * application's. */
 	ret = rte_ctrl_thread_create(&helper_thread, "dpv-helper", NULL, helper_main, NULL);

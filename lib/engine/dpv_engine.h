@@ -95,6 +95,10 @@ struct dpv_dev {
 	uint64_t cm_next_tsc;        /**< owner: when the CM's timers run next (TSC) */
 	uint32_t helper_seen_visits; /**< helper thread only: app_visits when last read */
 	uint64_t helper_seen_tsc;    /**< helper thread only: TSC when it last changed */
+	uint8_t helper_streak;       /**< helper thread only: looks in a row that found the
+	                                  application there */
+	bool helper_eager;           /**< helper thread only: a CQ was armed since the
+	                                  application was last seen: drive every pass */
 };
 
 /**
@@ -200,8 +204,9 @@ int dpv_dev_start_service(struct dpv_dev *dev);
 
 /**
  * Ask for the helper thread that drives inline devices while completion channels
- * wait (control path): while any call is not released, it drives every inline device
- * on every pass, driven by the application or not. Counted: each call needs a
+ * wait (control path): while any call is not released, it runs even with an idle
+ * interval of 0, and after dpv_engine_helper_kick() it drives every inline device on
+ * every pass until the application drives it again. Counted: each call needs a
  * dpv_engine_helper_put().
  * @return 0 or an errno from starting the thread.
  */
@@ -210,6 +215,15 @@ int dpv_engine_helper_get(void);
 /** Release a dpv_engine_helper_get(); with the last one the helper goes back to
  * driving only idle devices (dpv_engine_set_inline_idle_us()), or stops. */
 void dpv_engine_helper_put(void);
+
+/**
+ * Tell the helper thread that a CQ was armed for events (ibv_req_notify_cq(); any
+ * thread, never waits): while a completion channel holds it (dpv_engine_helper_get()),
+ * it wakes, and drives every inline device on every pass until the device's
+ * application is seen driving it again. A locked exchange; a system call (a futex
+ * wake) only when the helper sleeps and no kick is pending.
+ */
+void dpv_engine_helper_kick(void);
 
 /** Microseconds without a driver before the helper drives an inline device, by default. */
 #define DPV_INLINE_IDLE_US_DEFAULT 500u

@@ -404,6 +404,8 @@ int dpv_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	if (ibcq->channel == NULL)
 		return EINVAL;
 	__atomic_store_n(&cq->cq->armed, solicited_only ? 2u : 1u, __ATOMIC_RELEASE);
+	/* Its application may sleep now: the helper drives the devices until it is back. */
+	dpv_engine_helper_kick();
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The patterns and clock of helpers.h. */
+/* The patterns, clock and clean-up of helpers.h. */
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "helpers.h"
 
@@ -50,4 +51,16 @@ bool hugepages_free(void)
 			break;
 	fclose(f);
 	return n > 0;
+}
+
+void remove_eal_runtime_dir(const char *prefix)
+{
+	const char *run = getenv("XDG_RUNTIME_DIR");
+	char path[512];
+
+	/* EAL's rule: /var/run for root, else $XDG_RUNTIME_DIR, else /tmp. */
+	if (getuid() == 0 || run == NULL || run[0] == '\0')
+		run = getuid() == 0 ? "/var/run" : "/tmp";
+	snprintf(path, sizeof(path), "%s/dpdk/%s", run, prefix);
+	rmdir(path);
 }

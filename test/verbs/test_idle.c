@@ -450,5 +450,10 @@ int main(void)
 		ibv_dereg_mr(src_mr);
 	free(src);
 	end_close();
+	/* Both sides' EAL run-time directories, which EAL leaves behind. */
+	snprintf(eal, sizeof(eal), "dpvidle-%d-p", (int)getpid());
+	remove_eal_runtime_dir(eal);
+	snprintf(eal, sizeof(eal), "dpvidle-%d-a", (int)getpid());
+	remove_eal_runtime_dir(eal);
 	return failed ? 1 : 0;
 }
