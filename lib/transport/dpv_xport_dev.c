@@ -281,7 +281,12 @@ static void rx_burst(struct dpv_xport *x, struct rte_mbuf **pkts, uint32_t n)
 
 	for (i = 0; i < n; i++) {
 		rx_one(x, pkts[i]);
-		rte_pktmbuf_free(pkts[i]);
+		/* rx_one() left every frame in one segment: freed inline, without the
+		 * chain walk. */
+		if (likely(pkts[i]->nb_segs == 1))
+			rte_pktmbuf_free_seg(pkts[i]);
+		else
+			rte_pktmbuf_free(pkts[i]);
 		if (unlikely(i % XP_RX_CHUNK == XP_RX_CHUNK - 1))
 			rx_flush(x);
 	}
