@@ -539,6 +539,21 @@ static __attribute__((noinline)) void read_resp_rx(struct dpv_xport *x, struct x
 	read_follow(x, q);
 }
 
+/* Whether the requester of an RC QP on its own send queue, in RTS, has anything left
+ * to send now that an ACK came: a WQE not yet (or not wholly) sent, which the window,
+ * a fence or the READ slots may have held back, a go-back's resends (next_wqe moves
+ * back with them) or READ gaps to ask for. New WQEs ring their own doorbell. */
+static bool req_waiting(struct xp_qp *q)
+{
+	struct dpv_ring *sq = q->xq;
+	uint32_t head, ready;
+
+	if (q->xq != q->qp.sq || q->qp.attr.state != DPV_QPS_RTS || q->rd_reask)
+		return true;
+	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
+	return idx_diff(head + ready, q->next_wqe) > 0;
+}
+
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame)
 {
@@ -550,10 +565,14 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		return;
 	}
 	XP_CNT(x, q, rx_packets);
-	if (p->opcode == DPV_OP_RC_ACK)
+	if (p->opcode == DPV_OP_RC_ACK) {
 		ack_rx(x, q, p);
-	else
-		read_resp_rx(x, q, p, frame + p->hdr_len);
-	/* An acknowledgement may open the window, end a fence or free a READ slot. */
+		/* An ACK may open the window, end a fence or free a READ slot: the QP is
+		 * visited if its requester has anything it held back. */
+		if (req_waiting(q))
+			xp_kick(q);
+		return;
+	}
+	read_resp_rx(x, q, p, frame + p->hdr_len);
 	xp_kick(q);
 }
