@@ -244,23 +244,10 @@ static void rnr_nak_rx(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8
 	xp_timer_start(x, q);
 }
 
-static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
+/* A NAK (out of line: the ACK is ack_rx()'s common case). */
+static __attribute__((noinline)) void nak_rx(struct dpv_xport *x, struct xp_qp *q,
+					     uint32_t psn, uint8_t syn)
 {
-	uint8_t syn = p->aeth_syndrome;
-	uint32_t psn = p->psn;
-
-	/* IBTA 9.9: an acknowledgement of a PSN never sent is a ghost: ignored. */
-	if (dpv_wire_psn_diff(psn, q->psn_hi) >= 0) {
-		XP_CNT(x, q, ghost_responses);
-		return;
-	}
-	if ((syn & 0xe0) == DPV_AETH_ACK) {
-		if (dpv_wire_psn_diff(psn, q->una) < 0)
-			XP_CNT(x, q, dup_responses);
-		ack_upto(x, q, psn);
-		xp_comp_acked(x, q);
-		return;
-	}
 	/* A NAK names the PSN it refuses; every PSN before it is acknowledged. One older
 	 * than anything outstanding is stale: ignored. */
 	if (dpv_wire_psn_diff(psn, q->una) < 0) {
@@ -305,6 +292,26 @@ static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_p
 		fail_head(x, q, DPV_WC_REM_INV_REQ_ERR, false);
 		break;
 	}
+}
+
+static void ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
+{
+	uint8_t syn = p->aeth_syndrome;
+	uint32_t psn = p->psn;
+
+	/* IBTA 9.9: an acknowledgement of a PSN never sent is a ghost: ignored. */
+	if (unlikely(dpv_wire_psn_diff(psn, q->psn_hi) >= 0)) {
+		XP_CNT(x, q, ghost_responses);
+		return;
+	}
+	if (unlikely((syn & 0xe0) != DPV_AETH_ACK)) {
+		nak_rx(x, q, psn, syn);
+		return;
+	}
+	if (dpv_wire_psn_diff(psn, q->una) < 0)
+		XP_CNT(x, q, dup_responses);
+	ack_upto(x, q, psn);
+	xp_comp_acked(x, q);
 }
 
 static bool is_last_resp(uint8_t op)
@@ -484,8 +491,9 @@ static void read_follow(struct dpv_xport *x, struct xp_qp *q)
  * less than XP_RD_AHEAD PSNs, is placed and kept (rd_ahead), whichever READ it is of,
  * so a response the link only delayed costs nothing and one it lost costs a re-ask
  * of that one (read_gap()). */
-static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-			 const uint8_t *payload)
+static __attribute__((noinline)) void read_resp_rx(struct dpv_xport *x, struct xp_qp *q,
+						   const struct dpv_wire_pkt *p,
+						   const uint8_t *payload)
 {
 	struct dpv_ring *sq = q->xq;
 	uint32_t i = xp_rd_head(q, sq->cons_head);
@@ -538,6 +546,21 @@ static void read_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 	read_follow(x, q);
 }
 
+/* Whether the requester of an RC QP on its own send queue, in RTS, has anything left
+ * to send now that an ACK came: a WQE not yet (or not wholly) sent, which the window,
+ * a fence or the READ slots may have held back, a go-back's resends (next_wqe moves
+ * back with them) or READ gaps to ask for. New WQEs ring their own doorbell. */
+static bool req_waiting(struct xp_qp *q)
+{
+	struct dpv_ring *sq = q->xq;
+	uint32_t head, ready;
+
+	if (q->xq != q->qp.sq || q->qp.attr.state != DPV_QPS_RTS || q->rd_reask)
+		return true;
+	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
+	return idx_diff(head + ready, q->next_wqe) > 0;
+}
+
 void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame)
 {
@@ -549,10 +572,14 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 		return;
 	}
 	XP_CNT(x, q, rx_packets);
-	if (p->opcode == DPV_OP_RC_ACK)
+	if (p->opcode == DPV_OP_RC_ACK) {
 		ack_rx(x, q, p);
-	else
-		read_resp_rx(x, q, p, frame + p->hdr_len);
-	/* An acknowledgement may open the window, end a fence or free a READ slot. */
+		/* An ACK may open the window, end a fence or free a READ slot: the QP is
+		 * visited if its requester has anything it held back. */
+		if (req_waiting(q))
+			xp_kick(q);
+		return;
+	}
+	read_resp_rx(x, q, p, frame + p->hdr_len);
 	xp_kick(q);
 }

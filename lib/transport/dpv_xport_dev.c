@@ -170,10 +170,45 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x)
 	return &x->stats;
 }
 
+/* The RC opcodes of a request (bit set), as one mask over IBTA Table 38's RC rows:
+ * SEND, WRITE, READ REQUEST, CMP_SWAP, FETCH_ADD. */
+#define RC_REQUEST_MASK \
+	(((1u << (DPV_OP_RC_READ_REQUEST + 1)) - 1) | 1u << DPV_OP_RC_CMP_SWAP | \
+	 1u << DPV_OP_RC_FETCH_ADD)
+
 static bool rc_request(uint8_t opcode)
 {
-	return opcode <= DPV_OP_RC_READ_REQUEST || opcode == DPV_OP_RC_CMP_SWAP ||
-	       opcode == DPV_OP_RC_FETCH_ADD;
+	return opcode <= DPV_OP_RC_FETCH_ADD && (RC_REQUEST_MASK >> opcode & 1u);
+}
+
+/* A frame for no QP of the device (QP 1 is never an application QP's: the GSI's
+ * frames come here), or for a UD or UC QP. */
+static __attribute__((noinline)) void rx_other(struct dpv_xport *x, struct xp_qp *q,
+					       const struct dpv_wire_pkt *p,
+					       const uint8_t *frame)
+{
+	if (q == NULL) {
+		if (p->dest_qp == DPV_GSI_QPN)
+			xp_gsi_rx(x, p, frame);
+		else if (!xp_linger_rx(x, p))
+			x->stats.rx_unknown_qp++;
+		return;
+	}
+	if (q->qp.init.type == DPV_QPT_UD) {
+		if (p->opcode != DPV_OP_UD_SEND_ONLY && p->opcode != DPV_OP_UD_SEND_ONLY_IMM)
+			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		else
+			xp_ud_rx(x, q, p, frame);
+		return;
+	}
+	/* UC: the peer's address as for RC (rx_one()). */
+	if (p->src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0)
+		x->stats.rx_bad_src++;
+	/* IBTA 9.6: the opcode's transport must be the QP's. */
+	else if (DPV_WIRE_OP_TRANSPORT(p->opcode) != DPV_WIRE_OP_UC)
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+	else
+		xp_uc_rx(x, q, p, frame);
 }
 
 /* One received frame: checked (IBTA 9.6 packet checks, A17.4 for RoCEv2) and handed to
@@ -186,80 +221,80 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 	struct xp_qp *q;
 
 	x->stats.rx_packets++;
-	if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m) != 0) {
 		x->stats.rx_bad[DPV_WIRE_E_SHORT]++;
 		return;
 	}
 	frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	err = dpv_wire_parse(frame, rte_pktmbuf_data_len(m), &p);
-	if (err != DPV_WIRE_OK) {
+	if (unlikely(err != DPV_WIRE_OK)) {
 		x->stats.rx_bad[err]++;
 		return;
 	}
-	if (p.dst_ip != x->port->ipv4) {
+	if (unlikely(p.dst_ip != x->port->ipv4)) {
 		x->stats.rx_bad[DPV_WIRE_E_NOT_ROCE]++;
 		return;
 	}
 	/* IBTA 9.6 (P_Key check): one partition, the default, in either membership. */
-	if ((p.pkey & 0x7fff) != (DPV_WIRE_PKEY_DEFAULT & 0x7fff)) {
+	if (unlikely((p.pkey & 0x7fff) != (DPV_WIRE_PKEY_DEFAULT & 0x7fff))) {
 		x->stats.rx_bad_pkey++;
 		return;
 	}
 	q = p.dest_qp < DPV_MAX_QP ? x->qps[p.dest_qp] : NULL;
-	if (q == NULL) {
-		/* QP 1 is never an application QP's: the GSI's frames take this branch. */
-		if (p.dest_qp == DPV_GSI_QPN)
-			xp_gsi_rx(x, &p, frame);
-		else if (!xp_linger_rx(x, &p))
-			x->stats.rx_unknown_qp++;
-		return;
-	}
-	if (q->qp.init.type == DPV_QPT_UD) {
-		if (p.opcode != DPV_OP_UD_SEND_ONLY && p.opcode != DPV_OP_UD_SEND_ONLY_IMM)
-			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-		else
-			xp_ud_rx(x, q, &p, frame);
+	if (unlikely(q == NULL || q->qp.init.type != DPV_QPT_RC)) {
+		rx_other(x, q, &p, frame);
 		return;
 	}
 	/* An RC or UC QP talks to one peer (its AH): frames from any other address are not
 	 * its connection's, whatever their QPN and PSN say (rxe checks the same). A QP that
 	 * has no peer yet leaves the refusal to its state check. */
-	if (p.src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0) {
+	if (unlikely(p.src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0)) {
 		x->stats.rx_bad_src++;
 		return;
 	}
 	/* IBTA 9.6: the opcode's transport must be the QP's. */
-	if (q->qp.init.type == DPV_QPT_UC) {
-		if (DPV_WIRE_OP_TRANSPORT(p.opcode) != DPV_WIRE_OP_UC)
-			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-		else
-			xp_uc_rx(x, q, &p, frame);
-		return;
-	}
-	if (p.opcode > DPV_OP_RC_FETCH_ADD) {
-		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-	} else if (rc_request(p.opcode)) {
+	if (rc_request(p.opcode)) {
 		q->req_tsc = x->now; /* how long it lingers when destroyed */
 		xp_resp_rx(x, q, &p, frame);
-	} else {
+	} else if (likely(p.opcode <= DPV_OP_RC_FETCH_ADD)) {
 		xp_comp_rx(x, q, &p, frame);
+	} else {
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	}
 }
 
+/* What the frames received so far caused goes out: the coalesced ACKs, the frames
+ * batched. */
+static inline void rx_flush(struct dpv_xport *x)
+{
+	if (x->nack != 0)
+		xp_resp_flush_acks(x);
+	if (x->ntx != 0)
+		xp_tx_flush(x);
+}
+
+/* Frames in, each freed when done with; every XP_RX_CHUNK of them, and after the
+ * last, what they caused goes out. */
 static void rx_burst(struct dpv_xport *x, struct rte_mbuf **pkts, uint32_t n)
 {
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
 		rx_one(x, pkts[i]);
-		rte_pktmbuf_free(pkts[i]);
+		/* rx_one() left every frame in one segment: freed inline, without the
+		 * chain walk. */
+		if (likely(pkts[i]->nb_segs == 1))
+			rte_pktmbuf_free_seg(pkts[i]);
+		else
+			rte_pktmbuf_free(pkts[i]);
+		if (unlikely(i % XP_RX_CHUNK == XP_RX_CHUNK - 1))
+			rx_flush(x);
 	}
-	xp_resp_flush_acks(x);
-	xp_tx_flush(x);
+	rx_flush(x);
 }
 
 /* Receive what the device sent itself, until nothing more comes back. */
-static void loop_drain(struct dpv_xport *x)
+static __attribute__((noinline)) void loop_drain_all(struct dpv_xport *x)
 {
 	struct rte_mbuf *chunk[XP_RX_CHUNK];
 	uint32_t n;
@@ -271,15 +306,16 @@ static void loop_drain(struct dpv_xport *x)
 	}
 }
 
+static inline void loop_drain(struct dpv_xport *x)
+{
+	if (x->loop_head != x->loop_tail)
+		loop_drain_all(x);
+}
+
 void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint32_t done, k;
-
 	x->now = rte_get_tsc_cycles();
-	for (done = 0; done < n; done += k) {
-		k = n - done < XP_RX_CHUNK ? n - done : XP_RX_CHUNK;
-		rx_burst(x, pkts + done, k);
-	}
+	rx_burst(x, pkts, n);
 	loop_drain(x);
 	if (unlikely(x->cq_overrun))
 		xp_cq_overruns(x);

@@ -208,6 +208,18 @@ uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *dat
 	if (len > UINT32_MAX - off)
 		return DPV_WC_LOC_LEN_ERR;
 	r->msg_len += len;
+	/* One buffer, nothing skipped: the piece lands at its offset in it, after the
+	 * same key check xp_sgl_scatter() makes (IBTA 10.6). */
+	if (likely(r->num_sge == 1 && r->skip == 0 && len != 0)) {
+		dst = r->sge[0].addr + off;
+		if ((uint64_t)off + len > r->cap)
+			return DPV_WC_LOC_LEN_ERR;
+		if (dpv_mr_check(x->mrs, r->sge[0].lkey, r->pd, dst, len,
+				 DPV_ACCESS_LOCAL_WRITE) == NULL ||
+		    !xp_copy(x, (void *)(uintptr_t)dst, data, len))
+			return DPV_WC_LOC_PROT_ERR;
+		return DPV_WC_SUCCESS;
+	}
 	if (off + len <= r->skip)
 		return DPV_WC_SUCCESS;
 	if (off < r->skip)
@@ -218,23 +230,31 @@ uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *dat
 	return xp_sgl_scatter(x, r->sge, r->num_sge, r->pd, dst, data + s, len - s);
 }
 
+/* The opcodes that carry ImmDt, by their low five bits, which say the operation
+ * whatever the transport (IBTA Table 38): RC's values stand for UC's and UD's too. */
+#define IMM_OPS                                                                    \
+	(1u << DPV_OP_RC_SEND_LAST_IMM | 1u << DPV_OP_RC_SEND_ONLY_IMM |           \
+	 1u << DPV_OP_RC_WRITE_LAST_IMM | 1u << DPV_OP_RC_WRITE_ONLY_IMM)
+
 /* The completion of the receive in progress; it ends it. */
 void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		  const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
 		  uint8_t flags)
 {
 	struct xp_recv *r = &q->rcv;
-	struct dpv_cqe cqe;
+	struct dpv_cqe cqe = {
+		.wr_id = r->wr_id,
+		.status = status,
+		.opcode = wc_opcode,
+		.qp_num = q->qp.qpn,
+		.src_qp = src_qp,
+		.byte_len = r->msg_len - (r->msg_len > r->skip ? r->skip : r->msg_len),
+		.flags = flags,
+	};
 
-	memset(&cqe, 0, sizeof(cqe));
-	cqe.wr_id = r->wr_id;
-	cqe.status = status;
-	cqe.opcode = wc_opcode;
-	cqe.qp_num = q->qp.qpn;
-	cqe.src_qp = src_qp;
-	cqe.byte_len = r->msg_len - (r->msg_len > r->skip ? r->skip : r->msg_len);
-	cqe.flags = flags;
 	switch (r->kind) {
+	case XP_RECV_PLAIN:
+		break;
 	case XP_RECV_TM_EAGER:
 	case XP_RECV_TM_RNDV:
 	case XP_RECV_TM_RNDV_READ:
@@ -262,12 +282,7 @@ void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 	default:
 		break;
 	}
-	/* The low five bits of an opcode say the operation whatever the transport (IBTA
-	 * Table 38): RC's values stand for UC's and UD's too. */
-	if (p != NULL && ((p->opcode & 0x1f) == DPV_OP_RC_SEND_LAST_IMM ||
-			  (p->opcode & 0x1f) == DPV_OP_RC_SEND_ONLY_IMM ||
-			  (p->opcode & 0x1f) == DPV_OP_RC_WRITE_LAST_IMM ||
-			  (p->opcode & 0x1f) == DPV_OP_RC_WRITE_ONLY_IMM)) {
+	if (p != NULL && (IMM_OPS >> (p->opcode & 0x1f) & 1u)) {
 		cqe.flags |= DPV_WC_F_IMM;
 		cqe.imm = p->imm;
 	}
