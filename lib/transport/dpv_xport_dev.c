@@ -52,12 +52,11 @@ static uint16_t flow_sport(uint32_t a, uint32_t b)
 	return (uint16_t)(0xc000u | ((h >> 16) & 0x3fffu));
 }
 
-void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
-		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl)
+/* The fields of a packet that are its connection's: the same for every packet between
+ * two QPs. */
+static void pkt_conn(const struct dpv_port *port, struct dpv_wire_pkt *p, uint32_t dst_ip,
+		     uint32_t src_qpn, uint32_t dest_qpn, uint8_t tos, uint8_t ttl)
 {
-	const struct dpv_port *port = x->port;
-
-	memset(p, 0, sizeof(*p));
 	/* The port fills the destination MAC from ARP; a frame to ourselves never leaves. */
 	if (dst_ip == port->ipv4)
 		memcpy(p->dst_mac, port->mac.addr_bytes, 6);
@@ -66,35 +65,84 @@ void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, ui
 	p->dst_ip = dst_ip;
 	p->tos = tos;
 	p->ttl = ttl != 0 ? ttl : 64;
-	p->ip_id = x->ip_id++;
 	p->udp_sport = flow_sport(src_qpn, dest_qpn);
-	p->opcode = opcode;
 	p->pkey = DPV_WIRE_PKEY_DEFAULT;
 	p->dest_qp = dest_qpn & DPV_WIRE_QPN_MASK;
+}
+
+void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
+		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl)
+{
+	memset(p, 0, sizeof(*p));
+	pkt_conn(x->port, p, dst_ip, src_qpn, dest_qpn, tos, ttl);
+	p->ip_id = x->ip_id++;
+	p->opcode = opcode;
 	p->psn = psn & DPV_WIRE_PSN_MASK;
+}
+
+void xp_conn_tmpl_init(struct dpv_xport *x, struct xp_qp *q)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	struct dpv_wire_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	pkt_conn(x->port, &p, a->dst_ip, q->qp.qpn, a->dest_qpn, a->tos, a->ttl);
+	dpv_wire_tmpl_init(&q->tmpl, &p);
+}
+
+/* A fresh mbuf for a frame; NULL (counted) when the pool is empty. The MTU is clamped
+ * to what one mbuf holds (xp_active_mtu()), so any frame's headers fit. */
+static inline struct rte_mbuf *frame_mbuf(struct dpv_xport *x)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(x->port->pool);
+
+	if (unlikely(m == NULL))
+		x->stats.tx_no_mbuf++;
+	return m;
+}
+
+/* The headers of @p m are written, @p hl bytes (0: refused): the frame takes its
+ * length, or the mbuf goes back to the pool. */
+static inline struct rte_mbuf *frame_sized(struct dpv_xport *x, struct rte_mbuf *m,
+					   uint32_t hl, uint32_t payload_len, uint8_t **payload)
+{
+	const uint32_t flen = hl + payload_len + dpv_wire_pad_len(payload_len) + DPV_WIRE_ICRC_LEN;
+
+	if (unlikely(hl == 0 || flen > rte_pktmbuf_tailroom(m))) {
+		/* A bug, not a state: the MTU is clamped to what one mbuf holds. */
+		rte_pktmbuf_free(m);
+		x->stats.tx_no_mbuf++;
+		return NULL;
+	}
+	m->data_len = (uint16_t)flen;
+	m->pkt_len = flen;
+	*payload = rte_pktmbuf_mtod_offset(m, uint8_t *, hl);
+	return m;
 }
 
 struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
 				uint32_t payload_len, uint8_t **payload)
 {
-	uint32_t flen = dpv_wire_frame_len(p->opcode, payload_len), hl;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(x->port->pool);
-	uint8_t *buf;
+	struct rte_mbuf *m = frame_mbuf(x);
 
-	if (m == NULL) {
-		x->stats.tx_no_mbuf++;
+	if (m == NULL)
 		return NULL;
-	}
-	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)flen);
-	hl = buf != NULL && flen <= UINT16_MAX ? dpv_wire_write_headers(buf, p, payload_len) : 0;
-	if (hl == 0) {
-		/* The MTU is clamped to what one mbuf holds: this is a bug, not a state. */
-		rte_pktmbuf_free(m);
-		x->stats.tx_no_mbuf++;
+	return frame_sized(x, m, dpv_wire_write_headers(rte_pktmbuf_mtod(m, void *), p,
+							  payload_len),
+			   payload_len, payload);
+}
+
+struct rte_mbuf *xp_conn_frame(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			       uint32_t payload_len, uint8_t **payload)
+{
+	struct rte_mbuf *m = frame_mbuf(x);
+
+	if (m == NULL)
 		return NULL;
-	}
-	*payload = buf + hl;
-	return m;
+	p->ip_id = x->ip_id++;
+	return frame_sized(x, m, dpv_wire_tmpl_write(rte_pktmbuf_mtod(m, void *), &q->tmpl, p,
+						     payload_len),
+			   payload_len, payload);
 }
 
 void xp_tx_flush(struct dpv_xport *x)

@@ -136,9 +136,8 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts) |
-			   (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC),
-		    a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn, a->tos, a->ttl);
+	p.opcode = send_opcode(w->opcode, i, m->npkts) | (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC);
+	p.psn = q->psn;
 	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
 	 * message that completes a receive (SEND, WRITE with immediate); a long message
 	 * asks four times a window too, so its window moves. UC asks for none (9.7.7). */
@@ -155,7 +154,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		p.reth_rkey = w->rkey;
 		p.reth_len = m->len;
 	}
-	mb = xp_frame_alloc(x, &p, plen, &payload);
+	mb = xp_conn_frame(x, q, &p, plen, &payload);
 	if (mb == NULL)
 		return false;
 	st = gather(x, w, m->pd, q->next_off, payload, plen);

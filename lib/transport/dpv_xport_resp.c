@@ -100,10 +100,13 @@ static bool ack_frame(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
-	xp_pkt_init(x, &p, DPV_OP_RC_ACK, a->dst_ip, q->qp.qpn, a->dest_qpn, psn, a->tos, a->ttl);
+	p.opcode = DPV_OP_RC_ACK;
+	p.solicited = false;
+	p.ack_req = false;
+	p.psn = psn;
 	p.aeth_syndrome = syndrome;
 	p.aeth_msn = msn & DPV_WIRE_PSN_MASK;
-	m = xp_frame_alloc(x, &p, 0, &payload);
+	m = xp_conn_frame(x, q, &p, 0, &payload);
 	if (m == NULL)
 		return false;
 	xp_frame_send(x, m, a->dst_ip);
