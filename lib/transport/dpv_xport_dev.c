@@ -409,28 +409,49 @@ static uint64_t db_take(struct dpv_xport *x, uint64_t *ready)
 }
 
 /* The next QP number at or after @p from (cyclically) with its bit in @p ready, taken
- * out of it; -1 if none. */
-static int32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
+ * out of it. @p sum is not 0. */
+static inline uint32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 {
 	uint32_t w = from >> 6, b;
-	uint64_t m, s;
+	uint64_t s = *sum, m = 0, later;
 
-	if (*sum == 0)
-		return -1;
-	m = (*sum >> w & 1) ? ready[w] & (~0ull << (from & 63)) : 0;
+	if (s >> w & 1)
+		m = ready[w] & (~0ull << (from & 63));
 	if (m == 0) {
 		/* A later word, else the first word from the start (w's lower bits too). */
-		s = w == 63 ? 0 : *sum & (~0ull << (w + 1));
-		if (s == 0)
-			s = *sum;
-		w = (uint32_t)__builtin_ctzll(s);
+		later = s & (~1ull << w);
+		w = (uint32_t)__builtin_ctzll(later != 0 ? later : s);
 		m = ready[w];
 	}
 	b = (uint32_t)__builtin_ctzll(m);
-	ready[w] &= ~(1ull << b);
-	if (ready[w] == 0)
-		*sum &= ~(1ull << w);
-	return (int32_t)(w << 6 | b);
+	m &= m - 1;
+	ready[w] = m;
+	if (m == 0)
+		*sum = s & ~(1ull << w);
+	return w << 6 | b;
+}
+
+/* One QP's turn: up to a quantum of @p left. */
+static inline uint32_t qp_turn(struct dpv_xport *x, uint32_t qpn, uint32_t left)
+{
+	const uint32_t quota = left < XP_QUANTUM ? left : XP_QUANTUM;
+	struct xp_qp *q = x->qps[qpn];
+	uint64_t no_mbuf;
+	uint32_t n;
+
+	x->db_next = (qpn + 1) & (DPV_MAX_QP - 1);
+	if (unlikely(q == NULL))
+		return 0;
+	no_mbuf = x->stats.tx_no_mbuf;
+	n = qp_tx(x, q, quota);
+	/* Full quantum: more may wait. No mbuf: try again next time. */
+	if (n == quota || x->stats.tx_no_mbuf != no_mbuf)
+		xp_kick(q);
+	if (unlikely(x->loop_tail - x->loop_head >= XP_LOOPQ / 2)) {
+		xp_tx_flush(x);
+		loop_drain(x);
+	}
+	return n;
 }
 
 /* dpv_xport_tx() with a doorbell rung or something waiting. Out of line: its frame
@@ -438,44 +459,30 @@ static int32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 static __attribute__((noinline)) uint32_t tx_rounds(struct dpv_xport *x, uint32_t budget)
 {
 	uint64_t ready[DPV_MAX_QP / 64], sum;
-	uint32_t sent = 0, progress, quota, n, w;
-	uint64_t no_mbuf;
-	int32_t qpn;
+	uint32_t sent = 0, progress, n, w;
 
 	x->now = rte_get_tsc_cycles();
 	/* Rounds over the QPs whose doorbell rang, each a quantum in turn, from where the
 	 * last call stopped; a QP that used its whole quantum rings again for the next
 	 * round. What the budget leaves is rung back for the next call. */
-	do {
+	while (sent < budget && (sum = db_take(x, ready)) != 0) {
 		progress = 0;
-		sum = db_take(x, ready);
-		while (sent < budget && (qpn = db_next(ready, &sum, x->db_next)) >= 0) {
-			struct xp_qp *q = x->qps[qpn];
-
-			x->db_next = ((uint32_t)qpn + 1) % DPV_MAX_QP;
-			if (q == NULL)
-				continue;
-			quota = budget - sent < XP_QUANTUM ? budget - sent : XP_QUANTUM;
-			no_mbuf = x->stats.tx_no_mbuf;
-			n = qp_tx(x, q, quota);
-			/* Full quantum: more may wait. No mbuf: try again next time. */
-			if (n == quota || x->stats.tx_no_mbuf != no_mbuf)
-				xp_kick(q);
+		do {
+			n = qp_turn(x, db_next(ready, &sum, x->db_next), budget - sent);
 			sent += n;
 			progress += n;
-			if (x->loop_tail - x->loop_head >= XP_LOOPQ / 2) {
-				xp_tx_flush(x);
-				loop_drain(x);
-			}
-		}
+		} while (sum != 0 && sent < budget);
 		for (; sum != 0; sum &= sum - 1) {
 			w = (uint32_t)__builtin_ctzll(sum);
 			__atomic_fetch_or(&x->db[w], ready[w], __ATOMIC_RELAXED);
 			__atomic_fetch_or(&x->db_summary, 1ull << w, __ATOMIC_RELEASE);
 		}
-	} while (progress > 0 && sent < budget);
+		if (progress == 0)
+			break;
+	}
 	xp_tx_flush(x);
-	loop_drain(x);
+	if (x->loop_head != x->loop_tail)
+		loop_drain(x);
 	if (unlikely(x->cq_overrun))
 		xp_cq_overruns(x);
 	return sent;
