@@ -547,5 +547,6 @@ void xp_comp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	else
 		read_resp_rx(x, q, p, frame + p->hdr_len);
 	/* An acknowledgement may open the window, end a fence or free a READ slot. */
-	xp_kick(q);
+	if (xp_req_waiting(q))
+		xp_kick(q);
 }

@@ -423,6 +423,20 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
  * SRQ). */
 void xp_xq_feed(struct xp_qp *q);
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
+
+/* Whether @p q's requester holds something it has not sent all of: WQEs a full window,
+ * a fence or the READ limit held back, WQEs of the application not yet fed to the
+ * device ring, or re-asks. Only then can an acknowledgement let it send. */
+static inline bool xp_req_waiting(const struct xp_qp *q)
+{
+	const struct dpv_ring *sq = q->qp.sq;
+
+	if (q->xq == NULL)
+		return false;
+	return q->rd_reask ||
+	       idx_diff(__atomic_load_n(&q->xq->prod_tail, __ATOMIC_ACQUIRE), q->next_wqe) > 0 ||
+	       (q->xq != sq && sq != NULL && __atomic_load_n(&sq->prod_tail, __ATOMIC_ACQUIRE) != q->sq_fed);
+}
 void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 
 /* dpv_xport_resp.c */
