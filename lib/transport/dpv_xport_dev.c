@@ -52,12 +52,11 @@ static uint16_t flow_sport(uint32_t a, uint32_t b)
 	return (uint16_t)(0xc000u | ((h >> 16) & 0x3fffu));
 }
 
-void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
-		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl)
+/* The fields of a packet that are its connection's: the same for every packet between
+ * two QPs. */
+static void pkt_conn(const struct dpv_port *port, struct dpv_wire_pkt *p, uint32_t dst_ip,
+		     uint32_t src_qpn, uint32_t dest_qpn, uint8_t tos, uint8_t ttl)
 {
-	const struct dpv_port *port = x->port;
-
-	memset(p, 0, sizeof(*p));
 	/* The port fills the destination MAC from ARP; a frame to ourselves never leaves. */
 	if (dst_ip == port->ipv4)
 		memcpy(p->dst_mac, port->mac.addr_bytes, 6);
@@ -66,35 +65,84 @@ void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, ui
 	p->dst_ip = dst_ip;
 	p->tos = tos;
 	p->ttl = ttl != 0 ? ttl : 64;
-	p->ip_id = x->ip_id++;
 	p->udp_sport = flow_sport(src_qpn, dest_qpn);
-	p->opcode = opcode;
 	p->pkey = DPV_WIRE_PKEY_DEFAULT;
 	p->dest_qp = dest_qpn & DPV_WIRE_QPN_MASK;
+}
+
+void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
+		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl)
+{
+	memset(p, 0, sizeof(*p));
+	pkt_conn(x->port, p, dst_ip, src_qpn, dest_qpn, tos, ttl);
+	p->ip_id = x->ip_id++;
+	p->opcode = opcode;
 	p->psn = psn & DPV_WIRE_PSN_MASK;
+}
+
+void xp_conn_tmpl_init(struct dpv_xport *x, struct xp_qp *q)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	struct dpv_wire_pkt p;
+
+	memset(&p, 0, sizeof(p));
+	pkt_conn(x->port, &p, a->dst_ip, q->qp.qpn, a->dest_qpn, a->tos, a->ttl);
+	dpv_wire_tmpl_init(&q->tmpl, &p);
+}
+
+/* A fresh mbuf for a frame; NULL (counted) when the pool is empty. The MTU is clamped
+ * to what one mbuf holds (xp_active_mtu()), so any frame's headers fit. */
+static inline struct rte_mbuf *frame_mbuf(struct dpv_xport *x)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(x->port->pool);
+
+	if (unlikely(m == NULL))
+		x->stats.tx_no_mbuf++;
+	return m;
+}
+
+/* The headers of @p m are written, @p hl bytes (0: refused): the frame takes its
+ * length, or the mbuf goes back to the pool. */
+static inline struct rte_mbuf *frame_sized(struct dpv_xport *x, struct rte_mbuf *m,
+					   uint32_t hl, uint32_t payload_len, uint8_t **payload)
+{
+	const uint32_t flen = hl + payload_len + dpv_wire_pad_len(payload_len) + DPV_WIRE_ICRC_LEN;
+
+	if (unlikely(hl == 0 || flen > rte_pktmbuf_tailroom(m))) {
+		/* A bug, not a state: the MTU is clamped to what one mbuf holds. */
+		rte_pktmbuf_free(m);
+		x->stats.tx_no_mbuf++;
+		return NULL;
+	}
+	m->data_len = (uint16_t)flen;
+	m->pkt_len = flen;
+	*payload = rte_pktmbuf_mtod_offset(m, uint8_t *, hl);
+	return m;
 }
 
 struct rte_mbuf *xp_frame_alloc(struct dpv_xport *x, struct dpv_wire_pkt *p,
 				uint32_t payload_len, uint8_t **payload)
 {
-	uint32_t flen = dpv_wire_frame_len(p->opcode, payload_len), hl;
-	struct rte_mbuf *m = rte_pktmbuf_alloc(x->port->pool);
-	uint8_t *buf;
+	struct rte_mbuf *m = frame_mbuf(x);
 
-	if (m == NULL) {
-		x->stats.tx_no_mbuf++;
+	if (m == NULL)
 		return NULL;
-	}
-	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)flen);
-	hl = buf != NULL && flen <= UINT16_MAX ? dpv_wire_write_headers(buf, p, payload_len) : 0;
-	if (hl == 0) {
-		/* The MTU is clamped to what one mbuf holds: this is a bug, not a state. */
-		rte_pktmbuf_free(m);
-		x->stats.tx_no_mbuf++;
+	return frame_sized(x, m, dpv_wire_write_headers(rte_pktmbuf_mtod(m, void *), p,
+							  payload_len),
+			   payload_len, payload);
+}
+
+struct rte_mbuf *xp_conn_frame(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			       uint32_t payload_len, uint8_t **payload)
+{
+	struct rte_mbuf *m = frame_mbuf(x);
+
+	if (m == NULL)
 		return NULL;
-	}
-	*payload = buf + hl;
-	return m;
+	p->ip_id = x->ip_id++;
+	return frame_sized(x, m, dpv_wire_tmpl_write(rte_pktmbuf_mtod(m, void *), &q->tmpl, p,
+						     payload_len),
+			   payload_len, payload);
 }
 
 void xp_tx_flush(struct dpv_xport *x)
@@ -397,28 +445,49 @@ static uint64_t db_take(struct dpv_xport *x, uint64_t *ready)
 }
 
 /* The next QP number at or after @p from (cyclically) with its bit in @p ready, taken
- * out of it; -1 if none. */
-static int32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
+ * out of it. @p sum is not 0. */
+static inline uint32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 {
 	uint32_t w = from >> 6, b;
-	uint64_t m, s;
+	uint64_t s = *sum, m = 0, later;
 
-	if (*sum == 0)
-		return -1;
-	m = (*sum >> w & 1) ? ready[w] & (~0ull << (from & 63)) : 0;
+	if (s >> w & 1)
+		m = ready[w] & (~0ull << (from & 63));
 	if (m == 0) {
 		/* A later word, else the first word from the start (w's lower bits too). */
-		s = w == 63 ? 0 : *sum & (~0ull << (w + 1));
-		if (s == 0)
-			s = *sum;
-		w = (uint32_t)__builtin_ctzll(s);
+		later = s & (~1ull << w);
+		w = (uint32_t)__builtin_ctzll(later != 0 ? later : s);
 		m = ready[w];
 	}
 	b = (uint32_t)__builtin_ctzll(m);
-	ready[w] &= ~(1ull << b);
-	if (ready[w] == 0)
-		*sum &= ~(1ull << w);
-	return (int32_t)(w << 6 | b);
+	m &= m - 1;
+	ready[w] = m;
+	if (m == 0)
+		*sum = s & ~(1ull << w);
+	return w << 6 | b;
+}
+
+/* One QP's turn: up to a quantum of @p left. */
+static inline uint32_t qp_turn(struct dpv_xport *x, uint32_t qpn, uint32_t left)
+{
+	const uint32_t quota = left < XP_QUANTUM ? left : XP_QUANTUM;
+	struct xp_qp *q = x->qps[qpn];
+	uint64_t no_mbuf;
+	uint32_t n;
+
+	x->db_next = (qpn + 1) & (DPV_MAX_QP - 1);
+	if (unlikely(q == NULL))
+		return 0;
+	no_mbuf = x->stats.tx_no_mbuf;
+	n = qp_tx(x, q, quota);
+	/* Full quantum: more may wait. No mbuf: try again next time. */
+	if (n == quota || x->stats.tx_no_mbuf != no_mbuf)
+		xp_kick(q);
+	if (unlikely(x->loop_tail - x->loop_head >= XP_LOOPQ / 2)) {
+		xp_tx_flush(x);
+		loop_drain(x);
+	}
+	return n;
 }
 
 /* dpv_xport_tx() with a doorbell rung or something waiting. Out of line: its frame
@@ -426,44 +495,30 @@ static int32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 static __attribute__((noinline)) uint32_t tx_rounds(struct dpv_xport *x, uint32_t budget)
 {
 	uint64_t ready[DPV_MAX_QP / 64], sum;
-	uint32_t sent = 0, progress, quota, n, w;
-	uint64_t no_mbuf;
-	int32_t qpn;
+	uint32_t sent = 0, progress, n, w;
 
 	x->now = rte_get_tsc_cycles();
 	/* Rounds over the QPs whose doorbell rang, each a quantum in turn, from where the
 	 * last call stopped; a QP that used its whole quantum rings again for the next
 	 * round. What the budget leaves is rung back for the next call. */
-	do {
+	while (sent < budget && (sum = db_take(x, ready)) != 0) {
 		progress = 0;
-		sum = db_take(x, ready);
-		while (sent < budget && (qpn = db_next(ready, &sum, x->db_next)) >= 0) {
-			struct xp_qp *q = x->qps[qpn];
-
-			x->db_next = ((uint32_t)qpn + 1) % DPV_MAX_QP;
-			if (q == NULL)
-				continue;
-			quota = budget - sent < XP_QUANTUM ? budget - sent : XP_QUANTUM;
-			no_mbuf = x->stats.tx_no_mbuf;
-			n = qp_tx(x, q, quota);
-			/* Full quantum: more may wait. No mbuf: try again next time. */
-			if (n == quota || x->stats.tx_no_mbuf != no_mbuf)
-				xp_kick(q);
+		do {
+			n = qp_turn(x, db_next(ready, &sum, x->db_next), budget - sent);
 			sent += n;
 			progress += n;
-			if (x->loop_tail - x->loop_head >= XP_LOOPQ / 2) {
-				xp_tx_flush(x);
-				loop_drain(x);
-			}
-		}
+		} while (sum != 0 && sent < budget);
 		for (; sum != 0; sum &= sum - 1) {
 			w = (uint32_t)__builtin_ctzll(sum);
 			__atomic_fetch_or(&x->db[w], ready[w], __ATOMIC_RELAXED);
 			__atomic_fetch_or(&x->db_summary, 1ull << w, __ATOMIC_RELEASE);
 		}
-	} while (progress > 0 && sent < budget);
+		if (progress == 0)
+			break;
+	}
 	xp_tx_flush(x);
-	loop_drain(x);
+	if (x->loop_head != x->loop_tail)
+		loop_drain(x);
 	if (unlikely(x->cq_overrun))
 		xp_cq_overruns(x);
 	return sent;

@@ -231,6 +231,9 @@ struct xp_qp {
 	uint32_t live_idx;        /**< position in x->live */
 	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
 	uint32_t mtu;             /**< bytes of payload per packet */
+	/** The headers every packet to the peer shares (RC, UC): rebuilt whenever
+	 *  dpv_qp_modify() runs, so it always follows the address vector and peer QP. */
+	struct dpv_wire_tmpl tmpl;
 	/* Requester (IBTA 9.7) and completer (9.9). */
 	/** The WQEs the requester runs (xp_swqe()). qp.sq itself, but for a QP on a TM SRQ
 	 *  a ring of the device's: the application's WQEs in their order, each slot naming
@@ -356,6 +359,13 @@ void xp_frame_send(struct dpv_xport *x, struct rte_mbuf *m, uint32_t dst_ip);
 void xp_tx_flush(struct dpv_xport *x);
 void xp_pkt_init(struct dpv_xport *x, struct dpv_wire_pkt *p, uint8_t opcode, uint32_t dst_ip,
 		 uint32_t src_qpn, uint32_t dest_qpn, uint32_t psn, uint8_t tos, uint8_t ttl);
+/* Build @p q's header template (xp_qp.tmpl) from its address vector and peer QP. */
+void xp_conn_tmpl_init(struct dpv_xport *x, struct xp_qp *q);
+/* A frame of @p q's connection, its headers from the template: @p p holds the
+ * per-packet fields only (dpv_wire_tmpl_write(): opcode, solicited, ack_req, psn and
+ * the extension headers of the opcode; ip_id is set here). As xp_frame_alloc(). */
+struct rte_mbuf *xp_conn_frame(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			       uint32_t payload_len, uint8_t **payload);
 uint32_t xp_active_mtu(const struct dpv_port *port);
 /* Packets that may leave for @p dst now: the port says how many it takes without
  * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
@@ -435,6 +445,7 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status);
  * SRQ). */
 void xp_xq_feed(struct xp_qp *q);
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
+
 void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 
 /* dpv_xport_resp.c */

@@ -496,6 +496,7 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 	    !attr_values_ok(attr, mask))
 		return EINVAL;
 	attr_apply(&qp->attr, attr, mask);
+	xp_conn_tmpl_init(x, q);
 	if ((mask & DPV_QP_RNR_RETRY) && next != DPV_QPS_RESET)
 		q->rnr_left = qp->attr.rnr_retry;
 	if ((mask & DPV_QP_RETRY_CNT) && next != DPV_QPS_RESET) {

@@ -141,9 +141,8 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	xp_pkt_init(x, &p, send_opcode(w->opcode, i, m->npkts) |
-			   (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC),
-		    a->dst_ip, q->qp.qpn, a->dest_qpn, q->psn, a->tos, a->ttl);
+	p.opcode = send_opcode(w->opcode, i, m->npkts) | (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC);
+	p.psn = q->psn;
 	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
 	 * message that completes a receive (SEND, WRITE with immediate); a long message
 	 * asks four times a window too, so its window moves. UC asks for none (9.7.7). */
@@ -160,7 +159,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		p.reth_rkey = w->rkey;
 		p.reth_len = m->len;
 	}
-	mb = xp_frame_alloc(x, &p, plen, &payload);
+	mb = xp_conn_frame(x, q, &p, plen, &payload);
 	if (mb == NULL)
 		return false;
 	st = gather(x, w, m->pd, q->next_off, payload, plen);
@@ -416,21 +415,21 @@ void xp_xq_feed(struct xp_qp *q)
 	q->sq_fed += n;
 }
 
-static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+/* The RC requester's packets, up to @p quota, for the WQEs before @p end and the
+ * re-asks. Out of line: a visit with nothing to send (after an ACK, say) pays only for
+ * the look in xp_req_tx(). */
+static __attribute__((noinline)) uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q,
+						uint32_t quota, uint32_t end)
 {
 	struct dpv_ring *sq = q->xq;
-	uint32_t head, ready, room, sent = 0;
+	uint32_t room, sent = 0;
 
-	xp_xq_feed(q);
-	ready = dpv_ring_peek(sq, dpv_ring_count(sq), &head);
-	if (idx_diff(head + ready, q->next_wqe) <= 0 && !q->rd_reask)
-		return 0;
 	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
 	if (quota > room)
 		quota = room;
 	if (q->rd_reask && quota > 0)
 		sent = send_reasks(x, q, quota);
-	while (sent < quota && q->blocked_err == 0 && idx_diff(head + ready, q->next_wqe) > 0) {
+	while (sent < quota && q->blocked_err == 0 && idx_diff(end, q->next_wqe) > 0) {
 		const struct dpv_swqe *w = xp_swqe(q, q->next_wqe);
 		struct xp_swqe_meta *m = &q->meta[q->next_wqe & sq->mask];
 
@@ -470,7 +469,8 @@ static uint32_t rc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 /* UD (IBTA 9.8): one packet a message, DETH with the Q_Key and our QP, completed
  * once sent. A local error puts the QP in SQE (IBTA 10.3.1), where the rest of the SQ
  * is flushed until the QP is moved back to RTS. */
-static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+static __attribute__((noinline)) uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q,
+						uint32_t quota)
 {
 	struct dpv_ring *sq = q->xq;
 	uint32_t head, len, sent = 0;
@@ -525,7 +525,8 @@ static uint32_t ud_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
  * completes when its last packet is out, and nothing is sent again. A local error
  * puts the QP in SQE, as for UD.
  */
-static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+static __attribute__((noinline)) uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q,
+						uint32_t quota)
 {
 	struct dpv_ring *sq = q->xq;
 	uint32_t head, ready, room, sent = 0;
@@ -566,13 +567,22 @@ static uint32_t uc_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 
 uint32_t xp_req_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 {
+	uint32_t head, ready;
+
 	if (q->xq == NULL || q->rnr_wait || quota == 0)
 		return 0;
 	if (q->qp.init.type == DPV_QPT_UD)
 		return ud_tx(x, q, quota);
 	if (q->qp.init.type == DPV_QPT_UC)
 		return uc_tx(x, q, quota);
-	return q->blocked_err == 0 ? rc_tx(x, q, quota) : 0;
+	if (q->blocked_err != 0)
+		return 0;
+	if (q->xq != q->qp.sq)
+		xp_xq_feed(q);
+	ready = dpv_ring_peek(q->xq, dpv_ring_count(q->xq), &head);
+	if (idx_diff(head + ready, q->next_wqe) <= 0 && !q->rd_reask)
+		return 0;
+	return rc_tx(x, q, quota, head + ready);
 }
 
 /*

@@ -100,10 +100,13 @@ static bool ack_frame(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
-	xp_pkt_init(x, &p, DPV_OP_RC_ACK, a->dst_ip, q->qp.qpn, a->dest_qpn, psn, a->tos, a->ttl);
+	p.opcode = DPV_OP_RC_ACK;
+	p.solicited = false;
+	p.ack_req = false;
+	p.psn = psn;
 	p.aeth_syndrome = syndrome;
 	p.aeth_msn = msn & DPV_WIRE_PSN_MASK;
-	m = xp_frame_alloc(x, &p, 0, &payload);
+	m = xp_conn_frame(x, q, &p, 0, &payload);
 	if (m == NULL)
 		return false;
 	xp_frame_send(x, m, a->dst_ip);
@@ -803,12 +806,12 @@ static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct 
 	return true;
 }
 
-uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+/* xp_resp_tx() with something queued. Out of line: the common visit has nothing. */
+static __attribute__((noinline)) uint32_t resp_tx(struct dpv_xport *x, struct xp_qp *q,
+						  uint32_t quota)
 {
 	uint32_t sent = 0, room;
 
-	if (respq_empty(q))
-		return 0;
 	/* The port's back-pressure holds READ responses as it holds requests: a long
 	 * READ would otherwise fill the TX queue and lose what it drops. */
 	room = xp_dst_room(x, q, q->qp.attr.dst_ip);
@@ -836,4 +839,9 @@ uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
 		sent++;
 	}
 	return sent;
+}
+
+uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota)
+{
+	return respq_empty(q) ? 0 : resp_tx(x, q, quota);
 }

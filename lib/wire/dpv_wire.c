@@ -174,21 +174,17 @@ uint32_t dpv_wire_hdr_len(uint8_t opcode)
 	return hdr_len_tab[opcode];
 }
 
-static inline uint32_t pad_of(uint32_t payload_len)
-{
-	return (4 - (payload_len & 3)) & 3;
-}
 
 uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len)
 {
-	return hdr_len_tab[opcode] + payload_len + pad_of(payload_len) + DPV_WIRE_ICRC_LEN;
+	return hdr_len_tab[opcode] + payload_len + dpv_wire_pad_len(payload_len) + DPV_WIRE_ICRC_LEN;
 }
 
 /* The IP length of a packet, or 0 if dpv_wire_write_headers() refuses it: an unknown
  * opcode, payload on an opcode that carries none, a frame above 65535 bytes. */
 static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_len)
 {
-	uint32_t ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + pad_of(payload_len) +
+	uint32_t ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + dpv_wire_pad_len(payload_len) +
 			  DPV_WIRE_ICRC_LEN;
 
 	if (!info || (payload_len && !(info & P)) || payload_len > 65535 || ip_len > 65535)
@@ -265,7 +261,7 @@ uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_
 	put32(udp, (uint32_t)p->udp_sport << 16 | DPV_WIRE_UDP_PORT);
 	put32(udp + 4, (ip_len - DPV_WIRE_IPV4_LEN) << 16);
 
-	put32(x, (uint32_t)p->opcode << 24 | (bth_flags(p, pad_of(payload_len)) |
+	put32(x, (uint32_t)p->opcode << 24 | (bth_flags(p, dpv_wire_pad_len(payload_len)) |
 					      (p->mig_req ? 0x40u : 0)) << 16 | p->pkey);
 	put32(x + 4, (p->fecn ? 0x80000000u : 0) | (p->becn ? 0x40000000u : 0) |
 			     (p->dest_qp & DPV_WIRE_QPN_MASK));
@@ -309,7 +305,7 @@ uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
 	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + ((uint32_t)p->ip_id << 16)));
 	put16(x - 4, ip_len - DPV_WIRE_IPV4_LEN);
 	x[0] = p->opcode;
-	x[1] |= (uint8_t)bth_flags(p, pad_of(payload_len));
+	x[1] |= (uint8_t)bth_flags(p, dpv_wire_pad_len(payload_len));
 	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
 	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
 	return hdr;

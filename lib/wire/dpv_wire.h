@@ -233,6 +233,12 @@ uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
  */
 uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len);
 
+/** Pad bytes after @p payload_len bytes of payload (the BTH PadCnt, IBTA 9.2). */
+static inline uint32_t dpv_wire_pad_len(uint32_t payload_len)
+{
+	return (4 - (payload_len & 3)) & 3;
+}
+
 /**
  * Compute the ICRC over a contiguous frame and write it after the pad bytes (which
  * it zeroes).
