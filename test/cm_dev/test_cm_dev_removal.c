@@ -34,9 +34,6 @@ int rte_eth_dev_callback_process(struct rte_eth_dev *dev, enum rte_eth_event_typ
 #define IP_B RTE_IPV4(127, 0, 27, 2)
 #define IP_NOBODY RTE_IPV4(127, 0, 27, 77)
 
-/* Each wait of cm_dev_quick: 4.096 us * 2^12 + 2 * 4.096 us * 2^8. */
-#define WAIT_MS ((4096ull * 4096 + 2 * 4096ull * 256) / 1000000)
-#define SENDS (1u + cm_dev_quick.max_retries)
 
 static void remove_port(struct dpv_dev *dev)
 {
@@ -94,7 +91,7 @@ static void removed_with_a_connection(void **state)
 	t0 = now_ms();
 	assert_int_equal(dpv_dev_cm_disconnect(b, bid), 0);
 	cm_dev_expect(b, DPV_CM_EV_DISCONNECTED, bid);
-	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
+	assert_true(now_ms() - t0 >= CM_DEV_QUICK_SENDS * CM_DEV_QUICK_WAIT_MS);
 	cm_dev_expect(b, DPV_CM_EV_TIMEWAIT_EXIT, bid);
 	assert_int_equal(cm_dev_tx_gsi(a), a0);
 
@@ -143,12 +140,6 @@ static void resolutions(void **state)
 	cm_dev_close(b);
 }
 
-static int eal_up(void **state)
-{
-	(void)state;
-	return cm_dev_eal_up();
-}
-
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,5 +148,5 @@ int main(int argc, char **argv)
 	};
 
 	cm_dev_args_keep(argc, argv);
-	return cmocka_run_group_tests_name("cm_dev_removal", tests, eal_up, cm_dev_down) ? 1 : 0;
+	return cmocka_run_group_tests_name("cm_dev_removal", tests, cm_dev_up, cm_dev_down) ? 1 : 0;
 }

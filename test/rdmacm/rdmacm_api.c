@@ -64,14 +64,6 @@
 #define CYCLES 200
 #define CYCLE_MIN_US 3000
 
-static struct sockaddr_in sin_of(const char *ip, uint16_t port)
-{
-	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
-
-	inet_pton(AF_INET, ip, &s.sin_addr);
-	return s;
-}
-
 /* The channel's fd must become readable by itself: nobody calls the library while
  * the device's CM queues the event (the helper thread drives the device). */
 static void readable(struct rdma_event_channel *ch, int line)

@@ -46,14 +46,6 @@ int rte_eth_dev_callback_process(struct rte_eth_dev *dev, enum rte_eth_event_typ
  * nothing came for it. */
 #define UNBOUND_TIMEOUT_MS 1500
 
-static struct sockaddr_in sin_of(const char *ip, uint16_t port)
-{
-	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
-
-	inet_pton(AF_INET, ip, &s.sin_addr);
-	return s;
-}
-
 static struct rdma_cm_id *id_on(struct rdma_event_channel *ch)
 {
 	struct rdma_cm_id *id;

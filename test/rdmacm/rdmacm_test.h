@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
 static int failures;
@@ -37,6 +38,14 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct sockaddr_in sin_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
 }
 
 /* A channel of its own; the program ends if there is none. */
