@@ -16,7 +16,7 @@
  *            on a UD id UNREACHABLE with status 2 (SIDR Rejected) and 136 bytes;
  *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
  *            when the listener goes;
- *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
+ *   cycles   1,000 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
  *            and ended, every event each time, the heap not growing;
  *   addresses    rdma_resolve_addr() returns at once and the answer is an event, on a
  *            blocking channel too: ADDR_RESOLVED once the port's ARP learns the server,
@@ -53,6 +53,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
+#include "dpv_verbs.h"
 #include "rdmacm_test.h"
 
 #define IP_SERVER "127.0.22.1"
@@ -61,7 +62,7 @@
 /* Connections made and ended by test_cycles(), at most one each CYCLE_MIN_US: the
  * ones still in TIMEWAIT (two packet life times, 537 ms at the default's) stay below
  * the 256 a device's CM holds. */
-#define CYCLES 200
+#define CYCLES 1000
 #define CYCLE_MIN_US 3000
 
 /* The channel's fd must become readable by itself: nobody calls the library while
@@ -416,12 +417,19 @@ static void test_backlog(void)
 /* Connections without QPs (conn_param.qp_num; rdma_establish() on CONNECT_RESPONSE),
  * made and ended again and again: every event each time, and neither ids nor memory
  * that grow (the ids' connections end in TIMEWAIT on their own, after the ids). */
+/* The CM ids of @p ctx's device. */
+static int cm_ids(struct ibv_context *ctx)
+{
+	return dpv_verbs_query_cm(ctx, NULL, 0);
+}
+
 static void test_cycles(void)
 {
 	struct rdma_event_channel *chs = channel(), *chc = channel();
 	struct rdma_cm_id *l = listener(chs, 7007), *c, *s;
 	struct rdma_conn_param p = {.retry_count = 7};
 	struct rdma_cm_event *ev;
+	struct ibv_context *c_dev = NULL;
 	size_t heap = 0;
 
 	for (int i = 0; i < CYCLES; i++) {
@@ -452,6 +460,7 @@ static void test_cycles(void)
 		EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
 		CHECK(rdma_disconnect(s) == 0, "cycle %d: the DREP: %s", i, strerror(errno));
 		EXPECT_ACK(chc, RDMA_CM_EVENT_DISCONNECTED, c);
+		c_dev = c->verbs;
 		rdma_destroy_id(s);
 		rdma_destroy_id(c);
 		if (failures)
@@ -464,6 +473,11 @@ static void test_cycles(void)
 	}
 	CHECK(mallinfo2().uordblks <= heap + 16384, "the heap grew from %zu to %zu bytes",
 	      heap, mallinfo2().uordblks);
+	/* Once the last TIMEWAIT is over, the devices' CMs hold the listener alone. */
+	for (int i = 0; i < 300 && (cm_ids(l->verbs) != 1 || cm_ids(c_dev) != 0); i++)
+		usleep(10000);
+	CHECK(cm_ids(l->verbs) == 1 && cm_ids(c_dev) == 0, "CM ids left: %d on dpv0, %d on dpv1",
+	      cm_ids(l->verbs), cm_ids(c_dev));
 	EXPECT_EMPTY(chs);
 	EXPECT_EMPTY(chc);
 	rdma_destroy_id(l);
