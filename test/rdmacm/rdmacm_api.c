@@ -511,6 +511,30 @@ static uint64_t resolve_at_once(struct rdma_cm_id *c, const char *ip, int timeou
 /* The first resolution of the server's address, which dpv1's ARP has never learned:
  * on a blocking channel, the call returns before the answer and rdma_get_cm_event()
  * waits for it. */
+/* An id on @p ch; the program ends if there is none. */
+static struct rdma_cm_id *new_id(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
+		exit(1);
+	}
+	return id;
+}
+
+/* The next event of blocking channel @p ch; the program ends if the call fails. */
+static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev) != 0) {
+		fprintf(stderr, "rdma_get_cm_event: %s\n", strerror(errno));
+		exit(1);
+	}
+	return ev;
+}
+
 static void test_addr_blocking(void)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
@@ -518,10 +542,11 @@ static void test_addr_blocking(void)
 	struct rdma_cm_id *c;
 	uint64_t t0;
 
-	CHECK(ch != NULL && rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s",
-	      strerror(errno));
+	if (ch == NULL)
+		exit(1);
+	c = new_id(ch);
 	(void)resolve_at_once(c, IP_SERVER, 2000);
-	CHECK(rdma_get_cm_event(ch, &ev) == 0, "rdma_get_cm_event: %s", strerror(errno));
+	ev = wait_event(ch);
 	CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && ev->id == c && ev->status == 0,
 	      "%s (status %d)", rdma_event_str(ev->event), ev->status);
 	rdma_ack_cm_event(ev);
@@ -529,9 +554,9 @@ static void test_addr_blocking(void)
 	      "the device that reaches the server");
 	/* An address nobody answers: the event no sooner than the timeout. */
 	rdma_destroy_id(c);
-	CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	c = new_id(ch);
 	t0 = resolve_at_once(c, IP_NOBODY, 300);
-	CHECK(rdma_get_cm_event(ch, &ev) == 0, "rdma_get_cm_event: %s", strerror(errno));
+	ev = wait_event(ch);
 	CHECK(ev->event == RDMA_CM_EVENT_ADDR_ERROR && ev->id == c && ev->status == -ETIMEDOUT,
 	      "%s (status %d)", rdma_event_str(ev->event), ev->status);
 	CHECK(ms_since(t0) >= 290, "ADDR_ERROR after %llu ms, before the timeout",
@@ -549,7 +574,7 @@ static void test_addr_error(void)
 	struct rdma_cm_event *ev;
 	uint64_t t0;
 
-	CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	c = new_id(ch);
 	t0 = resolve_at_once(c, IP_NOBODY, 300);
 	EXPECT_EMPTY(ch);
 	ev = EXPECT(ch, RDMA_CM_EVENT_ADDR_ERROR, c);
@@ -582,13 +607,13 @@ static void test_addr_destroyed(void)
 	uint64_t t0;
 
 	for (int i = 0; i < 100; i++) {
-		CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+		c = new_id(ch);
 		(void)resolve_at_once(c, IP_NOBODY, i < 99 ? 10000 : 100);
 		rdma_destroy_id(c);
 	}
 	usleep(300000);
 	EXPECT_EMPTY(ch);
-	CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	c = new_id(ch);
 	t0 = resolve_at_once(c, IP_NOBODY, 300);
 	ev = EXPECT(ch, RDMA_CM_EVENT_ADDR_ERROR, c);
 	if (ev != NULL) {
@@ -610,7 +635,7 @@ static void test_addr_sync(void)
 	struct rdma_cm_id *c;
 	uint64_t t0;
 
-	CHECK(rdma_create_id(NULL, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
+	c = new_id(NULL);
 	t0 = now_ns();
 	CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 200) == -1 &&
 		      errno == ETIMEDOUT, "unreachable: errno %d", errno);
