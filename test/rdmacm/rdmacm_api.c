@@ -511,18 +511,6 @@ static uint64_t resolve_at_once(struct rdma_cm_id *c, const char *ip, int timeou
 /* The first resolution of the server's address, which dpv1's ARP has never learned:
  * on a blocking channel, the call returns before the answer and rdma_get_cm_event()
  * waits for it. */
-/* An id on @p ch; the program ends if there is none. */
-static struct rdma_cm_id *new_id(struct rdma_event_channel *ch)
-{
-	struct rdma_cm_id *id;
-
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
-		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
-		exit(1);
-	}
-	return id;
-}
-
 /* The next event of blocking channel @p ch; the program ends if the call fails. */
 static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch)
 {

@@ -46,22 +46,11 @@ int rte_eth_dev_callback_process(struct rte_eth_dev *dev, enum rte_eth_event_typ
  * nothing came for it. */
 #define UNBOUND_TIMEOUT_MS 1500
 
-static struct rdma_cm_id *id_on(struct rdma_event_channel *ch)
-{
-	struct rdma_cm_id *id;
-
-	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
-		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
-		exit(1);
-	}
-	return id;
-}
-
 static struct rdma_cm_id *listener(struct rdma_event_channel *ch, const char *ip,
 				   uint16_t port)
 {
 	struct sockaddr_in a = sin_of(ip, port);
-	struct rdma_cm_id *id = id_on(ch);
+	struct rdma_cm_id *id = new_id(ch);
 
 	CHECK(rdma_bind_addr(id, (struct sockaddr *)&a) == 0 && rdma_listen(id, 8) == 0,
 	      "listener on %s: %s", ip, strerror(errno));
@@ -130,7 +119,7 @@ int main(void)
 	struct rdma_event_channel *chs = channel(), *chc = channel();
 	struct rdma_cm_id *l = listener(chs, IP_SERVER, PORT),
 			  *w = listener(chs, "0.0.0.0", PORT + 2);
-	struct rdma_cm_id *c = id_on(chc), *u = id_on(chc), *r = id_on(chs), *s, *x;
+	struct rdma_cm_id *c = new_id(chc), *u = new_id(chc), *r = new_id(chs), *s, *x;
 	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(IP_SERVER, PORT),
 			   srv = sin_of(IP_SERVER, 0), nobody = sin_of(IP_NOBODY, PORT);
 	struct rdma_cm_id *want[3] = {l, NULL, r};
@@ -202,12 +191,12 @@ int main(void)
 	}
 
 	/* Nothing starts on dpv0 any more. */
-	x = id_on(chs);
+	x = new_id(chs);
 	srv.sin_port = htons(PORT + 1);
 	CHECK(rdma_bind_addr(x, (struct sockaddr *)&srv) == 0, "bind: %s", strerror(errno));
 	CHECK(rdma_listen(x, 1) == -1 && errno == ENODEV, "rdma_listen: errno %d", errno);
 	rdma_destroy_id(x);
-	x = id_on(chs);
+	x = new_id(chs);
 	srv.sin_port = 0;
 	dst = sin_of(IP_CLIENT, PORT);
 	CHECK(rdma_resolve_addr(x, (struct sockaddr *)&srv, (struct sockaddr *)&dst, 2000) == 0,

@@ -48,6 +48,18 @@ static inline struct sockaddr_in sin_of(const char *ip, uint16_t port)
 	return s;
 }
 
+/* An id on @p ch; the program ends if there is none. */
+static inline struct rdma_cm_id *new_id(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
+		exit(1);
+	}
+	return id;
+}
+
 /* A channel of its own; the program ends if there is none. */
 static inline struct rdma_event_channel *channel(void)
 {
