@@ -140,6 +140,11 @@ enum dpv_cm_event {
 	DPV_CM_EV_UNREACHABLE,
 	DPV_CM_EV_DISCONNECTED,
 	DPV_CM_EV_TIMEWAIT_EXIT,
+	/* The device's own, never a connection's (dpv_engine.h: dpv_dev_cm_resolve(), a
+	 * port removed). */
+	DPV_CM_EV_ADDR_RESOLVED,
+	DPV_CM_EV_ADDR_ERROR,
+	DPV_CM_EV_DEVICE_REMOVAL,
 };
 
 /** What one call produced. */

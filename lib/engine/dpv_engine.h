@@ -421,6 +421,12 @@ int dpv_dev_capture_stop(struct dpv_dev *dev);
  * with an MRA whose service timeout is DPV_DEV_CM_MRA_TIMEOUT, as Linux's CM does; a
  * REQ or SIDR_REQ that finds the table full is refused (REJ No Resources, SIDR_REP
  * Rejected), one of another CM class version gets REJ Invalid Class Version.
+ *
+ * A port removed (DPDK's RTE_ETH_EVENT_INTR_RMV for the device's ethdev port: a NIC
+ * unplugged) takes the CM with it, as the kernel's RDMA CM loses a device that is
+ * unregistered: every connection, listener and resolution ends there without a MAD
+ * or an event of its own, one DEVICE_REMOVAL event (@c id 0) is queued, MADs that
+ * still come are dropped, and the calls that would start something fail with ENODEV.
  */
 
 /** Connections and listeners of one device at most. */
@@ -454,6 +460,36 @@ struct dpv_dev_cm_timing {
  */
 int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t);
 
+/** The device's CM timing now (control thread): its defaults, or the last
+ *  dpv_dev_cm_set_timing()'s. */
+void dpv_dev_cm_get_timing(struct dpv_dev *dev, struct dpv_dev_cm_timing *t);
+
+/** Address resolutions a device runs at once, at most. */
+#define DPV_DEV_CM_RESOLVES 64u
+
+/**
+ * Resolve @p ip through the device's port, as librdmacm's rdma_resolve_addr() wants it
+ * (control thread): the call returns at once, and the device, on whichever thread
+ * drives it, asks ARP (dpv_port_resolve(), again each DPV_ARP_RETRY_MS) until the
+ * neighbour answers or @p timeout_ms has passed. Then comes one event, @p *id's:
+ * ADDR_RESOLVED (@c peer_ip the address; the port's own address is resolved at once)
+ * or ADDR_ERROR. The resolution is gone with its event, or with
+ * dpv_dev_cm_resolve_cancel().
+ * @param ip  host order, not 0
+ * @param id  out: the resolution's ID (never 0), which only its event and
+ *            dpv_dev_cm_resolve_cancel() name
+ * @return 0; EINVAL @p ip is 0; ENOSPC DPV_DEV_CM_RESOLVES are under way; ENODEV the
+ *         port was removed.
+ */
+int dpv_dev_cm_resolve(struct dpv_dev *dev, uint32_t ip, uint32_t timeout_ms, uint32_t *id);
+
+/**
+ * Give up a resolution of dpv_dev_cm_resolve() (control thread): no event comes for it
+ * from now on (one queued already stays queued).
+ * @return 0; ENOENT no such resolution under way.
+ */
+int dpv_dev_cm_resolve_cancel(struct dpv_dev *dev, uint32_t id);
+
 /** The local QP of a connection, as a REQ (dpv_dev_cm_connect()) or a REP
  *  (dpv_dev_cm_accept()) carries it. */
 struct dpv_dev_cm_param {
@@ -470,7 +506,7 @@ struct dpv_dev_cm_param {
 /** An event of a connection (dpv_dev_cm_get_event()). */
 struct dpv_dev_cm_event {
 	enum dpv_cm_event type;  /**< DPV_CM_EV_*: librdmacm's events of the same name */
-	uint32_t id;             /**< the connection */
+	uint32_t id;             /**< the connection; an ADDR_ event's resolution */
 	uint32_t listen_id;      /**< CONNECT_REQUEST: the listener it came to */
 	uint32_t peer_ip;        /**< IPv4, host order */
 	uint64_t service_id;
@@ -496,7 +532,8 @@ struct dpv_dev_cm_event {
 /**
  * Listen on @p service_id: REQs for it give CONNECT_REQUEST events (control thread).
  * @param[out] id  the listener
- * @return 0; EADDRINUSE the device has a listener on it; ENOSPC the table is full.
+ * @return 0; EADDRINUSE the device has a listener on it; ENOSPC the table is full;
+ *         ENODEV the port was removed.
  */
 int dpv_dev_cm_listen(struct dpv_dev *dev, uint64_t service_id, uint32_t *id);
 
@@ -513,7 +550,8 @@ int dpv_dev_cm_unlisten(struct dpv_dev *dev, uint32_t id);
  * Then come CONNECT_RESPONSE (take the REP's QP and PSN, then dpv_dev_cm_establish()),
  * REJECTED, or UNREACHABLE when every retry went unanswered.
  * @param[out] id  the connection
- * @return 0; EINVAL a field of @p p beyond its width; ENOSPC the table is full.
+ * @return 0; EINVAL a field of @p p beyond its width; ENOSPC the table is full;
+ *         ENODEV the port was removed.
  */
 int dpv_dev_cm_connect(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
 		       const struct dpv_dev_cm_param *p, uint32_t *id);
@@ -561,7 +599,7 @@ int dpv_dev_cm_disconnect(struct dpv_dev *dev, uint32_t id);
  * unanswered). The request is gone with it.
  * @param[out] id  the request
  * @return 0; EINVAL @p len above 216, or @p pdata NULL with a length; ENOSPC the
- *         table is full.
+ *         table is full; ENODEV the port was removed.
  */
 int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t service_id,
 			    const void *pdata, uint8_t len, uint32_t *id);

@@ -5,12 +5,14 @@
  * the GSI handler (owner thread); the control calls of dpv_engine.h take the device
  * and drive the same connections. Whatever a call gives back (a MAD, an event) is
  * handled by one function, cm_out(), and a connection that has returned to IDLE is
- * freed there, after its last event.
+ * freed there, after its last event. Address resolutions (dpv_dev_cm_resolve()) are
+ * the device's too: a small table of their own, looked at from the same timers.
  */
 #include <errno.h>
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 #include <rte_malloc.h>
 
 #include "dpv_cm_ip.h"
@@ -25,6 +27,17 @@ struct cm_conn {
 	bool ud;               /* a SIDR request's */
 };
 
+/* How often a resolution under way looks at the port's ARP table: an answer is seen
+ * this long after it came, at the latest, while the device is driven. */
+#define RESOLVE_LOOK_US 1000u
+
+/* An address resolution under way (id 0: a free slot). */
+struct cm_resolve {
+	uint32_t id;
+	uint32_t ip;
+	uint64_t deadline_tsc;
+};
+
 struct dpv_dev_cm {
 	struct dpv_cm_table table;
 	struct dpv_dev_cm_timing timing;
@@ -34,6 +47,10 @@ struct dpv_dev_cm {
 	uint32_t ev_head, ev_tail;
 	dpv_dev_cm_notify_fn *notify;  /* dpv_dev_cm_set_notify() */
 	void *notify_arg;
+	bool removed;          /* the port was removed: nothing starts, MADs are dropped */
+	bool rmv_registered;   /* the ethdev's RTE_ETH_EVENT_INTR_RMV callback is ours */
+	uint32_t resolve_seq;  /* the last resolution's ID */
+	struct cm_resolve resolve[DPV_DEV_CM_RESOLVES];
 	struct cm_conn conns[DPV_DEV_CM_MAX];
 	struct dpv_dev_cm_event ev[DPV_DEV_CM_EVENTS];
 	/* then the table's memory (dpv_cm_table_memsize()) */
@@ -177,6 +194,25 @@ static void event_put(struct dpv_dev *dev, const struct cm_conn *k, const struct
 	}
 }
 
+/* Queue an event of the device's own (no connection's) and tell the consumer. */
+static void event_dev(struct dpv_dev *dev, enum dpv_cm_event type, uint32_t id, uint32_t ip)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct dpv_dev_cm_event *e;
+
+	if (cm->ev_tail - cm->ev_head == DPV_DEV_CM_EVENTS) {
+		dev->stats.cm_events_lost++;
+	} else {
+		e = &cm->ev[cm->ev_tail++ % DPV_DEV_CM_EVENTS];
+		memset(e, 0, sizeof(*e));
+		e->type = type;
+		e->id = id;
+		e->peer_ip = ip;
+	}
+	if (cm->notify != NULL)
+		cm->notify(cm->notify_arg);
+}
+
 static void next_deadline(struct dpv_dev *dev, const struct cm_conn *k)
 {
 	uint64_t d = dpv_cm_deadline(&k->c);
@@ -243,6 +279,9 @@ static void gsi_rx(void *arg, uint32_t src_ip, const uint8_t *mad)
 	struct dpv_cm_msg m;
 	int ret;
 
+	/* A removed port hears nothing: what the driver still hands over is not for us. */
+	if (cm->removed)
+		return;
 	ret = dpv_cm_unpack(mad, DPV_CM_MAD_LEN, &m);
 	if (ret != 0) {
 		dev->stats.cm_rx_refused++;
@@ -269,6 +308,60 @@ static void gsi_rx(void *arg, uint32_t src_ip, const uint8_t *mad)
 		cm_out(dev, (struct cm_conn *)c, &o);
 }
 
+/* The port is gone (owner): the CM with it, as dpv_engine.h says. */
+static void cm_remove(struct dpv_dev *dev)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	uint32_t i;
+
+	if (cm->removed)
+		return;
+	cm->removed = true;
+	for (i = 0; i < DPV_DEV_CM_MAX; i++)
+		if (cm->conns[i].used)
+			conn_free(cm, &cm->conns[i]);
+	memset(cm->resolve, 0, sizeof(cm->resolve));
+	event_dev(dev, DPV_CM_EV_DEVICE_REMOVAL, 0, 0);
+}
+
+/* RTE_ETH_EVENT_INTR_RMV of the device's ethdev port, on the thread that tells it (EAL's
+ * interrupt thread): it takes the device as the control path does. */
+static int port_removed(uint16_t port, enum rte_eth_event_type type, void *arg, void *param)
+{
+	struct dpv_dev *dev = arg;
+
+	(void)port;
+	(void)type;
+	(void)param;
+	dpv_dev_own(dev);
+	cm_remove(dev);
+	dpv_dev_disown(dev);
+	return 0;
+}
+
+/* Look at resolution @p r at @p now (owner): its event when the port's ARP knows the
+ * address or its time is up, else when to look again. */
+static void resolve_look(struct dpv_dev *dev, struct cm_resolve *r, uint64_t now)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct rte_ether_addr mac;
+	uint64_t next;
+
+	if (r->ip == dev->port.ipv4 || dpv_port_resolve(&dev->port, r->ip, &mac)) {
+		event_dev(dev, DPV_CM_EV_ADDR_RESOLVED, r->id, r->ip);
+		r->id = 0;
+	} else if (now >= r->deadline_tsc) {
+		event_dev(dev, DPV_CM_EV_ADDR_ERROR, r->id, r->ip);
+		r->id = 0;
+	} else {
+		next = now + ns_tsc(cm, RESOLVE_LOOK_US * 1000ull);
+		if (next > r->deadline_tsc)
+			next = r->deadline_tsc;
+		if (next < dev->cm_next_tsc)
+			dev->cm_next_tsc = next;
+	}
+}
+
 int dpv_dev_cm_open(struct dpv_dev *dev)
 {
 	/* In the device's memory on its node, as the rest of the device is: the table
@@ -293,6 +386,10 @@ int dpv_dev_cm_open(struct dpv_dev *dev)
 	dev->cm = cm;
 	dev->cm_next_tsc = UINT64_MAX;
 	dpv_xport_set_gsi(dev->xport, gsi_rx, dev);
+	/* A port whose driver cannot tell of its removal is never removed: no error. */
+	cm->rmv_registered = rte_eth_dev_callback_register(dev->port.ethdev_port,
+							   RTE_ETH_EVENT_INTR_RMV, port_removed,
+							   dev) == 0;
 	return 0;
 }
 
@@ -300,6 +397,11 @@ void dpv_dev_cm_close(struct dpv_dev *dev)
 {
 	if (dev->cm == NULL)
 		return;
+	/* EAGAIN while the callback runs (it waits for the device): until it is done. */
+	while (dev->cm->rmv_registered &&
+	       rte_eth_dev_callback_unregister(dev->port.ethdev_port, RTE_ETH_EVENT_INTR_RMV,
+					       port_removed, dev) == -EAGAIN)
+		rte_pause();
 	dpv_xport_set_gsi(dev->xport, NULL, NULL);
 	rte_free(dev->cm);
 	dev->cm = NULL;
@@ -325,6 +427,9 @@ void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
 			next_deadline(dev, k);
 		}
 	}
+	for (i = 0; i < DPV_DEV_CM_RESOLVES; i++)
+		if (cm->resolve[i].id != 0)
+			resolve_look(dev, &cm->resolve[i], now_tsc);
 }
 
 int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t)
@@ -337,6 +442,63 @@ int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t
 	return 0;
 }
 
+void dpv_dev_cm_get_timing(struct dpv_dev *dev, struct dpv_dev_cm_timing *t)
+{
+	dpv_dev_own(dev);
+	*t = dev->cm->timing;
+	dpv_dev_disown(dev);
+}
+
+int dpv_dev_cm_resolve(struct dpv_dev *dev, uint32_t ip, uint32_t timeout_ms, uint32_t *id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	struct cm_resolve *r = NULL;
+	uint64_t now;
+	int ret = 0;
+	uint32_t i;
+
+	if (ip == 0)
+		return EINVAL;
+	dpv_dev_own(dev);
+	for (i = 0; i < DPV_DEV_CM_RESOLVES && r == NULL; i++)
+		if (cm->resolve[i].id == 0)
+			r = &cm->resolve[i];
+	if (cm->removed) {
+		ret = ENODEV;
+	} else if (r == NULL) {
+		ret = ENOSPC;
+	} else {
+		if (++cm->resolve_seq == 0)
+			cm->resolve_seq = 1;
+		now = rte_get_tsc_cycles();
+		r->id = cm->resolve_seq;
+		r->ip = ip;
+		r->deadline_tsc = now + ns_tsc(cm, (uint64_t)timeout_ms * 1000000u);
+		*id = r->id;
+		/* The first ARP request goes now; an answer known already is the event. */
+		resolve_look(dev, r, now);
+	}
+	dpv_dev_disown(dev);
+	return ret;
+}
+
+int dpv_dev_cm_resolve_cancel(struct dpv_dev *dev, uint32_t id)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	int ret = ENOENT;
+
+	if (id == 0)
+		return ENOENT;
+	dpv_dev_own(dev);
+	for (uint32_t i = 0; i < DPV_DEV_CM_RESOLVES; i++)
+		if (cm->resolve[i].id == id) {
+			cm->resolve[i].id = 0;
+			ret = 0;
+		}
+	dpv_dev_disown(dev);
+	return ret;
+}
+
 int dpv_dev_cm_listen(struct dpv_dev *dev, uint64_t service_id, uint32_t *id)
 {
 	struct dpv_dev_cm *cm = dev->cm;
@@ -344,7 +506,9 @@ int dpv_dev_cm_listen(struct dpv_dev *dev, uint64_t service_id, uint32_t *id)
 	int ret = 0;
 
 	dpv_dev_own(dev);
-	if (dpv_cm_table_find_listener(&cm->table, service_id) != NULL) {
+	if (cm->removed) {
+		ret = ENODEV;
+	} else if (dpv_cm_table_find_listener(&cm->table, service_id) != NULL) {
 		ret = EADDRINUSE;
 	} else if ((k = conn_new(cm)) == NULL) {
 		ret = ENOSPC;
@@ -384,10 +548,13 @@ static int active_start(struct dpv_dev *dev, uint32_t dst_ip, const struct dpv_c
 			const struct dpv_cm_sidr_req *sidr, uint32_t *id)
 {
 	struct dpv_dev_cm *cm = dev->cm;
-	struct cm_conn *k = conn_new(cm);
 	struct dpv_cm_out o;
+	struct cm_conn *k;
 	int ret;
 
+	if (cm->removed)
+		return ENODEV;
+	k = conn_new(cm);
 	if (k == NULL)
 		return ENOSPC;
 	k->peer_ip = dst_ip;

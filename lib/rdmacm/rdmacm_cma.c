@@ -160,6 +160,10 @@ static void conn_drop(struct cma_id *c)
 	struct ibv_context *ctx = c->dev >= 0 ? cma.ctx[c->dev] : NULL;
 
 	switch (c->state) {
+	case CMA_ADDR_QUERY:
+		/* What the devices still queue for it finds no id (dispatch_one()). */
+		cma_resolve_cancel(c, -1);
+		break;
 	case CMA_LISTEN:
 		for (int i = 0; i < cma.n; i++)
 			if (c->listen[i] != 0)
@@ -279,12 +283,8 @@ static int bind_locked(struct cma_id *c, uint32_t ip, uint16_t port)
 	c->id.route.addr.src_sin.sin_family = AF_INET;
 	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(ip);
 	c->id.route.addr.src_sin.sin_port = htons(port);
-	if (dev >= 0) {
-		c->dev = dev;
-		c->id.verbs = cma.ctx[dev];
-		c->id.pd = cma.pd[dev];
-		c->id.port_num = 1;
-	}
+	if (dev >= 0)
+		cma_set_dev(c, dev);
 	c->state = CMA_ADDR_BOUND;
 	return 0;
 }
@@ -305,34 +305,60 @@ int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return ret ? cma_err(ret) : 0;
 }
 
-static uint64_t now_ms(void)
+void cma_set_dev(struct cma_id *c, int dev)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+	c->dev = dev;
+	c->id.verbs = cma.ctx[dev];
+	c->id.pd = cma.pd[dev];
+	c->id.port_num = 1;
 }
 
-/* The device that reaches @p dst: a bound id's own, else one whose port has the
- * address or whose ARP learns it within @p timeout_ms; -1 when none does. */
-static int find_route(const struct cma_id *c, uint32_t dst, int timeout_ms)
+bool cma_addr_resolved(struct cma_id *c, int dev)
 {
-	const uint64_t end = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
-	const struct timespec pause = {.tv_nsec = 1000000};
-	int dev = dev_of_ip(dst);
+	cma_set_dev(c, dev);
+	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(cma.ctx[dev]));
+	c->state = CMA_ADDR_RESOLVED;
+	return cma_post_locked(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+}
 
-	if (c->dev >= 0 && dev != c->dev)
-		dev = -1;
-	if (dev >= 0)
-		return dev;
-	for (;;) {
-		for (int i = 0; i < cma.n; i++)
-			if ((c->dev < 0 || c->dev == i) && dpv_verbs_cm_reaches(cma.ctx[i], dst))
-				return i;
-		if (now_ms() >= end)
-			return -1;
-		nanosleep(&pause, NULL);
+void cma_resolve_cancel(struct cma_id *c, int keep)
+{
+	for (int i = 0; i < cma.n; i++)
+		if (i != keep && c->resolve[i] != 0) {
+			(void)dpv_verbs_cm_resolve_cancel(cma.ctx[i], c->resolve[i]);
+			c->resolve[i] = 0;
+		}
+}
+
+/* Start @p c's resolution of @p dst (under cma.lock), as the kernel's RDMA CM does it:
+ * the call returns at once and the answer is an event. An address of a device's own
+ * port is resolved now; else each device the id may use (its bound one, or all) asks
+ * its port's ARP, the first to learn the address gives the id its device, and
+ * ADDR_ERROR comes when none has within @p timeout_ms (rdmacm_event.c). */
+static int resolve_start(struct cma_id *c, uint32_t dst, int timeout_ms)
+{
+	const uint32_t ms = timeout_ms > 0 ? (uint32_t)timeout_ms : 0;
+	int dev = dev_of_ip(dst), started = 0, err = ENODEV;
+
+	if (dev >= 0 && (c->dev < 0 || c->dev == dev))
+		return cma_addr_resolved(c, dev) ? 0 : ENOMEM;
+	for (int i = 0; i < cma.n; i++) {
+		int ret;
+
+		if (c->dev >= 0 && c->dev != i)
+			continue;
+		ret = dpv_verbs_cm_resolve(cma.ctx[i], dst, ms, &c->resolve[i]);
+		if (ret == 0)
+			started++;
+		else
+			err = ret;
 	}
+	if (started == 0) {
+		/* No device can ask: the answer is the same event, now. */
+		return cma_post_locked(c, RDMA_CM_EVENT_ADDR_ERROR, -err) ? 0 : ENOMEM;
+	}
+	c->state = CMA_ADDR_QUERY;
+	return 0;
 }
 
 int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
@@ -341,7 +367,7 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	struct cma_id *c = to_cid(id);
 	const struct sockaddr_in *dst = (const struct sockaddr_in *)(const void *)dst_addr;
 	uint32_t ip;
-	int dev, ret = 0;
+	int ret = 0;
 
 	if (dst_addr == NULL || (c->state != CMA_IDLE && c->state != CMA_ADDR_BOUND))
 		return cma_err(EINVAL);
@@ -358,24 +384,13 @@ int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 	} else if (c->state == CMA_IDLE) {
 		ret = bind_locked(c, INADDR_ANY, 0);
 	}
+	if (ret == 0) {
+		memcpy(&c->id.route.addr.dst_sin, dst, sizeof(*dst));
+		ret = resolve_start(c, ip, timeout_ms);
+	}
 	pthread_mutex_unlock(&cma.lock);
 	if (ret)
 		return cma_err(ret);
-	dev = find_route(c, ip, timeout_ms);
-	memcpy(&c->id.route.addr.dst_sin, dst, sizeof(*dst));
-	if (dev < 0) {
-		if (cma_post(c, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT) != 0)
-			return -1;
-		return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
-	}
-	c->dev = dev;
-	c->id.verbs = cma.ctx[dev];
-	c->id.pd = cma.pd[dev];
-	c->id.port_num = 1;
-	c->id.route.addr.src_sin.sin_addr.s_addr = htonl(dpv_verbs_cm_ipv4(cma.ctx[dev]));
-	c->state = CMA_ADDR_RESOLVED;
-	if (cma_post(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0) != 0)
-		return -1;
 	return c->sync ? cma_sync_wait(c, RDMA_CM_EVENT_ADDR_RESOLVED) : 0;
 }
 
@@ -383,6 +398,7 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
 	struct cma_id *c = to_cid(id);
 	struct ibv_sa_path_rec *p = &c->path;
+	struct dpv_dev_cm_timing t;
 	struct ibv_port_attr pa;
 
 	(void)timeout_ms;
@@ -401,7 +417,9 @@ int rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 	p->pkey = htons(0xffff);
 	p->mtu_selector = 2;
 	p->mtu = pa.active_mtu;
-	p->packet_life_time = DPV_DEV_CM_PACKET_LIFE_TIME_DEFAULT;
+	/* The device's, which its REQs announce too (DPV_CM_PACKET_LIFE_TIME). */
+	dpv_verbs_cm_get_timing(c->id.verbs, &t);
+	p->packet_life_time = t.packet_life_time;
 	c->id.route.path_rec = p;
 	c->id.route.num_paths = 1;
 	c->state = CMA_ROUTE_RESOLVED;

@@ -180,6 +180,11 @@ static bool post(struct cma_id *c, enum rdma_cm_event_type type, int status,
 	return true;
 }
 
+bool cma_post_locked(struct cma_id *c, enum rdma_cm_event_type type, int status)
+{
+	return post(c, type, status, NULL, 0);
+}
+
 int cma_post(struct cma_id *c, enum rdma_cm_event_type type, int status)
 {
 	bool ok;
@@ -369,6 +374,64 @@ static void sidr_answer(struct cma_id *c, const struct dpv_dev_cm_event *e)
 	cma_chan_push(cma_chan(c->id.channel), ev);
 }
 
+/* Device @p dev's answer to a resolution of rdma_resolve_addr() (under cma.lock): the
+ * first device that resolves the address is the id's, the others give up; ADDR_ERROR
+ * once the last has failed, the id bound again as it was (the kernel's returns to
+ * ADDR_BOUND), so the program may try again. A cancelled resolution's answer finds no
+ * id. */
+static void addr_answer(int dev, const struct dpv_dev_cm_event *e)
+{
+	struct cma_id *c;
+	int left = 0;
+
+	for (c = cma.ids; c != NULL; c = c->next)
+		if (c->state == CMA_ADDR_QUERY && c->resolve[dev] == e->id)
+			break;
+	if (c == NULL)
+		return;
+	c->resolve[dev] = 0;
+	if (e->type == DPV_CM_EV_ADDR_RESOLVED) {
+		cma_resolve_cancel(c, -1);
+		(void)cma_addr_resolved(c, dev);
+		return;
+	}
+	for (int i = 0; i < cma.n; i++)
+		left += c->resolve[i] != 0;
+	if (left == 0) {
+		c->state = CMA_ADDR_BOUND;
+		(void)post(c, RDMA_CM_EVENT_ADDR_ERROR, -ETIMEDOUT, NULL, 0);
+	}
+}
+
+/* Device @p dev's port was removed (under cma.lock): as the kernel's RDMA CM tells of
+ * an unregistered device, every id on it gets DEVICE_REMOVAL (its QP in the error
+ * state, whatever the id's state was), after which it may only be destroyed; the
+ * device's CM has let go of their connections already. A listener on every device
+ * keeps listening on the others, and an unbound id's resolution goes on on them. */
+static void device_removed(int dev)
+{
+	for (struct cma_id *c = cma.ids; c != NULL; c = c->next) {
+		if (c->state == CMA_LISTEN && c->dev < 0) {
+			c->listen[dev] = 0;
+			continue;
+		}
+		if (c->dev != dev) {
+			if (c->state == CMA_ADDR_QUERY && c->resolve[dev] != 0) {
+				struct dpv_dev_cm_event e = {.type = DPV_CM_EV_ADDR_ERROR,
+							     .id = c->resolve[dev]};
+
+				addr_answer(dev, &e);
+			}
+			continue;
+		}
+		if (c->state == CMA_ADDR_QUERY)
+			cma_resolve_cancel(c, -1);
+		cma_qp_error(c);
+		c->state = CMA_DONE;
+		(void)post(c, RDMA_CM_EVENT_DEVICE_REMOVAL, 0, NULL, 0);
+	}
+}
+
 /* One event of device @p dev (under cma.lock), on whichever thread takes events. An
  * event leaves the id's QP alone, as rdma-core's does (the kernel's CM never sees a
  * QP made in user space): the program may have destroyed it with ibv_destroy_qp()
@@ -380,6 +443,14 @@ static void dispatch_one(int dev, const struct dpv_dev_cm_event *e)
 
 	if (e->type == DPV_CM_EV_CONNECT_REQUEST) {
 		conn_request(dev, e);
+		return;
+	}
+	if (e->type == DPV_CM_EV_ADDR_RESOLVED || e->type == DPV_CM_EV_ADDR_ERROR) {
+		addr_answer(dev, e);
+		return;
+	}
+	if (e->type == DPV_CM_EV_DEVICE_REMOVAL) {
+		device_removed(dev);
 		return;
 	}
 	c = find_conn(dev, e->id);

@@ -26,6 +26,7 @@
 enum cma_state {
 	CMA_IDLE,
 	CMA_ADDR_BOUND,      /* rdma_bind_addr() */
+	CMA_ADDR_QUERY,      /* rdma_resolve_addr(): the devices' ARP under way */
 	CMA_ADDR_RESOLVED,
 	CMA_ROUTE_RESOLVED,
 	CMA_LISTEN,
@@ -60,6 +61,7 @@ struct cma_id {
 	int dev;                    /* index in cma.ctx, -1 while not on a device */
 	uint32_t conn;              /* the device CM's connection */
 	uint32_t listen[DPV_MAX_DEVS]; /* CMA_LISTEN: the listener on each device, 0 none */
+	uint32_t resolve[DPV_MAX_DEVS]; /* CMA_ADDR_QUERY: each device's resolution, 0 none */
 	struct cma_id *listener;    /* a passive id's */
 	int backlog, pending;       /* CMA_LISTEN: CONNECT_REQUESTs queued, not yet taken */
 	bool sync;                  /* the channel is the library's (rdma_create_id(NULL)) */
@@ -124,6 +126,8 @@ void cma_chan_push(struct cma_channel *c, struct cma_event *e);
 void cma_chan_settle(struct cma_channel *c);
 /* Queue an event without private data for @p c: 0, or -1 with errno ENOMEM. */
 int cma_post(struct cma_id *c, enum rdma_cm_event_type type, int status);
+/* The same under cma.lock: false when there is no memory for it. */
+bool cma_post_locked(struct cma_id *c, enum rdma_cm_event_type type, int status);
 /* Move the id's QP to the error state, if it has one. */
 void cma_qp_error(struct cma_id *c);
 /* Move every device's events to their ids' channels (under cma.lock). */
@@ -151,5 +155,14 @@ int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);
 
 /* rdma_cm.c's QP state moves (the rdma_init_qp_attr() values). */
 int cma_modify_qp(struct cma_id *c, enum ibv_qp_state state);
+
+/* Give up @p c's resolutions on every device but @p keep (-1: all), under cma.lock. */
+void cma_resolve_cancel(struct cma_id *c, int keep);
+/* Put @p c on device @p dev: its context, PD and port (under cma.lock). */
+void cma_set_dev(struct cma_id *c, int dev);
+/* @p c's address resolved by device @p dev: the id on it, its source the port's
+ * address, and ADDR_RESOLVED queued (under cma.lock); false when there is no memory
+ * for the event. */
+bool cma_addr_resolved(struct cma_id *c, int dev);
 
 #endif /* DPV_RDMACM_PRIV_H */

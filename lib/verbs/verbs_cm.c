@@ -17,16 +17,24 @@ uint32_t dpv_verbs_cm_ipv4(struct ibv_context *ctx)
 	return to_ctx(ctx)->device->ipv4;
 }
 
-bool dpv_verbs_cm_reaches(struct ibv_context *ctx, uint32_t ip)
-{
-	struct rte_ether_addr mac;
-
-	return ip == dpv_verbs_cm_ipv4(ctx) || dpv_dev_resolve(dev_of(ctx), ip, &mac);
-}
-
 int dpv_verbs_cm_set_timing(struct ibv_context *ctx, const struct dpv_dev_cm_timing *t)
 {
 	return dpv_dev_cm_set_timing(dev_of(ctx), t);
+}
+
+void dpv_verbs_cm_get_timing(struct ibv_context *ctx, struct dpv_dev_cm_timing *t)
+{
+	dpv_dev_cm_get_timing(dev_of(ctx), t);
+}
+
+int dpv_verbs_cm_resolve(struct ibv_context *ctx, uint32_t ip, uint32_t timeout_ms, uint32_t *id)
+{
+	return dpv_dev_cm_resolve(dev_of(ctx), ip, timeout_ms, id);
+}
+
+int dpv_verbs_cm_resolve_cancel(struct ibv_context *ctx, uint32_t id)
+{
+	return dpv_dev_cm_resolve_cancel(dev_of(ctx), id);
 }
 
 void dpv_verbs_cm_set_notify(struct ibv_context *ctx, dpv_dev_cm_notify_fn *fn, void *arg)

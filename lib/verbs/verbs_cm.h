@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the drop-in librdmacm (lib/rdmacm) calls of the drop-in libibverbs: the device
- * of a context, its port's address and neighbours, and the device's connection
+ * of a context, its port's address, and the device's connection
  * manager (dpv_dev_cm_*() of dpv_engine.h) reached through the context. Exported from
  * libibverbs.so.1 in the private version node DPVERBS_PRIVATE_0.1, as rdma-core keeps
  * the calls between its own libraries in IBVERBS_PRIVATE_<n>: no program is meant to
@@ -31,16 +31,14 @@ extern "C" {
  */
 uint32_t dpv_verbs_cm_ipv4(struct ibv_context *ctx);
 
-/**
- * Whether the context's port reaches @p ip (host order): its own address, or a
- * neighbour whose MAC the port's ARP knows. When it does not know it yet, an ARP
- * request goes out (at most one per DPV_ARP_RETRY_MS) and a later call finds the
- * answer once the device has been driven (dpv_dev_resolve()).
- */
-bool dpv_verbs_cm_reaches(struct ibv_context *ctx, uint32_t ip);
-
 /** dpv_dev_cm_set_timing() on the context's device. */
 int dpv_verbs_cm_set_timing(struct ibv_context *ctx, const struct dpv_dev_cm_timing *t);
+/** dpv_dev_cm_get_timing() on the context's device. */
+void dpv_verbs_cm_get_timing(struct ibv_context *ctx, struct dpv_dev_cm_timing *t);
+/** dpv_dev_cm_resolve() on the context's device. */
+int dpv_verbs_cm_resolve(struct ibv_context *ctx, uint32_t ip, uint32_t timeout_ms, uint32_t *id);
+/** dpv_dev_cm_resolve_cancel() on the context's device. */
+int dpv_verbs_cm_resolve_cancel(struct ibv_context *ctx, uint32_t id);
 /** dpv_dev_cm_set_notify() on the context's device. */
 void dpv_verbs_cm_set_notify(struct ibv_context *ctx, dpv_dev_cm_notify_fn *fn, void *arg);
 /** dpv_dev_cm_listen() on the context's device. */

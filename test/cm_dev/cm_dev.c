@@ -62,6 +62,12 @@ int cm_dev_eal_up(void)
 	return dpv_engine_set_inline_idle_us(0) == 0 ? 0 : -1;
 }
 
+int cm_dev_up(void **state)
+{
+	(void)state;
+	return cm_dev_eal_up();
+}
+
 static int dev_open(const char *name, uint16_t port, uint32_t ip, const char *faults,
 		    struct dpv_dev **dev)
 {

@@ -16,6 +16,10 @@
 
 /* 16.8 ms answers, 1 ms one way, three retries, 20 ms of TIMEWAIT. */
 extern const struct dpv_dev_cm_timing cm_dev_quick;
+/* Each wait of cm_dev_quick for an answer (4.096 us * 2^12 + 2 * 4.096 us * 2^8), in
+ * ms, and the sends of a MAD nobody answers. */
+#define CM_DEV_QUICK_WAIT_MS ((4096ull * 4096 + 2 * 4096ull * 256) / 1000000)
+#define CM_DEV_QUICK_SENDS (1u + cm_dev_quick.max_retries)
 
 /* A REQ's QP from B's side, a REP's from A's: distinct values in every field. */
 extern const struct dpv_dev_cm_param cm_dev_param_b;
@@ -25,6 +29,8 @@ extern const struct dpv_dev_cm_param cm_dev_param_a;
  * this thread only (group set-up). 0, or -1. */
 void cm_dev_args_keep(int argc, char **argv);
 int cm_dev_eal_up(void);
+/* cm_dev_eal_up() as a group set-up. */
+int cm_dev_up(void **state);
 
 /* Devices @p na (@p ip_a) and @p nb (@p ip_b) on the ends of ring pair @p ring, with
  * @p timing; @p faults_a / @p faults_b a faults port's parameters or NULL. 0, or -1. */

@@ -23,9 +23,6 @@
 #define IP_S RTE_IPV4(127, 0, 26, 1)
 #define IP_P RTE_IPV4(127, 0, 26, 2)
 
-/* Each wait of cm_dev_quick: 4.096 us * 2^12 + 2 * 4.096 us * 2^8. */
-#define WAIT_MS ((4096ull * 4096 + 2 * 4096ull * 256) / 1000000)
-#define SENDS (1u + cm_dev_quick.max_retries)
 
 /* The survivor S and the peer P of a ring pair of their own. */
 static void pair(const char *ring, struct dpv_dev **s, struct dpv_dev **p)
@@ -53,9 +50,9 @@ static void peer_gone_before_the_rep(void **state)
 	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
 	cm_dev_close(p);
 	cm_dev_expect(s, DPV_CM_EV_UNREACHABLE, sid);
-	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
+	assert_true(now_ms() - t0 >= CM_DEV_QUICK_SENDS * CM_DEV_QUICK_WAIT_MS);
 	/* the REQs, and the REJ (Timeout) that tells a peer that is still there */
-	assert_int_equal(cm_dev_tx_gsi(s) - s0, SENDS + 1);
+	assert_int_equal(cm_dev_tx_gsi(s) - s0, CM_DEV_QUICK_SENDS + 1);
 	assert_int_equal(cm_dev_ids(s), 0);
 	cm_dev_no_event(s, 30);
 	cm_dev_close(s);
@@ -83,8 +80,8 @@ static void peer_gone_before_the_rtu(void **state)
 	cm_dev_expect(p, DPV_CM_EV_CONNECT_RESPONSE, pid);
 	cm_dev_close(p);
 	cm_dev_expect(s, DPV_CM_EV_UNREACHABLE, sid);
-	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
-	assert_int_equal(cm_dev_tx_gsi(s) - s0, SENDS + 1);
+	assert_true(now_ms() - t0 >= CM_DEV_QUICK_SENDS * CM_DEV_QUICK_WAIT_MS);
+	assert_int_equal(cm_dev_tx_gsi(s) - s0, CM_DEV_QUICK_SENDS + 1);
 	assert_int_equal(cm_dev_ids(s), 2);
 	cm_dev_expect(s, DPV_CM_EV_TIMEWAIT_EXIT, sid);
 	assert_int_equal(cm_dev_ids(s), 1);
@@ -119,20 +116,13 @@ static void peer_gone_after_the_handshake(void **state)
 	t0 = now_ms();
 	assert_int_equal(dpv_dev_cm_disconnect(s, sid), 0);
 	cm_dev_expect(s, DPV_CM_EV_DISCONNECTED, sid);
-	assert_true(now_ms() - t0 >= SENDS * WAIT_MS);
-	assert_int_equal(cm_dev_tx_gsi(s) - s0, SENDS);
+	assert_true(now_ms() - t0 >= CM_DEV_QUICK_SENDS * CM_DEV_QUICK_WAIT_MS);
+	assert_int_equal(cm_dev_tx_gsi(s) - s0, CM_DEV_QUICK_SENDS);
 	cm_dev_expect(s, DPV_CM_EV_TIMEWAIT_EXIT, sid);
 	assert_int_equal(cm_dev_ids(s), 0);
 	cm_dev_no_event(s, 30);
 	cm_dev_close(s);
 }
-
-static int eal_up(void **state)
-{
-	(void)state;
-	return cm_dev_eal_up();
-}
-
 
 int main(int argc, char **argv)
 {
@@ -143,5 +133,5 @@ int main(int argc, char **argv)
 	};
 
 	cm_dev_args_keep(argc, argv);
-	return cmocka_run_group_tests_name("cm_dev_gone", tests, eal_up, cm_dev_down) ? 1 : 0;
+	return cmocka_run_group_tests_name("cm_dev_gone", tests, cm_dev_up, cm_dev_down) ? 1 : 0;
 }

@@ -104,12 +104,6 @@ else
 	ip_a=10.203.0.11 ip_b=10.203.0.12
 fi
 
-start_side() { # side outfile program args...
-	local side_eal side_ip side_run=() side_env=()
-	link_side "$1"
-	link_run 120 "${@:2}"
-}
-
 failed=0
 
 # Whether the server can be joined: the memif socket exists, or perftest listens. With
@@ -140,12 +134,12 @@ joinable() {
 }
 
 out_a=$tmp/a.out out_b=$tmp/b.out
-start_side a "$out_a" "$prog_path" "${args[@]}" -p "$tcp_port"
+link_start 120 a "$out_a" "$prog_path" "${args[@]}" -p "$tcp_port"
 server=$last_pid
 wait_until "$server" joinable
 joinable || fail "the server never became joinable (memif socket, or TCP port $tcp_port)"
 sleep "$delay"
-start_side b "$out_b" "$prog_path" "${args[@]}" -p "$tcp_port" "$server_host"
+link_start 120 b "$out_b" "$prog_path" "${args[@]}" -p "$tcp_port" "$server_host"
 finish_side "$last_pid" "client ($prog ${args[*]})"
 finish_side "$server" "server ($prog ${args[*]})"
 

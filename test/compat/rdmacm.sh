@@ -86,12 +86,6 @@ else
 	ip_a=10.205.0.11 ip_b=10.205.0.12
 fi
 
-start_side() { # side outfile program args...
-	local side_eal side_ip side_run=() side_env=()
-	link_side "$1"
-	link_run 90 "${@:2}"
-}
-
 failed=0
 out_a=$tmp/a.out out_b=$tmp/b.out
 case $prog in
@@ -113,7 +107,7 @@ rdma_xserver)
 	;;
 esac
 
-start_side a "$out_a" "${server[@]}"
+link_start 90 a "$out_a" "${server[@]}"
 spid=$last_pid
 # The client joins once the server can be: over memif once its socket is there (the
 # server's device waits for the link, then listens before the client's device, which
@@ -125,7 +119,7 @@ else
 	wait_until "$spid" arp_answered "$ip_a" || fail "the server's port never answered ARP"
 	sleep 0.2
 fi
-start_side b "$out_b" "${client[@]}"
+link_start 90 b "$out_b" "${client[@]}"
 finish_side "$last_pid" "client (${client[*]})"
 finish_side "$spid" "server (${server[*]})"
 

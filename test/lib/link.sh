@@ -104,6 +104,10 @@
 #                        set), and stdout and stderr line-buffered into OUTFILE (a side
 #                        that is ended still shows how far it got; stderr into side_err
 #                        instead, when that is set). Sets last_pid and adds it to pids.
+#   link_start SECONDS SIDE OUTFILE PROGRAM [ARGS...]
+#                        link_side SIDE, then link_run SECONDS OUTFILE PROGRAM ARGS: one
+#                        side's program as it is, for a caller that changes nothing of
+#                        the side's (the compat scripts' servers and clients).
 #   link_pair NAME SECONDS PROGRAM [ARGS...]
 #                        PROGRAM ARGS -p tcp_port on side A (a server) and, once it
 #                        listens, PROGRAM ARGS -p tcp_port server_host on side B (its
@@ -331,6 +335,12 @@ link_run() { # seconds outfile program args...
 		DPV_STATS_DUMP="${out%.out}-" "${side_env[@]}" stdbuf -oL -eL "$@" >>"$out" \
 		2>>"${side_err:-$out}" &
 	link_track $!
+}
+
+link_start() { # seconds side outfile program args...
+	local side_eal side_ip side_run=() side_env=()
+	link_side "$2"
+	link_run "$1" "${@:3}"
 }
 
 link_pair() { # name seconds program args...

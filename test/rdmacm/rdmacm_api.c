@@ -16,9 +16,15 @@
  *            on a UD id UNREACHABLE with status 2 (SIDR Rejected) and 136 bytes;
  *   backlog  a REQ beyond the listener's backlog REJECTED (28), and the untaken one
  *            when the listener goes;
- *   cycles   200 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
+ *   cycles   1,000 connections without QPs (CONNECT_RESPONSE, rdma_establish()) made
  *            and ended, every event each time, the heap not growing;
- *   addr error   ADDR_ERROR for an address no device reaches;
+ *   addresses    rdma_resolve_addr() returns at once and the answer is an event, on a
+ *            blocking channel too: ADDR_RESOLVED once the port's ARP learns the server,
+ *            ADDR_ERROR (-ETIMEDOUT) for an address no device reaches no sooner than the
+ *            timeout, after which the id resolves again; an id destroyed while its
+ *            resolution runs gets nothing and holds nothing (more of them than a device
+ *            resolves at once); a synchronous id's call returns with the answer;
+ *   route    the path record's packet life time the configured DPV_CM_PACKET_LIFE_TIME;
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
  *   UD ids   RDMA_PS_UDP and RDMA_PS_IPOIB: the QP in RTS with RDMA_UDP_QKEY,
  *            CONNECT_REQUEST with the client's 180 bytes and no QP, ESTABLISHED on
@@ -47,24 +53,17 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
+#include "dpv_verbs.h"
 #include "rdmacm_test.h"
 
 #define IP_SERVER "127.0.22.1"
 #define IP_CLIENT "127.0.22.2"
 #define WAIT_MS 10000
 /* Connections made and ended by test_cycles(), at most one each CYCLE_MIN_US: the
- * ones still in TIMEWAIT (two packet life times, 537 ms) stay below the 256 a device's
- * CM holds. */
-#define CYCLES 200
+ * ones still in TIMEWAIT (two packet life times, 537 ms at the default's) stay below
+ * the 256 a device's CM holds. */
+#define CYCLES 1000
 #define CYCLE_MIN_US 3000
-
-static struct sockaddr_in sin_of(const char *ip, uint16_t port)
-{
-	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
-
-	inet_pton(AF_INET, ip, &s.sin_addr);
-	return s;
-}
 
 /* The channel's fd must become readable by itself: nobody calls the library while
  * the device's CM queues the event (the helper thread drives the device). */
@@ -110,6 +109,15 @@ static void expect_empty(struct rdma_event_channel *ch, int line)
 
 #define EXPECT_EMPTY(ch) expect_empty(ch, __LINE__)
 
+/* The packet life time the devices were given (DPV_CM_PACKET_LIFE_TIME), else the
+ * CM's default. */
+static unsigned int packet_life_time(void)
+{
+	const char *v = getenv("DPV_CM_PACKET_LIFE_TIME");
+
+	return v != NULL ? (unsigned int)atoi(v) : 16u;
+}
+
 /* An active id of port space @p ps on dpv1, its address and route resolved to the
  * server's @p port. */
 static struct rdma_cm_id *client_ps(struct rdma_event_channel *ch, uint16_t port,
@@ -127,6 +135,11 @@ static struct rdma_cm_id *client_ps(struct rdma_event_channel *ch, uint16_t port
 	EXPECT_ACK(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id);
 	CHECK(rdma_resolve_route(id, 2000) == 0, "%s", strerror(errno));
 	EXPECT_ACK(ch, RDMA_CM_EVENT_ROUTE_RESOLVED, id);
+	CHECK(id->route.num_paths == 1 && id->route.path_rec != NULL &&
+		      id->route.path_rec->packet_life_time == packet_life_time(),
+	      "the path's packet life time %u, want %u",
+	      id->route.path_rec ? id->route.path_rec->packet_life_time : 0u,
+	      packet_life_time());
 	return id;
 }
 
@@ -404,12 +417,19 @@ static void test_backlog(void)
 /* Connections without QPs (conn_param.qp_num; rdma_establish() on CONNECT_RESPONSE),
  * made and ended again and again: every event each time, and neither ids nor memory
  * that grow (the ids' connections end in TIMEWAIT on their own, after the ids). */
+/* The CM ids of @p ctx's device. */
+static int cm_ids(struct ibv_context *ctx)
+{
+	return dpv_verbs_query_cm(ctx, NULL, 0);
+}
+
 static void test_cycles(void)
 {
 	struct rdma_event_channel *chs = channel(), *chc = channel();
 	struct rdma_cm_id *l = listener(chs, 7007), *c, *s;
 	struct rdma_conn_param p = {.retry_count = 7};
 	struct rdma_cm_event *ev;
+	struct ibv_context *c_dev = NULL;
 	size_t heap = 0;
 
 	for (int i = 0; i < CYCLES; i++) {
@@ -440,6 +460,7 @@ static void test_cycles(void)
 		EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
 		CHECK(rdma_disconnect(s) == 0, "cycle %d: the DREP: %s", i, strerror(errno));
 		EXPECT_ACK(chc, RDMA_CM_EVENT_DISCONNECTED, c);
+		c_dev = c->verbs;
 		rdma_destroy_id(s);
 		rdma_destroy_id(c);
 		if (failures)
@@ -452,6 +473,11 @@ static void test_cycles(void)
 	}
 	CHECK(mallinfo2().uordblks <= heap + 16384, "the heap grew from %zu to %zu bytes",
 	      heap, mallinfo2().uordblks);
+	/* Once the last TIMEWAIT is over, the devices' CMs hold the listener alone. */
+	for (int i = 0; i < 300 && (cm_ids(l->verbs) != 1 || cm_ids(c_dev) != 0); i++)
+		usleep(10000);
+	CHECK(cm_ids(l->verbs) == 1 && cm_ids(c_dev) == 0, "CM ids left: %d on dpv0, %d on dpv1",
+	      cm_ids(l->verbs), cm_ids(c_dev));
 	EXPECT_EMPTY(chs);
 	EXPECT_EMPTY(chc);
 	rdma_destroy_id(l);
@@ -459,25 +485,156 @@ static void test_cycles(void)
 	rdma_destroy_event_channel(chc);
 }
 
+#define IP_NOBODY "127.0.22.77"
+/* How long a call that does not wait for ARP may take on a loaded machine. */
+#define CALL_MS 100
+
+static uint64_t ms_since(uint64_t t0)
+{
+	return (now_ns() - t0) / 1000000u;
+}
+
+/* rdma_resolve_addr() of @p c from dpv1 to @p ip with @p timeout_ms, which must return
+ * 0 at once; the time it was called. */
+static uint64_t resolve_at_once(struct rdma_cm_id *c, const char *ip, int timeout_ms)
+{
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(ip, 7004);
+	uint64_t t0 = now_ns();
+
+	CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst,
+				timeout_ms) == 0, "rdma_resolve_addr: %s", strerror(errno));
+	CHECK(ms_since(t0) < CALL_MS, "rdma_resolve_addr() took %llu ms",
+	      (unsigned long long)ms_since(t0));
+	return t0;
+}
+
+/* The first resolution of the server's address, which dpv1's ARP has never learned:
+ * on a blocking channel, the call returns before the answer and rdma_get_cm_event()
+ * waits for it. */
+/* The next event of blocking channel @p ch; the program ends if the call fails. */
+static struct rdma_cm_event *wait_event(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ch, &ev) != 0) {
+		fprintf(stderr, "rdma_get_cm_event: %s\n", strerror(errno));
+		exit(1);
+	}
+	return ev;
+}
+
+static void test_addr_blocking(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c;
+	uint64_t t0;
+
+	if (ch == NULL)
+		exit(1);
+	c = new_id(ch);
+	(void)resolve_at_once(c, IP_SERVER, 2000);
+	ev = wait_event(ch);
+	CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && ev->id == c && ev->status == 0,
+	      "%s (status %d)", rdma_event_str(ev->event), ev->status);
+	rdma_ack_cm_event(ev);
+	CHECK(c->verbs != NULL && strcmp(ibv_get_device_name(c->verbs->device), "dpv1") == 0,
+	      "the device that reaches the server");
+	/* An address nobody answers: the event no sooner than the timeout. */
+	rdma_destroy_id(c);
+	c = new_id(ch);
+	t0 = resolve_at_once(c, IP_NOBODY, 300);
+	ev = wait_event(ch);
+	CHECK(ev->event == RDMA_CM_EVENT_ADDR_ERROR && ev->id == c && ev->status == -ETIMEDOUT,
+	      "%s (status %d)", rdma_event_str(ev->event), ev->status);
+	CHECK(ms_since(t0) >= 290, "ADDR_ERROR after %llu ms, before the timeout",
+	      (unsigned long long)ms_since(t0));
+	rdma_ack_cm_event(ev);
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
 static void test_addr_error(void)
 {
 	struct rdma_event_channel *ch = channel();
-	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of("127.0.22.77", 7004);
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(IP_SERVER, 7004);
 	struct rdma_cm_id *c;
 	struct rdma_cm_event *ev;
+	uint64_t t0;
 
-	CHECK(rdma_create_id(ch, &c, NULL, RDMA_PS_TCP) == 0, "%s", strerror(errno));
-	CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 300) == 0,
-	      "%s", strerror(errno));
+	c = new_id(ch);
+	t0 = resolve_at_once(c, IP_NOBODY, 300);
+	EXPECT_EMPTY(ch);
 	ev = EXPECT(ch, RDMA_CM_EVENT_ADDR_ERROR, c);
 	if (ev != NULL) {
 		CHECK(ev->status == -ETIMEDOUT, "status %d", ev->status);
+		CHECK(ms_since(t0) >= 290, "ADDR_ERROR after %llu ms, before the timeout",
+		      (unsigned long long)ms_since(t0));
 		rdma_ack_cm_event(ev);
 	}
 	EXPECT_EMPTY(ch);
 	CHECK(rdma_resolve_route(c, 100) == -1 && errno == EINVAL, "a route without an address");
+	/* Bound again, as the kernel's id is after ADDR_ERROR: it may try again. */
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&dst, 2000) == 0, "again: %s",
+	      strerror(errno));
+	EXPECT_ACK(ch, RDMA_CM_EVENT_ADDR_RESOLVED, c);
+	CHECK(((struct sockaddr_in *)rdma_get_local_addr(c))->sin_addr.s_addr ==
+		      src.sin_addr.s_addr, "the source: dpv1's address");
 	rdma_destroy_id(c);
 	rdma_destroy_event_channel(ch);
+}
+
+/* Ids destroyed while their resolution runs, more of them than a device resolves at
+ * once: no event comes for any (their channel is the test's, which outlives them), and
+ * none holds the device's room, so the resolution after them runs to its timeout. */
+static void test_addr_destroyed(void)
+{
+	struct rdma_event_channel *ch = channel();
+	struct rdma_cm_id *c;
+	struct rdma_cm_event *ev;
+	uint64_t t0;
+
+	for (int i = 0; i < 100; i++) {
+		c = new_id(ch);
+		(void)resolve_at_once(c, IP_NOBODY, i < 99 ? 10000 : 100);
+		rdma_destroy_id(c);
+	}
+	usleep(300000);
+	EXPECT_EMPTY(ch);
+	c = new_id(ch);
+	t0 = resolve_at_once(c, IP_NOBODY, 300);
+	ev = EXPECT(ch, RDMA_CM_EVENT_ADDR_ERROR, c);
+	if (ev != NULL) {
+		CHECK(ev->status == -ETIMEDOUT && ms_since(t0) >= 290,
+		      "status %d after %llu ms: the device had no room left", ev->status,
+		      (unsigned long long)ms_since(t0));
+		rdma_ack_cm_event(ev);
+	}
+	rdma_destroy_id(c);
+	rdma_destroy_event_channel(ch);
+}
+
+/* A synchronous id (no channel of the program's): rdma_resolve_addr() returns with the
+ * answer, 0 or -1 with ETIMEDOUT after the timeout. */
+static void test_addr_sync(void)
+{
+	struct sockaddr_in src = sin_of(IP_CLIENT, 0), dst = sin_of(IP_NOBODY, 7004),
+			   srv = sin_of(IP_SERVER, 7004);
+	struct rdma_cm_id *c;
+	uint64_t t0;
+
+	c = new_id(NULL);
+	t0 = now_ns();
+	CHECK(rdma_resolve_addr(c, (struct sockaddr *)&src, (struct sockaddr *)&dst, 200) == -1 &&
+		      errno == ETIMEDOUT, "unreachable: errno %d", errno);
+	CHECK(ms_since(t0) >= 190, "returned after %llu ms, before the timeout",
+	      (unsigned long long)ms_since(t0));
+	CHECK(rdma_resolve_addr(c, NULL, (struct sockaddr *)&srv, 2000) == 0, "the server: %s",
+	      strerror(errno));
+	CHECK(c->verbs != NULL && c->event != NULL &&
+		      c->event->event == RDMA_CM_EVENT_ADDR_RESOLVED,
+	      "the synchronous id's device and event");
+	rdma_destroy_id(c);
 }
 
 static void test_not_offered(void)
@@ -746,7 +903,10 @@ int main(void)
 	CHECK(devs != NULL && n == 2, "%d devices (want the ring pair's two)", n);
 	rdma_free_devices(devs);
 	test_not_offered();
+	test_addr_blocking();
 	test_addr_error();
+	test_addr_destroyed();
+	test_addr_sync();
 	test_no_listener();
 	test_reject(RDMA_PS_TCP, 7003);
 	test_backlog();

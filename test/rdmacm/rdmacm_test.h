@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
 static int failures;
@@ -37,6 +38,26 @@ static inline uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline struct sockaddr_in sin_of(const char *ip, uint16_t port)
+{
+	struct sockaddr_in s = {.sin_family = AF_INET, .sin_port = htons(port)};
+
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
+}
+
+/* An id on @p ch; the program ends if there is none. */
+static inline struct rdma_cm_id *new_id(struct rdma_event_channel *ch)
+{
+	struct rdma_cm_id *id;
+
+	if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) != 0) {
+		fprintf(stderr, "rdma_create_id: %s\n", strerror(errno));
+		exit(1);
+	}
+	return id;
 }
 
 /* A channel of its own; the program ends if there is none. */
