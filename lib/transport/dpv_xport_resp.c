@@ -838,6 +838,11 @@ static __attribute__((noinline)) uint32_t resp_tx(struct dpv_xport *x, struct xp
 		}
 		sent++;
 	}
+	/* Stopped by the port's room, not by the visit's quota: nothing else may visit the
+	 * QP again (an ACK kicks it only for its requester's sake), so it rings again
+	 * itself. */
+	if (sent == quota && !respq_empty(q))
+		xp_kick(q);
 	return sent;
 }
 
