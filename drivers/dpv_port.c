@@ -397,6 +397,16 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 	return sent;
 }
 
+void dpv_port_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps)
+{
+	port->ops->link(port, up, speed_mbps);
+	if (*up || port->backlog_n == 0)
+		return;
+	port->stats.tx_link_down_drops += port->backlog_n;
+	rte_pktmbuf_free_bulk(port->backlog, port->backlog_n);
+	port->backlog_n = 0;
+}
+
 /* arp_use() for an entry @p e (arp_find()'s answer) that is missing, unresolved or
  * stale. */
 static __attribute__((noinline)) struct dpv_arp_entry *
