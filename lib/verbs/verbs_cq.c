@@ -128,14 +128,14 @@ static void wc_of(const struct dpv_cqe *e, struct ibv_wc *wc)
 static int cq_take(struct dpv_cq_v *cq, int n, struct ibv_wc *wc)
 {
 	const struct dpv_cqe *e;
+	bool fast = dpv_vlock(&cq->poll_lock);
 	int got = 0;
 
-	pthread_spin_lock(&cq->poll_lock);
 	while (got < n && (e = cq_peek(cq)) != NULL) {
 		wc_of(e, &wc[got++]);
 		cq_consume(cq, e);
 	}
-	pthread_spin_unlock(&cq->poll_lock);
+	dpv_vunlock(&cq->poll_lock, fast);
 	return got;
 }
 
@@ -178,22 +178,24 @@ static int cq_ex_load(struct dpv_cq_v *cq)
 static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
 	struct dpv_cq_v *cq = to_cq_ex(ibcq);
-	int ret;
+	bool fast;
 
 	if (attr != NULL && attr->comp_mask != 0)
 		return EINVAL;
 	/* As dpv_verbs_poll_cq(): the device is driven when the CQ holds nothing. */
-	pthread_spin_lock(&cq->poll_lock);
-	ret = cq_ex_load(cq);
-	if (ret == 0)
-		return 0;
-	pthread_spin_unlock(&cq->poll_lock);
+	fast = dpv_vlock(&cq->poll_lock);
+	if (cq_ex_load(cq) == 0)
+		goto held;
+	dpv_vunlock(&cq->poll_lock, fast);
 	dpv_engine_progress_dev(cq->ctx->dev);
-	pthread_spin_lock(&cq->poll_lock);
-	ret = cq_ex_load(cq);
-	if (ret != 0)
-		pthread_spin_unlock(&cq->poll_lock); /* ENOENT: no end_poll follows */
-	return ret;
+	fast = dpv_vlock(&cq->poll_lock);
+	if (cq_ex_load(cq) != 0) {
+		dpv_vunlock(&cq->poll_lock, fast); /* ENOENT: no end_poll follows */
+		return ENOENT;
+	}
+held:
+	cq->poll_fast = fast; /* the holder's, for ibv_end_poll() */
+	return 0;
 }
 
 static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
@@ -203,7 +205,9 @@ static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
 
 static void cq_ex_end_poll(struct ibv_cq_ex *ibcq)
 {
-	pthread_spin_unlock(&to_cq_ex(ibcq)->poll_lock);
+	struct dpv_cq_v *cq = to_cq_ex(ibcq);
+
+	dpv_vunlock(&cq->poll_lock, cq->poll_fast);
 }
 
 static enum ibv_wc_opcode cq_ex_read_opcode(struct ibv_cq_ex *c)
@@ -363,7 +367,7 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->cq->error_arg = cq;
 	if (attr->channel != NULL)
 		__atomic_add_fetch(&to_channel(attr->channel)->users, 1, __ATOMIC_RELAXED);
-	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	dpv_vlock_init(&cq->poll_lock);
 	cq->ibcq.context = context;
 	cq->ibcq.channel = attr->channel;
 	cq->ibcq.cq_context = attr->cq_context;
@@ -416,7 +420,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	dpv_dev_disown(dev);
 	if (ibcq->channel != NULL)
 		__atomic_sub_fetch(&to_channel(ibcq->channel)->users, 1, __ATOMIC_RELAXED);
-	pthread_spin_destroy(&cq->poll_lock);
+	dpv_vlock_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }
@@ -442,16 +446,17 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct dpv_cq_v *cq = to_cq(ibcq);
 	struct dpv_dev *dev = cq->ctx->dev;
+	bool fast;
 	int ret;
 
 	if (cqe <= 0)
 		return EINVAL;
 	dpv_dev_own(dev);
-	pthread_spin_lock(&cq->poll_lock);
+	fast = dpv_vlock(&cq->poll_lock);
 	ret = dpv_cq_resize(dev->xport, cq->cq, (uint32_t)cqe);
 	if (ret == 0)
 		ibcq->cqe = (int)dpv_ring_count(cq->cq->ring);
-	pthread_spin_unlock(&cq->poll_lock);
+	dpv_vunlock(&cq->poll_lock, fast);
 	dpv_dev_disown(dev);
 	return ret;
 }
