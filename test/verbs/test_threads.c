@@ -189,5 +189,5 @@ int run_thread_tests(void)
 		VT(threads_share_a_qp_and_its_cqs),
 	};
 
-	return SIDES_RUN_GROUP("threads", tests);
+	return cmocka_run_group_tests_name("threads", tests, NULL, NULL);
 }
