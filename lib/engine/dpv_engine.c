@@ -331,19 +331,11 @@ static inline uint32_t progress_one(struct dpv_dev *dev)
 
 uint32_t dpv_engine_progress(void)
 {
-	return dpv_engine_progress_dev(NULL);
-}
-
-uint32_t dpv_engine_progress_dev(struct dpv_dev *first)
-{
 	unsigned int n = __atomic_load_n(&n_devs, __ATOMIC_ACQUIRE);
 	uint32_t work = 0;
 
-	if (first != NULL)
-		work = progress_one(first);
 	for (unsigned int i = 0; i < n; i++)
-		if (devs[i] != first)
-			work += progress_one(devs[i]);
+		work += progress_one(devs[i]);
 	return work;
 }
 

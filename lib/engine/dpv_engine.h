@@ -183,15 +183,6 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev);
 uint32_t dpv_engine_progress(void);
 
 /**
- * dpv_engine_progress(), @p first polled before the others (any thread): the device a
- * WR was just posted to, so that it leaves before the other devices are looked at,
- * and one of them that receives it gets it in the same call.
- * @param first  an open device, or NULL (the same as dpv_engine_progress())
- * @return units of work done
- */
-uint32_t dpv_engine_progress_dev(struct dpv_dev *first);
-
-/**
  * Hand a device to a dedicated lcore (control thread): the lcore loops dpv_dev_poll()
  * over every device handed to it, each until its dpv_dev_close().
  * @return 0; EINVAL not a worker lcore, or one busy with something else; EBUSY already

@@ -124,17 +124,26 @@ static void wc_of(const struct dpv_cqe *e, struct ibv_wc *wc)
 	wc->dlid_path_bits = 0;
 }
 
-/* Up to @p n completions into @p wc. */
+/* Up to @p n completions into @p wc: one look at the producer's index for all that are
+ * ready, one release for all taken (hidden ones acted on and skipped, as cq_peek()). */
 static int cq_take(struct dpv_cq_v *cq, int n, struct ibv_wc *wc)
 {
-	const struct dpv_cqe *e;
+	struct dpv_ring *r = cq->cq->ring;
 	bool fast = dpv_vlock(&cq->poll_lock);
+	uint32_t first, ready, i;
 	int got = 0;
 
-	while (got < n && (e = cq_peek(cq)) != NULL) {
-		wc_of(e, &wc[got++]);
-		cq_consume(cq, e);
+	ready = dpv_ring_peek(r, (uint32_t)n, &first);
+	for (i = 0; i < ready && got < n; i++) {
+		const struct dpv_cqe *e = dpv_ring_slot(r, first + i);
+
+		if (e->flags & DPV_WC_F_TM_RELEASE)
+			tm_release(cq, e);
+		if (!(e->flags & DPV_WC_F_HIDDEN))
+			wc_of(e, &wc[got++]);
 	}
+	if (i)
+		dpv_ring_release(r, i);
 	dpv_vunlock(&cq->poll_lock, fast);
 	return got;
 }
@@ -154,7 +163,7 @@ int dpv_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	got = cq_take(cq, n, wc);
 	if (got == 0 && n > 0) {
-		dpv_engine_progress_dev(cq->ctx->dev);
+		dpv_engine_progress();
 		got = cq_take(cq, n, wc);
 	}
 	return got;
@@ -187,7 +196,7 @@ static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *att
 	if (cq_ex_load(cq) == 0)
 		goto held;
 	dpv_vunlock(&cq->poll_lock, fast);
-	dpv_engine_progress_dev(cq->ctx->dev);
+	dpv_engine_progress();
 	fast = dpv_vlock(&cq->poll_lock);
 	if (cq_ex_load(cq) != 0) {
 		dpv_vunlock(&cq->poll_lock, fast); /* ENOENT: no end_poll follows */

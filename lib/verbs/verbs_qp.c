@@ -452,10 +452,15 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 			return EINVAL;
 		w->flags |= DPV_WR_F_INLINE;
 		w->num_sge = 0;
-		for (i = 0, total = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			total += wr->sg_list[i].length;
+		if (wr->num_sge == 1) { /* the common case, without the loop's offsets */
+			memcpy(w->inline_data, (void *)(uintptr_t)wr->sg_list[0].addr, total);
+		} else {
+			for (i = 0, total = 0; i < wr->num_sge; i++) {
+				memcpy(w->inline_data + total,
+				       (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				total += wr->sg_list[i].length;
+			}
 		}
 	} else {
 		w->num_sge = (uint8_t)wr->num_sge;
@@ -519,7 +524,7 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	dpv_vunlock(&qp->sq_lock, fast);
 	if (ret != 0)
 		*bad = wr;
-	dpv_engine_progress_dev(qp->ctx->dev);
+	dpv_engine_progress();
 	return ret;
 }
 
