@@ -368,23 +368,14 @@ static bool backlog_flush(struct dpv_port *port)
 	return port->backlog_n == 0;
 }
 
-/* A NIC's TX queue is full while its peer is slower than we are: what the driver does
- * not take waits in order behind the backlog, and only a full backlog drops. */
-static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+/* What the driver did not take of @p pkts (@p sent of @p n went out) waits in order
+ * behind the backlog; only a full backlog drops. Out of line: a driver that takes the
+ * whole burst never gets here. */
+static __attribute__((noinline)) uint16_t
+send_keep(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n, uint16_t sent)
 {
-	uint16_t sent = 0, keep;
+	uint16_t keep = n - sent;
 
-	if (n == 0)
-		return 0;
-	if (port->capture != NULL)
-		capture(port, pkts, n, true);
-	if (backlog_flush(port)) {
-		sent = port->ops->tx_burst(port, pkts, n);
-		port->stats.tx_frames += sent;
-	}
-	if (likely(sent == n))
-		return sent;
-	keep = n - sent;
 	if (keep > DPV_PORT_TX_BACKLOG - port->backlog_n)
 		keep = DPV_PORT_TX_BACKLOG - port->backlog_n;
 	memcpy(port->backlog + port->backlog_n, pkts + sent, keep * sizeof(pkts[0]));
@@ -395,6 +386,35 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 		rte_pktmbuf_free_bulk(pkts + sent + keep, n - sent - keep);
 	}
 	return sent;
+}
+
+/* A NIC's TX queue is full while its peer is slower than we are: new frames go behind
+ * what the backlog still holds. */
+static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent;
+
+	if (n == 0)
+		return 0;
+	if (unlikely(port->capture != NULL))
+		capture(port, pkts, n, true);
+	if (unlikely(port->backlog_n != 0) && !backlog_flush(port))
+		return send_keep(port, pkts, n, 0);
+	sent = port->ops->tx_burst(port, pkts, n);
+	port->stats.tx_frames += sent;
+	if (likely(sent == n))
+		return sent;
+	return send_keep(port, pkts, n, sent);
+}
+
+void dpv_port_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps)
+{
+	port->ops->link(port, up, speed_mbps);
+	if (*up || port->backlog_n == 0)
+		return;
+	port->stats.tx_link_down_drops += port->backlog_n;
+	rte_pktmbuf_free_bulk(port->backlog, port->backlog_n);
+	port->backlog_n = 0;
 }
 
 /* arp_use() for an entry @p e (arp_find()'s answer) that is missing, unresolved or
@@ -445,7 +465,7 @@ uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
 	struct dpv_arp_entry *e;
 	uint32_t room;
 
-	if (!backlog_flush(port))
+	if (unlikely(port->backlog_n != 0) && !backlog_flush(port))
 		return 0;
 	room = DPV_PORT_TX_BACKLOG;
 	if (!dpv_port_resolve(port, dst_ip, &mac)) {
@@ -521,35 +541,41 @@ static void arp_input(struct dpv_port *port, struct rte_mbuf *m)
 			 &arp->arp_data.arp_sha);
 }
 
+/* A received frame that is not IPv4: ARP is answered and learned from, anything else
+ * counted; freed either way. Out of line, so that a burst of IPv4 frames pays nothing
+ * for ARP. */
+static __attribute__((noinline)) void rx_other(struct dpv_port *port, struct rte_mbuf *m)
+{
+	if (rte_pktmbuf_data_len(m) >= sizeof(struct rte_ether_hdr) &&
+	    rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type ==
+		    rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+		arp_input(port, m);
+	else
+		port->stats.rx_not_ipv4++;
+	rte_pktmbuf_free(m);
+}
+
 uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got, kept = 0;
 
-	if (port->backlog_n != 0)
+	if (unlikely(port->backlog_n != 0))
 		backlog_flush(port);
 	got = port->ops->rx_burst(port, pkts, n);
+	if (got == 0)
+		return 0;
 	port->stats.rx_frames += got;
-	if (port->capture != NULL)
+	if (unlikely(port->capture != NULL))
 		capture(port, pkts, got, false);
 	for (uint16_t i = 0; i < got; i++) {
 		struct rte_mbuf *m = pkts[i];
-		uint16_t type;
 
-		if (rte_pktmbuf_data_len(m) < sizeof(struct rte_ether_hdr)) {
-			port->stats.rx_not_ipv4++;
-			rte_pktmbuf_free(m);
-			continue;
-		}
-		type = rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type;
-		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		if (likely(rte_pktmbuf_data_len(m) >= sizeof(struct rte_ether_hdr) &&
+			   rte_pktmbuf_mtod(m, struct rte_ether_hdr *)->ether_type ==
+				   rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)))
 			pkts[kept++] = m;
-			continue;
-		}
-		if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
-			arp_input(port, m);
 		else
-			port->stats.rx_not_ipv4++;
-		rte_pktmbuf_free(m);
+			rx_other(port, m);
 	}
 	return kept;
 }

@@ -83,6 +83,9 @@ struct dpv_port_stats {
 	uint64_t rx_frames, tx_frames;
 	uint64_t tx_dropped;   /**< frames lost: the TX backlog was full */
 	uint64_t tx_deferred;  /**< frames the TX queue refused, kept in the backlog */
+	/** frames the backlog held when the link was seen down (dpv_port_link()): dropped,
+	 *  not sent to whoever is on the link when it returns */
+	uint64_t tx_link_down_drops;
 	uint64_t rx_not_ipv4;  /**< frames neither ARP nor IPv4: dropped */
 	uint64_t arp_requests_sent, arp_replies_sent;
 	uint64_t arp_learned;          /**< neighbours resolved, or whose MAC changed */
@@ -210,6 +213,15 @@ uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
  * @return frames sent now
  */
 uint16_t dpv_port_tx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+
+/**
+ * The link state now, from the driver (owner thread): @p up, and the speed in Mb/s (0
+ * when the driver cannot tell). A link seen down drops the frames the TX backlog holds
+ * and counts them (tx_link_down_drops): they were meant for the peer that was there,
+ * and the peer when the link returns may be another one, or one that has forgotten
+ * the connection they belong to. The transport resends what a reliable peer misses.
+ */
+void dpv_port_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps);
 
 /**
  * How many frames to @p dst_ip (host order) dpv_port_tx() takes now without dropping

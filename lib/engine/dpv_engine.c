@@ -262,7 +262,7 @@ static void link_check(struct dpv_dev *dev)
 	uint32_t speed;
 	bool up;
 
-	dev->port.ops->link(&dev->port, &up, &speed);
+	dpv_port_link(&dev->port, &up, &speed);
 	if (up == dev->link_up)
 		return;
 	dev->link_up = up;

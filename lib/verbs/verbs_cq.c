@@ -124,21 +124,48 @@ static void wc_of(const struct dpv_cqe *e, struct ibv_wc *wc)
 	wc->dlid_path_bits = 0;
 }
 
+/* Up to @p n completions into @p wc: one look at the producer's index for all that are
+ * ready, one release for all taken (hidden ones acted on and skipped, as cq_peek()). */
+static int cq_take(struct dpv_cq_v *cq, int n, struct ibv_wc *wc)
+{
+	struct dpv_ring *r = cq->cq->ring;
+	bool fast = dpv_vlock(&cq->poll_lock);
+	uint32_t first, ready, i;
+	int got = 0;
+
+	ready = dpv_ring_peek(r, (uint32_t)n, &first);
+	for (i = 0; i < ready && got < n; i++) {
+		const struct dpv_cqe *e = dpv_ring_slot(r, first + i);
+
+		if (e->flags & DPV_WC_F_TM_RELEASE)
+			tm_release(cq, e);
+		if (!(e->flags & DPV_WC_F_HIDDEN))
+			wc_of(e, &wc[got++]);
+	}
+	if (i)
+		dpv_ring_release(r, i);
+	dpv_vunlock(&cq->poll_lock, fast);
+	return got;
+}
+
+/*
+ * Completions already in the CQ are returned at once, as a NIC's CQ is read without
+ * waiting on the device; the device is driven when the caller would otherwise get
+ * nothing, the poll loop of a program that waits. What the device has to do meanwhile
+ * (an ACK come in) is done by that next poll or post.
+ */
 int dpv_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct dpv_cq_v *cq = to_cq(ibcq);
-	const struct dpv_cqe *e;
-	int got = 0;
+	int got;
 
 	if (n < 0)
 		return -EINVAL;
-	dpv_engine_progress();
-	pthread_spin_lock(&cq->poll_lock);
-	while (got < n && (e = cq_peek(cq)) != NULL) {
-		wc_of(e, &wc[got++]);
-		cq_consume(cq, e);
+	got = cq_take(cq, n, wc);
+	if (got == 0 && n > 0) {
+		dpv_engine_progress();
+		got = cq_take(cq, n, wc);
 	}
-	pthread_spin_unlock(&cq->poll_lock);
 	return got;
 }
 
@@ -160,16 +187,24 @@ static int cq_ex_load(struct dpv_cq_v *cq)
 static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
 	struct dpv_cq_v *cq = to_cq_ex(ibcq);
-	int ret;
+	bool fast;
 
 	if (attr != NULL && attr->comp_mask != 0)
 		return EINVAL;
+	/* As dpv_verbs_poll_cq(): the device is driven when the CQ holds nothing. */
+	fast = dpv_vlock(&cq->poll_lock);
+	if (cq_ex_load(cq) == 0)
+		goto held;
+	dpv_vunlock(&cq->poll_lock, fast);
 	dpv_engine_progress();
-	pthread_spin_lock(&cq->poll_lock);
-	ret = cq_ex_load(cq);
-	if (ret != 0)
-		pthread_spin_unlock(&cq->poll_lock); /* ENOENT: no end_poll follows */
-	return ret;
+	fast = dpv_vlock(&cq->poll_lock);
+	if (cq_ex_load(cq) != 0) {
+		dpv_vunlock(&cq->poll_lock, fast); /* ENOENT: no end_poll follows */
+		return ENOENT;
+	}
+held:
+	cq->poll_fast = fast; /* the holder's, for ibv_end_poll() */
+	return 0;
 }
 
 static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
@@ -179,7 +214,9 @@ static int cq_ex_next_poll(struct ibv_cq_ex *ibcq)
 
 static void cq_ex_end_poll(struct ibv_cq_ex *ibcq)
 {
-	pthread_spin_unlock(&to_cq_ex(ibcq)->poll_lock);
+	struct dpv_cq_v *cq = to_cq_ex(ibcq);
+
+	dpv_vunlock(&cq->poll_lock, cq->poll_fast);
 }
 
 static enum ibv_wc_opcode cq_ex_read_opcode(struct ibv_cq_ex *c)
@@ -339,7 +376,7 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->cq->error_arg = cq;
 	if (attr->channel != NULL)
 		__atomic_add_fetch(&to_channel(attr->channel)->users, 1, __ATOMIC_RELAXED);
-	pthread_spin_init(&cq->poll_lock, PTHREAD_PROCESS_PRIVATE);
+	dpv_vlock_init(&cq->poll_lock);
 	cq->ibcq.context = context;
 	cq->ibcq.channel = attr->channel;
 	cq->ibcq.cq_context = attr->cq_context;
@@ -392,7 +429,7 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	dpv_dev_disown(dev);
 	if (ibcq->channel != NULL)
 		__atomic_sub_fetch(&to_channel(ibcq->channel)->users, 1, __ATOMIC_RELAXED);
-	pthread_spin_destroy(&cq->poll_lock);
+	dpv_vlock_destroy(&cq->poll_lock);
 	free(cq);
 	return 0;
 }
@@ -420,16 +457,17 @@ int ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
 	struct dpv_cq_v *cq = to_cq(ibcq);
 	struct dpv_dev *dev = cq->ctx->dev;
+	bool fast;
 	int ret;
 
 	if (cqe <= 0)
 		return EINVAL;
 	dpv_dev_own(dev);
-	pthread_spin_lock(&cq->poll_lock);
+	fast = dpv_vlock(&cq->poll_lock);
 	ret = dpv_cq_resize(dev->xport, cq->cq, (uint32_t)cqe);
 	if (ret == 0)
 		ibcq->cqe = (int)dpv_ring_count(cq->cq->ring);
-	pthread_spin_unlock(&cq->poll_lock);
+	dpv_vunlock(&cq->poll_lock, fast);
 	dpv_dev_disown(dev);
 	return ret;
 }

@@ -18,6 +18,7 @@
 #include "dpv_engine.h"
 #include "dpv_verbs.h"
 #include "dpv_xport.h"
+#include "verbs_lock.h"
 
 #ifndef container_of
 #define container_of(ptr, type, member) \
@@ -90,7 +91,8 @@ struct dpv_cq_v {
 	struct ibv_cq_ex ibcq;        /* ibv_cq is its prefix: one struct for both APIs */
 	struct dpv_context *ctx;
 	struct dpv_cq *cq;
-	pthread_spinlock_t poll_lock; /* poll_cq callers of one CQ (uncontended normally) */
+	struct dpv_vlock poll_lock;   /* poll_cq callers of one CQ (verbs_lock.h) */
+	bool poll_fast;               /* dpv_vlock()'s answer to ibv_start_poll's holder */
 	uint64_t wc_flags;            /* IBV_WC_EX_WITH_* asked for */
 	struct dpv_cqe cur;           /* ibv_start_poll's current completion */
 	uint32_t users;               /* QPs and SRQs using it (control path) */
@@ -127,8 +129,8 @@ struct dpv_qp_v {
 	struct dpv_wr_batch *batch;   /* with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS only */
 	struct dpv_context *ctx;
 	struct dpv_qp *qp;
-	pthread_spinlock_t sq_lock;   /* posters of one QP (uncontended normally) */
-	pthread_spinlock_t rq_lock;
+	struct dpv_vlock sq_lock;     /* posters of one QP (verbs_lock.h) */
+	struct dpv_vlock rq_lock;
 	uint32_t max_inline;
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;

@@ -167,8 +167,8 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	attr->cap.max_inline_data = qp->max_inline;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
-	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+	dpv_vlock_init(&qp->sq_lock);
+	dpv_vlock_init(&qp->rq_lock);
 	qp->ibqp.context = context;
 	qp->ibqp.qp_context = attr->qp_context;
 	qp->ibqp.pd = attr->pd;
@@ -224,8 +224,8 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		to_srq(ibqp->srq)->users--;
 	__atomic_sub_fetch(&to_pd(ibqp->pd)->users, 1, __ATOMIC_RELAXED);
 	dpv_dev_disown(dev);
-	pthread_spin_destroy(&qp->sq_lock);
-	pthread_spin_destroy(&qp->rq_lock);
+	dpv_vlock_destroy(&qp->sq_lock);
+	dpv_vlock_destroy(&qp->rq_lock);
 	dpv_verbs_qp_ex_fini(qp);
 	free(qp);
 	return 0;
@@ -278,13 +278,14 @@ static void clean_cqs(struct dpv_qp_v *qp)
 		cqs[2] = to_srq(qp->ibqp.srq)->cq;
 	for (int i = 0; i < 3; i++) {
 		struct dpv_cq_v *cq;
+		bool fast;
 
 		if (cqs[i] == NULL || (i > 0 && cqs[i] == cqs[0]) || (i > 1 && cqs[i] == cqs[1]))
 			continue;
 		cq = to_cq(cqs[i]);
-		pthread_spin_lock(&cq->poll_lock);
+		fast = dpv_vlock(&cq->poll_lock);
 		dpv_cq_clean(cq->cq, qp->qp->qpn);
-		pthread_spin_unlock(&cq->poll_lock);
+		dpv_vunlock(&cq->poll_lock, fast);
 	}
 }
 
@@ -451,10 +452,15 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 			return EINVAL;
 		w->flags |= DPV_WR_F_INLINE;
 		w->num_sge = 0;
-		for (i = 0, total = 0; i < wr->num_sge; i++) {
-			memcpy(w->inline_data + total, (void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			total += wr->sg_list[i].length;
+		if (wr->num_sge == 1) { /* the common case, without the loop's offsets */
+			memcpy(w->inline_data, (void *)(uintptr_t)wr->sg_list[0].addr, total);
+		} else {
+			for (i = 0, total = 0; i < wr->num_sge; i++) {
+				memcpy(w->inline_data + total,
+				       (void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				total += wr->sg_list[i].length;
+			}
 		}
 	} else {
 		w->num_sge = (uint8_t)wr->num_sge;
@@ -493,13 +499,14 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	struct dpv_ring *sq = qp->qp->sq;
 	uint32_t first, n = 0;
 	int ret = 0;
+	bool fast;
 
 	/* A QP sends from RTS on (and flushes in ERR); before, posting is an error. */
 	if (qp_state(qp) < IBV_QPS_RTS || sq == NULL) {
 		*bad = wr;
 		return EINVAL;
 	}
-	pthread_spin_lock(&qp->sq_lock);
+	fast = dpv_vlock(&qp->sq_lock);
 	for (; wr != NULL; wr = wr->next, n++) {
 		if (dpv_ring_reserve(sq, n + 1, &first) < n + 1) {
 			ret = ENOMEM;
@@ -514,7 +521,7 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		dpv_ring_commit(sq, n);
 		dpv_qp_doorbell(qp->qp);
 	}
-	pthread_spin_unlock(&qp->sq_lock);
+	dpv_vunlock(&qp->sq_lock, fast);
 	if (ret != 0)
 		*bad = wr;
 	dpv_engine_progress();
@@ -527,12 +534,13 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	struct dpv_ring *rq = qp->qp->rq;
 	uint32_t first, n = 0;
 	int ret = 0;
+	bool fast;
 
 	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
-	pthread_spin_lock(&qp->rq_lock);
+	fast = dpv_vlock(&qp->rq_lock);
 	for (; wr != NULL; wr = wr->next, n++) {
 		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge ||
 		    (wr->num_sge > 0 && wr->sg_list == NULL)) {
@@ -550,7 +558,7 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 		dpv_ring_commit(rq, n);
 		dpv_qp_doorbell(qp->qp);
 	}
-	pthread_spin_unlock(&qp->rq_lock);
+	dpv_vunlock(&qp->rq_lock, fast);
 	if (ret != 0)
 		*bad = wr;
 	return ret;

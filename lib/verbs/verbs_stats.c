@@ -69,11 +69,12 @@ static const char *const rx_bad_names[DPV_WIRE_E_ICRC + 1] = {
 #define PORT_STAT(f) {#f, offsetof(struct dpv_port_stats, f)}
 static const struct stat_field port_fields[] = {
 	PORT_STAT(rx_frames), PORT_STAT(tx_frames), PORT_STAT(tx_dropped),
-	PORT_STAT(tx_deferred), PORT_STAT(rx_not_ipv4), PORT_STAT(arp_requests_sent),
-	PORT_STAT(arp_replies_sent), PORT_STAT(arp_learned), PORT_STAT(arp_unresolved_drops),
-	PORT_STAT(arp_invalid), PORT_STAT(arp_ignored_unsolicited), PORT_STAT(arp_mac_changed),
-	PORT_STAT(arp_expired), PORT_STAT(arp_unreachable), PORT_STAT(arp_evicted),
-	PORT_STAT(arp_table_full), PORT_STAT(capture_frames), PORT_STAT(capture_dropped),
+	PORT_STAT(tx_deferred), PORT_STAT(tx_link_down_drops), PORT_STAT(rx_not_ipv4),
+	PORT_STAT(arp_requests_sent), PORT_STAT(arp_replies_sent), PORT_STAT(arp_learned),
+	PORT_STAT(arp_unresolved_drops), PORT_STAT(arp_invalid),
+	PORT_STAT(arp_ignored_unsolicited), PORT_STAT(arp_mac_changed), PORT_STAT(arp_expired),
+	PORT_STAT(arp_unreachable), PORT_STAT(arp_evicted), PORT_STAT(arp_table_full),
+	PORT_STAT(capture_frames), PORT_STAT(capture_dropped),
 };
 _Static_assert(sizeof(port_fields) / sizeof(port_fields[0]) ==
 		       sizeof(struct dpv_port_stats) / sizeof(uint64_t),

@@ -15,5 +15,6 @@ int run_channel_tests(void);
 int run_misuse_tests(void);
 int run_capture_tests(void);
 int run_compat_tests(void);
+int run_thread_tests(void);
 
 #endif /* TEST_VERBS_H */
