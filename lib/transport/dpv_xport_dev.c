@@ -460,9 +460,10 @@ static inline uint32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 		m = ready[w];
 	}
 	b = (uint32_t)__builtin_ctzll(m);
-	m &= m - 1;
-	ready[w] = m;
-	if (m == 0)
+	/* Only bit b leaves the word: m may be the word less the QPs before @p from,
+	 * whose doorbells stay for a later turn. */
+	ready[w] &= ~(1ull << b);
+	if (ready[w] == 0)
 		*sum = s & ~(1ull << w);
 	return w << 6 | b;
 }
