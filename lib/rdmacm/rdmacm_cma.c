@@ -16,7 +16,7 @@
 #include "dpv_cm_ip.h"
 #include "rdmacm_priv.h"
 
-struct cma cma = {.lock = PTHREAD_MUTEX_INITIALIZER};
+struct cma cma = {.lock = PTHREAD_MUTEX_INITIALIZER, .acked = PTHREAD_COND_INITIALIZER};
 
 static pthread_once_t cma_once = PTHREAD_ONCE_INIT;
 static int cma_init_err;
@@ -199,7 +199,16 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 	struct cma_channel *ch = cma_chan(id->channel);
 	struct cma_event **e, *dead;
 
+	/* As librdmacm's: the events the program took for the id are acked first, so
+	 * the thread handling one (rping's event thread) is done with what the id's
+	 * context points to before the program frees it. The ones not taken go. */
+	if (c->sync_event != NULL) {
+		rdma_ack_cm_event(c->sync_event);
+		c->sync_event = NULL;
+	}
 	pthread_mutex_lock(&cma.lock);
+	while (c->acked != c->taken)
+		pthread_cond_wait(&cma.acked, &cma.lock);
 	cma_dispatch();
 	conn_drop(c);
 	unlink_id(c);
@@ -228,8 +237,6 @@ int rdma_destroy_id(struct rdma_cm_id *id)
 		if (k->listener == c)
 			k->listener = NULL;
 	pthread_mutex_unlock(&cma.lock);
-	if (c->sync_event != NULL)
-		rdma_ack_cm_event(c->sync_event);
 	if (c->sync)
 		rdma_destroy_event_channel(id->channel);
 	free(c);

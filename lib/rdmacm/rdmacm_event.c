@@ -538,8 +538,13 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 		cma_dispatch();
 		e = chan_pop(ch);
 		if (e != NULL) {
-			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST)
+			if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 				to_cid(e->ev.listen_id)->pending--;
+				e->owner = to_cid(e->ev.listen_id);
+			} else {
+				e->owner = to_cid(e->ev.id);
+			}
+			e->owner->taken++;
 			*event = &e->ev;
 			break;
 		}
@@ -567,9 +572,17 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	struct cma_event *e = (struct cma_event *)(void *)event;
+
 	if (event == NULL)
 		return cma_err(EINVAL);
-	free((struct cma_event *)(void *)event);
+	pthread_mutex_lock(&cma.lock);
+	if (e->owner != NULL) {
+		e->owner->acked++;
+		pthread_cond_broadcast(&cma.acked);
+	}
+	pthread_mutex_unlock(&cma.lock);
+	free(e);
 	return 0;
 }
 

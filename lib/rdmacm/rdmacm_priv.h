@@ -43,6 +43,8 @@ enum cma_state {
 struct cma_event {
 	struct rdma_cm_event ev;
 	struct cma_event *next;
+	struct cma_id *owner;         /* taken: the id it counts for (a CONNECT_REQUEST's
+	                                 listener), whose destroy waits for its ack */
 	uint8_t pdata[DPV_CM_REP_PDATA_LEN];
 };
 
@@ -83,6 +85,7 @@ struct cma_id {
 	struct ibv_pd *ep_pd;
 	bool own_cqs;               /* send_cq, recv_cq and their channels are ours */
 	struct rdma_cm_event *sync_event; /* the last event of a sync id, kept for it */
+	uint32_t taken, acked;      /* its events rdma_get_cm_event() gave, and acked */
 	struct cma_id *next;        /* cma.ids */
 };
 
@@ -99,6 +102,7 @@ struct cma {
 	 * thread may still call into one it had (it finds it dead), so none is freed. */
 	struct cma_channel *spare;
 	uint16_t next_port;
+	pthread_cond_t acked;       /* an event was acked (rdma_destroy_id() waits) */
 };
 
 extern struct cma cma;

@@ -25,6 +25,8 @@
  *            resolution runs gets nothing and holds nothing (more of them than a device
  *            resolves at once); a synchronous id's call returns with the answer;
  *   route    the path record's packet life time the configured DPV_CM_PACKET_LIFE_TIME;
+ *   destroy  rdma_destroy_id() returns only once the events taken for the id are
+ *            acked (another thread holding the id's DISCONNECTED);
  *   non-blocking EAGAIN on an empty channel with O_NONBLOCK;
  *   UD ids   RDMA_PS_UDP and RDMA_PS_IPOIB: the QP in RTS with RDMA_UDP_QKEY,
  *            CONNECT_REQUEST with the client's 180 bytes and no QP, ESTABLISHED on
@@ -485,6 +487,71 @@ static void test_cycles(void)
 	rdma_destroy_event_channel(chc);
 }
 
+/* A thread that takes one event of @p ch, holds it HOLD_MS, then acks it. */
+#define HOLD_MS 300
+struct holder {
+	struct rdma_event_channel *ch;
+	enum rdma_cm_event_type got;
+	int taken, acked;      /* atomics */
+};
+
+static void *hold_main(void *arg)
+{
+	struct holder *h = arg;
+	struct pollfd pf = {.fd = h->ch->fd, .events = POLLIN};
+	struct rdma_cm_event *ev;
+
+	if (poll(&pf, 1, WAIT_MS) != 1 || rdma_get_cm_event(h->ch, &ev) != 0)
+		return NULL;
+	h->got = ev->event;
+	__atomic_store_n(&h->taken, 1, __ATOMIC_RELEASE);
+	usleep(HOLD_MS * 1000);
+	__atomic_store_n(&h->acked, 1, __ATOMIC_RELEASE);
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+/*
+ * rdma_destroy_id() waits until every event the program took for the id is acked
+ * (rdma_destroy_id(3): "ack all related events"), as librdmacm's does: a thread that
+ * took the DISCONNECTED of an id may still be reading what the id's context points
+ * to, which the program frees once the id is destroyed (rping's event thread).
+ */
+static void test_destroy_waits_for_ack(void)
+{
+	struct rdma_event_channel *chs = channel(), *chc = channel();
+	struct rdma_cm_id *l = listener(chs, 7012), *c = client(chc, 7012), *s;
+	struct rdma_conn_param p = {.retry_count = 7, .qp_num = 0x77};
+	struct holder h = {.ch = chc};
+	struct rdma_cm_event *ev;
+	pthread_t th;
+
+	CHECK(rdma_connect(c, &p) == 0, "rdma_connect: %s", strerror(errno));
+	ev = EXPECT(chs, RDMA_CM_EVENT_CONNECT_REQUEST, NULL);
+	if (ev == NULL)
+		exit(1);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	CHECK(rdma_accept(s, &p) == 0, "rdma_accept: %s", strerror(errno));
+	EXPECT_ACK(chc, RDMA_CM_EVENT_CONNECT_RESPONSE, c);
+	CHECK(rdma_establish(c) == 0, "rdma_establish: %s", strerror(errno));
+	EXPECT_ACK(chs, RDMA_CM_EVENT_ESTABLISHED, s);
+	CHECK(pthread_create(&th, NULL, hold_main, &h) == 0, "pthread_create");
+	CHECK(rdma_disconnect(s) == 0, "rdma_disconnect: %s", strerror(errno));
+	for (int i = 0; i < WAIT_MS && !__atomic_load_n(&h.taken, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	CHECK(h.taken && h.got == RDMA_CM_EVENT_DISCONNECTED, "the client's DISCONNECTED taken");
+	rdma_destroy_id(c);
+	CHECK(__atomic_load_n(&h.acked, __ATOMIC_ACQUIRE),
+	      "rdma_destroy_id() returned before the event's ack");
+	pthread_join(th, NULL);
+	EXPECT_ACK(chs, RDMA_CM_EVENT_DISCONNECTED, s);
+	rdma_destroy_id(s);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(chs);
+	rdma_destroy_event_channel(chc);
+}
+
 #define IP_NOBODY "127.0.22.77"
 /* How long a call that does not wait for ARP may take on a loaded machine. */
 #define CALL_MS 100
@@ -912,6 +979,7 @@ int main(void)
 	test_backlog();
 	test_connect();
 	test_cycles();
+	test_destroy_waits_for_ack();
 	test_ud_sidr(RDMA_PS_UDP, 7010);
 	test_ud_sidr(RDMA_PS_IPOIB, 7010);
 	test_reject(RDMA_PS_UDP, 7011);
