@@ -167,8 +167,13 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	attr->cap.max_inline_data = qp->max_inline;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
-	dpv_vlock_init(&qp->sq_lock);
-	dpv_vlock_init(&qp->rq_lock);
+	if (dpv_verbs_pd_td(attr->pd) != NULL) {
+		dpv_vlock_init_none(&qp->sq_lock);
+		dpv_vlock_init_none(&qp->rq_lock);
+	} else {
+		dpv_vlock_init(&qp->sq_lock);
+		dpv_vlock_init(&qp->rq_lock);
+	}
 	qp->ibqp.context = context;
 	qp->ibqp.qp_context = attr->qp_context;
 	qp->ibqp.pd = attr->pd;

@@ -100,6 +100,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	srq->ctx = c;
+	srq->nolock = dpv_verbs_pd_td(attr->pd) != NULL;
 	srq->tm = type == IBV_SRQT_TM;
 	srq->max_sge = attr->attr.max_sge;
 	srq->srq->limit_event = srq_limit;
@@ -196,7 +197,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct dpv_ring *r = srq->srq->lanes.lane[lane];
 	int ret = 0;
 
-	pthread_spin_lock(&srq->lane_lock[lane]);
+	if (!srq->nolock)
+		pthread_spin_lock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
 		/* doc/guides/srq.md §1: post-time checks, in list order; earlier WRs stay
 		 * posted. */
@@ -217,7 +219,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		__atomic_add_fetch(&srq->srq->posted, n, __ATOMIC_ACQ_REL);
 		dpv_ring_commit(r, n);
 	}
-	pthread_spin_unlock(&srq->lane_lock[lane]);
+	if (!srq->nolock)
+		pthread_spin_unlock(&srq->lane_lock[lane]);
 	if (ret != 0)
 		*bad = wr;
 	return ret;
@@ -282,7 +285,8 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 	r = srq->srq->tm_ops.lane[lane];
 	/* The post side of lib/tm is one thread at a time; ops of one thread stay in
 	 * their lane, so the device runs them in the order this thread posted them. */
-	pthread_spin_lock(&srq->ops_lock);
+	if (!srq->nolock)
+		pthread_spin_lock(&srq->ops_lock);
 	for (; wr != NULL; wr = wr->next) {
 		ret = tm_op_of(srq, wr, &op, sges);
 		if (ret == 0)
@@ -297,7 +301,8 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		if (wr->opcode == IBV_WR_TAG_ADD)
 			wr->tm.handle = op.handle; /* doc/guides/srq.md §3: synchronously */
 	}
-	pthread_spin_unlock(&srq->ops_lock);
+	if (!srq->nolock)
+		pthread_spin_unlock(&srq->ops_lock);
 	if (ret != 0)
 		*bad = wr;
 	dpv_engine_progress();
