@@ -355,6 +355,8 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 {
 	struct dpv_context *c = to_ctx(context);
 	struct dpv_cq_v *cq;
+	struct ibv_pd *parent;
+	bool custom;
 	int ret;
 
 	ret = check_cq_attr(context, attr);
@@ -362,14 +364,16 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	cq = calloc(1, sizeof(*cq));
+	parent = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL;
+	cq = dpv_verbs_obj_alloc(parent, sizeof(*cq), DPV_VERBS_RES_TYPE_CQ, &custom);
 	if (cq == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->custom_mem = custom;
 	ret = dpv_cq_create(c->dev->xport, attr->cqe, &cq->cq);
 	if (ret != 0) {
-		free(cq);
+		dpv_verbs_obj_free(parent, cq, DPV_VERBS_RES_TYPE_CQ, custom);
 		errno = ret;
 		return NULL;
 	}
@@ -381,8 +385,8 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->cq->error_arg = cq;
 	if (attr->channel != NULL)
 		__atomic_add_fetch(&to_channel(attr->channel)->users, 1, __ATOMIC_RELAXED);
-	if (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
-		cq->parent = to_pd(attr->parent_domain);
+	if (parent != NULL) {
+		cq->parent = to_pd(parent);
 		__atomic_add_fetch(&cq->parent->users, 1, __ATOMIC_RELAXED);
 	}
 	/* ibv_create_cq_ex(3): a single-threaded CQ, or one under a thread domain, is
@@ -448,7 +452,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (cq->parent != NULL)
 		__atomic_sub_fetch(&cq->parent->users, 1, __ATOMIC_RELAXED);
 	dpv_vlock_destroy(&cq->poll_lock);
-	free(cq);
+	dpv_verbs_obj_free(cq->parent != NULL ? &cq->parent->ibpd : NULL, cq, DPV_VERBS_RES_TYPE_CQ,
+			   cq->custom_mem);
 	return 0;
 }
 

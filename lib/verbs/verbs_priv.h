@@ -80,6 +80,11 @@ struct dpv_pd {
 	                                 table */
 	struct dpv_pd *protection;    /* a parent domain's PD; NULL: a PD */
 	struct dpv_td *td;            /* a parent domain's thread domain, or NULL */
+	/* A parent domain's allocator (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS), or NULL. */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
 
 struct dpv_mr_v {
@@ -109,6 +114,7 @@ struct dpv_cq_v {
 	struct dpv_cqe cur;           /* ibv_start_poll's current completion */
 	uint32_t users;               /* QPs and SRQs using it (control path) */
 	struct dpv_pd *parent;        /* the parent domain it was made with, or NULL */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 };
 
 struct dpv_srq_v {
@@ -122,6 +128,7 @@ struct dpv_srq_v {
 	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
 	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
 	bool nolock;                  /* under a thread domain: neither lock is taken */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };
 
@@ -144,6 +151,7 @@ struct dpv_qp_v {
 	struct dpv_context *ctx;
 	struct dpv_qp *qp;
 	struct dpv_vlock sq_lock;     /* posters of one QP (verbs_lock.h) */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 	struct dpv_vlock rq_lock;
 	uint32_t max_inline;
 	uint32_t max_send_sge;
@@ -324,6 +332,12 @@ int dpv_verbs_dealloc_td(struct ibv_td *td);
 struct ibv_pd *dpv_verbs_alloc_parent_domain(struct ibv_context *c,
 					     struct ibv_parent_domain_init_attr *attr);
 int dpv_verbs_parent_dealloc(struct dpv_pd *parent);
+/* Zeroed memory of @p size for a verbs object of DPV_VERBS_RES_TYPE_* @p type made with
+ * @p pd: from its parent domain's allocator when it has one that does not answer
+ * IBV_ALLOCATOR_USE_DEFAULT (then *@p custom is true), else calloc(). NULL: ENOMEM. */
+void *dpv_verbs_obj_alloc(struct ibv_pd *pd, size_t size, uint32_t type, bool *custom);
+/* Give back what dpv_verbs_obj_alloc() gave. */
+void dpv_verbs_obj_free(struct ibv_pd *pd, void *p, uint32_t type, bool custom);
 
 /* GID index 0: the IPv4-mapped address of the port (::ffff:a.b.c.d). */
 void dpv_verbs_gid_of(uint32_t ipv4, union ibv_gid *gid);

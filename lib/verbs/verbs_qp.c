@@ -116,6 +116,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	struct dpv_context *c = to_ctx(context);
 	struct dpv_qp_init init;
 	struct dpv_qp_v *qp;
+	bool custom;
 	int ret;
 
 	ret = check_init_attr(attr);
@@ -123,11 +124,12 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = dpv_verbs_obj_alloc(attr->pd, sizeof(*qp), DPV_VERBS_RES_TYPE_QP, &custom);
 	if (qp == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->custom_mem = custom;
 	memset(&init, 0, sizeof(init));
 	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC
 		    : attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC : DPV_QPT_UD;
@@ -152,7 +154,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	}
 	dpv_dev_disown(c->dev);
 	if (ret != 0) {
-		free(qp);
+		dpv_verbs_obj_free(attr->pd, qp, DPV_VERBS_RES_TYPE_QP, custom);
 		errno = ret == ENOSPC ? ENOMEM : ret;
 		return NULL;
 	}
@@ -232,7 +234,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dpv_vlock_destroy(&qp->sq_lock);
 	dpv_vlock_destroy(&qp->rq_lock);
 	dpv_verbs_qp_ex_fini(qp);
-	free(qp);
+	dpv_verbs_obj_free(ibqp->pd, qp, DPV_VERBS_RES_TYPE_QP, qp->custom_mem);
 	return 0;
 }
 

@@ -46,6 +46,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	struct dpv_tm_config tm;
 	struct dpv_srq_init init;
 	struct dpv_srq_v *srq;
+	bool custom;
 	struct dpv_cq_v *cq = NULL;
 	int ret;
 
@@ -83,11 +84,12 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		init.tm = &tm;
 		init.cq = cq->cq;
 	}
-	srq = calloc(1, sizeof(*srq));
+	srq = dpv_verbs_obj_alloc(attr->pd, sizeof(*srq), DPV_VERBS_RES_TYPE_SRQ, &custom);
 	if (srq == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	srq->custom_mem = custom;
 	init.pd = to_pd(attr->pd)->id;
 	init.max_wr = attr->attr.max_wr;
 	init.max_sge = attr->attr.max_sge;
@@ -95,7 +97,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	init.limit = attr->attr.srq_limit;
 	ret = dpv_srq_create(c->dev->xport, &init, &srq->srq);
 	if (ret != 0) {
-		free(srq);
+		dpv_verbs_obj_free(attr->pd, srq, DPV_VERBS_RES_TYPE_SRQ, custom);
 		errno = ret;
 		return NULL;
 	}
@@ -185,7 +187,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	dpv_srq_destroy(dev->xport, srq->srq);
 	dpv_dev_disown(dev);
 	__atomic_sub_fetch(&to_pd(ibsrq->pd)->users, 1, __ATOMIC_RELAXED);
-	free(srq);
+	dpv_verbs_obj_free(ibsrq->pd, srq, DPV_VERBS_RES_TYPE_SRQ, srq->custom_mem);
 	return 0;
 }
 

@@ -46,9 +46,7 @@ int dpv_verbs_dealloc_td(struct ibv_td *ibtd)
 /*
  * ibv_alloc_parent_domain(3): EINVAL for no PD, a PD or thread domain of another
  * context, a parent domain as the PD, or comp_mask bits libibverbs does not define;
- * EOPNOTSUPP for custom allocators (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS): dpverbs'
- * queues live in DPDK's memory on the port's NUMA node, which it does not hand to a
- * program's allocator.
+ * IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS without both alloc and free.
  */
 struct ibv_pd *dpv_verbs_alloc_parent_domain(struct ibv_context *context,
 					     struct ibv_parent_domain_init_attr *attr)
@@ -69,8 +67,9 @@ struct ibv_pd *dpv_verbs_alloc_parent_domain(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
-		errno = EOPNOTSUPP;
+	if ((attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) &&
+	    (attr->alloc == NULL || attr->free == NULL)) {
+		errno = EINVAL;
 		return NULL;
 	}
 	parent = calloc(1, sizeof(*parent));
@@ -84,6 +83,12 @@ struct ibv_pd *dpv_verbs_alloc_parent_domain(struct ibv_context *context,
 	parent->id = pd->id;
 	parent->protection = pd;
 	parent->td = td;
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) {
+		parent->alloc = attr->alloc;
+		parent->free = attr->free;
+	}
+	if (attr->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT)
+		parent->pd_context = attr->pd_context;
 	__atomic_add_fetch(&pd->users, 1, __ATOMIC_RELAXED);
 	if (td != NULL)
 		__atomic_add_fetch(&td->users, 1, __ATOMIC_RELAXED);
@@ -97,4 +102,29 @@ int dpv_verbs_parent_dealloc(struct dpv_pd *parent)
 	__atomic_sub_fetch(&parent->protection->users, 1, __ATOMIC_RELEASE);
 	free(parent);
 	return 0;
+}
+
+void *dpv_verbs_obj_alloc(struct ibv_pd *ibpd, size_t size, uint32_t type, bool *custom)
+{
+	struct dpv_pd *pd = ibpd != NULL ? to_pd(ibpd) : NULL;
+	void *p;
+
+	*custom = false;
+	if (pd != NULL && pd->alloc != NULL) {
+		/* ibv_alloc_parent_domain(3): the callback zeroes what it gives. */
+		p = pd->alloc(ibpd, pd->pd_context, size, DPV_CACHE_LINE, type);
+		if (p != IBV_ALLOCATOR_USE_DEFAULT) {
+			*custom = p != NULL;
+			return p;
+		}
+	}
+	return calloc(1, size);
+}
+
+void dpv_verbs_obj_free(struct ibv_pd *ibpd, void *p, uint32_t type, bool custom)
+{
+	if (custom)
+		to_pd(ibpd)->free(ibpd, to_pd(ibpd)->pd_context, p, type);
+	else
+		free(p);
 }

@@ -49,6 +49,11 @@ void track_srq(struct ibv_srq *srq)
 	track(OBJ_SRQ, srq);
 }
 
+void track_pd(struct ibv_pd *pd)
+{
+	track(OBJ_PD, pd);
+}
+
 static int destroy_one(enum obj_kind kind, void *p)
 {
 	switch (kind) {

@@ -97,6 +97,8 @@ struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type, struct ibv_cq *send
 struct ibv_ah *new_ah(struct side *s, const struct side *to);
 /* Track an object a test created itself, so teardown destroys it. */
 void track_srq(struct ibv_srq *srq);
+/* A PD or parent domain, deallocated in its turn. */
+void track_pd(struct ibv_pd *pd);
 
 /* cmocka teardown of every test: destroys what the test created. */
 int teardown_objects(void **state);

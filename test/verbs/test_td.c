@@ -8,10 +8,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <infiniband/tm_types.h>
 
+#include "dpv_verbs.h"
 #include "test_verbs.h"
 
 #define LW IBV_ACCESS_LOCAL_WRITE
@@ -56,14 +58,14 @@ static void td_and_parent_domain_errors(void **state)
 	errno = 0;
 	assert_null(ibv_alloc_parent_domain(A.ctx, &pa));
 	assert_int_equal(errno, EINVAL);
+	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS;
+	pa.alloc = fake_alloc;
+	errno = 0;
+	assert_null(ibv_alloc_parent_domain(A.ctx, &pa)); /* alloc without free */
+	assert_int_equal(errno, EINVAL);
+	pa.free = fake_free;
 	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
 		       IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
-	pa.alloc = fake_alloc;
-	pa.free = fake_free;
-	errno = 0;
-	assert_null(ibv_alloc_parent_domain(A.ctx, &pa));
-	assert_int_equal(errno, EOPNOTSUPP);
-	pa.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT;
 	parent = ibv_alloc_parent_domain(A.ctx, &pa);
 	assert_non_null(parent);
 	assert_ptr_equal(parent->context, A.ctx);
@@ -316,6 +318,127 @@ static void thread_domain_srqs(void **state)
 	assert_int_equal(((uint8_t *)rmr->addr)[64 * 8 + 7], 0xab);
 }
 
+/* An allocator that hands out zeroed pieces of one arena and counts by resource type. */
+struct arena {
+	uint8_t mem[1u << 16] __attribute__((aligned(64)));
+	size_t used;
+	bool refuse;
+	unsigned int allocs[4], frees[4], bad;
+};
+
+static struct arena arena;
+
+static void *arena_alloc(struct ibv_pd *pd, void *ctx, size_t size, size_t align, uint64_t type)
+{
+	struct arena *a = ctx;
+	size_t at = (a->used + align - 1) & ~(align - 1);
+
+	(void)pd;
+	if (type >> 32 != 0 || (type & 0xffffffffu) == 0 || (type & 0xffffffffu) > 3 ||
+	    align == 0 || (align & (align - 1)) != 0 || at + size > sizeof(a->mem)) {
+		a->bad++;
+		return NULL;
+	}
+	if (a->refuse)
+		return NULL;
+	a->allocs[type]++;
+	a->used = at + size;
+	memset(a->mem + at, 0, size);
+	return a->mem + at;
+}
+
+static void arena_free(struct ibv_pd *pd, void *ctx, void *ptr, uint64_t type)
+{
+	struct arena *a = ctx;
+
+	(void)pd;
+	if ((uint8_t *)ptr < a->mem || (uint8_t *)ptr >= a->mem + sizeof(a->mem) || type > 3)
+		a->bad++;
+	else
+		a->frees[type]++;
+}
+
+/* A parent domain's allocator gives the memory of each QP, CQ and SRQ made with it
+ * (DPV_VERBS_RES_TYPE_*) and gets it back when the object goes; an allocator that
+ * fails makes the creation fail with ENOMEM; IBV_ALLOCATOR_USE_DEFAULT is dpverbs' own
+ * memory, never given to free(). */
+static void parent_domain_allocators(void **state)
+{
+	struct ibv_parent_domain_init_attr pa = {
+		.comp_mask = IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS |
+			     IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT,
+		.alloc = arena_alloc, .free = arena_free, .pd_context = &arena,
+	};
+	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_pd *parent, *dflt;
+	struct ibv_cq *acq, *bcq;
+	struct ibv_qp *a, *b;
+	struct ibv_srq *srq;
+	struct ibv_mr *smr, *rmr;
+
+	(void)state;
+	memset(&arena, 0, sizeof(arena));
+	pa.pd = A.pd;
+	parent = ibv_alloc_parent_domain(A.ctx, &pa);
+	assert_non_null(parent);
+	track_pd(parent); /* teardown deallocates it after the QP and CQ made below */
+	acq = ibv_cq_ex_to_cq(new_cq_ex_in(&A, 64, IBV_WC_STANDARD_FLAGS, parent));
+	srq = ibv_create_srq(parent, &sa);
+	assert_non_null(srq);
+	{
+		struct side at = A;
+
+		at.pd = parent;
+		a = new_qp(&at, IBV_QPT_RC, acq, acq, NULL, 16, 16);
+	}
+	assert_int_equal(arena.bad, 0);
+	assert_int_equal(arena.allocs[DPV_VERBS_RES_TYPE_QP], 1);
+	assert_int_equal(arena.allocs[DPV_VERBS_RES_TYPE_CQ], 1);
+	assert_int_equal(arena.allocs[DPV_VERBS_RES_TYPE_SRQ], 1);
+	bcq = new_cq(&B, 64, NULL, NULL);
+	b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 16);
+	connect_rc(a, b, &conn_default);
+	smr = new_mr(&A, 8, LW);
+	rmr = new_mr(&B, 8, LW);
+	send_and_check(a, acq, b, bcq, smr, rmr, 1, 50);
+	send_and_check(b, bcq, a, acq, rmr, smr, 100, 50);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(arena.frees[DPV_VERBS_RES_TYPE_SRQ], 1);
+
+	arena.refuse = true;
+	errno = 0;
+	assert_null(ibv_create_srq(parent, &sa));
+	assert_int_equal(errno, ENOMEM);
+	arena.refuse = false;
+
+	/* IBV_ALLOCATOR_USE_DEFAULT: dpverbs' own memory, free() never called for it. */
+	pa.alloc = fake_alloc;
+	pa.free = fake_free;
+	dflt = ibv_alloc_parent_domain(A.ctx, &pa);
+	assert_non_null(dflt);
+	srq = ibv_create_srq(dflt, &sa);
+	assert_non_null(srq);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	assert_int_equal(ibv_dealloc_pd(dflt), 0);
+
+	assert_int_equal(arena.bad, 0);
+}
+
+/* After teardown_objects() of the test above: the QP's and the CQ's memory came back. */
+static int allocators_all_freed(void **state)
+{
+	int ret = teardown_objects(state);
+
+	if (arena.frees[DPV_VERBS_RES_TYPE_QP] != 1 || arena.frees[DPV_VERBS_RES_TYPE_CQ] != 1 ||
+	    arena.bad != 0) {
+		fprintf(stderr, "allocator: QP frees %u, CQ frees %u, bad calls %u\n",
+			arena.frees[DPV_VERBS_RES_TYPE_QP], arena.frees[DPV_VERBS_RES_TYPE_CQ],
+			arena.bad);
+		return -1;
+	}
+	return ret;
+}
+
 int run_td_tests(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +447,7 @@ int run_td_tests(void)
 		VT(parent_domain_objects_carry_traffic),
 		VT(thread_domain_objects_change_threads),
 		VT(thread_domain_srqs),
+		cmocka_unit_test_teardown(parent_domain_allocators, allocators_all_freed),
 	};
 
 	return cmocka_run_group_tests_name("td", tests, NULL, NULL);
