@@ -52,6 +52,7 @@ struct srq_opts {
 	unsigned int nb_lists;
 	double seconds;
 	uint32_t max_wr;
+	bool td;                 /* --td: the SRQ and its QP under a thread domain */
 };
 
 struct srq_bench {
@@ -64,6 +65,7 @@ struct srq_bench {
 	struct ibv_recv_wr *wr;  /* max_wr of them, chained in lists; then the probe */
 	struct ibv_sge *sge;
 	uint32_t max_wr;
+	bool td;
 	uint64_t messages;       /* zero-length SENDs received, all rounds */
 };
 
@@ -76,7 +78,7 @@ struct srq_result {
 };
 
 static int
-bench_setup(struct srq_bench *b, uint32_t max_wr)
+bench_setup(struct srq_bench *b, uint32_t max_wr, bool td)
 {
 	struct ibv_srq_init_attr sa = {
 		.attr = { .max_wr = max_wr, .max_sge = 1 },
@@ -90,7 +92,8 @@ bench_setup(struct srq_bench *b, uint32_t max_wr)
 
 	memset(b, 0, sizeof(*b));
 	b->max_wr = max_wr;
-	if (pv_open_pair(b->dev) != 0)
+	b->td = td;
+	if (pv_open_pair(b->dev) != 0 || (td && pv_use_td(b->dev) != 0))
 		return -1;
 	b->buf = aligned_alloc(4096, len);
 	b->wr = calloc((size_t)max_wr + 1, sizeof(*b->wr));
@@ -107,7 +110,7 @@ bench_setup(struct srq_bench *b, uint32_t max_wr)
 		perf_error("%s: ibv_reg_mr / ibv_create_cq: %s", SRQ_CMD, strerror(errno));
 		return -1;
 	}
-	b->srq = ibv_create_srq(b->dev[1].pd, &sa);
+	b->srq = ibv_create_srq(td ? b->dev[1].parent : b->dev[1].pd, &sa);
 	if (b->srq == NULL) {
 		perf_error("%s: ibv_create_srq(max_wr %" PRIu32 "): %s", SRQ_CMD, max_wr,
 			   strerror(errno));
@@ -123,7 +126,7 @@ bench_setup(struct srq_bench *b, uint32_t max_wr)
 	qa.send_cq = qa.recv_cq = b->cq_r;
 	qa.srq = b->srq;
 	qa.cap.max_send_wr = 1;
-	b->qp_r = ibv_create_qp(b->dev[1].pd, &qa);
+	b->qp_r = ibv_create_qp(td ? b->dev[1].parent : b->dev[1].pd, &qa);
 	if (b->qp_s == NULL || b->qp_r == NULL) {
 		perf_error("%s: ibv_create_qp: %s", SRQ_CMD, strerror(errno));
 		return -1;
@@ -441,6 +444,7 @@ json_report(const struct srq_opts *o, const struct srq_result *res, unsigned int
 	perf_json_str(&j, "benchmark", "srq-post");
 	perf_json_object_begin(&j, "config");
 	perf_json_u64(&j, "max_wr", b->max_wr);
+	perf_json_bool(&j, "thread_domain", b->td);
 	perf_json_u64(&j, "sge_per_wr", 1);
 	perf_json_array_begin(&j, "lists");
 	for (i = 0; i < o->nb_lists; i++)
@@ -492,7 +496,7 @@ static void
 srq_help(void)
 {
 	printf("usage: dpv-perf srq-post [--json] [--list L,L,...] [--seconds S] "
-	       "[--max-wr N]\n\n"
+	       "[--max-wr N] [--td]\n\n"
 	       "ibv_post_srq_recv() rate of one thread, in WRs per second, posting lists of\n"
 	       "L WRs. Rounds on one SRQ: post max_wr WRs (timed), check that one more gives\n"
 	       "ENOMEM, then let the device consume every WR with zero-length RC SENDs from\n"
@@ -502,6 +506,8 @@ srq_help(void)
 	       "  --seconds S     timed posting per list length, at least (default %.1f);\n"
 	       "                  at least %d rounds are run whatever S is\n"
 	       "  --max-wr N      the SRQ's max_wr, %u..%u (default %u)\n"
+	       "  --td            the SRQ and its QP under a thread domain (ibv_alloc_td,\n"
+	       "                  ibv_alloc_parent_domain): no lock taken by a post\n"
 	       "  --help          this text\n\n"
 	       "Target: >= %.0f million WRs/s per core with lists of %u (PASS/MISS).\n",
 	       SRQ_DEFAULT_SECONDS, SRQ_MIN_ROUNDS, SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR,
@@ -511,7 +517,7 @@ srq_help(void)
 	       "2 a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR };
+enum { OPT_JSON = 256, OPT_LIST, OPT_SECONDS, OPT_MAX_WR, OPT_TD };
 
 /* The options as given: --list is read once --max-wr is known. */
 struct srq_args {
@@ -542,6 +548,9 @@ srq_opt(void *ctx, int c, const char *arg)
 			return perf_usage_error(SRQ_CMD, "--max-wr '%s': expected %u..%u", arg,
 						SRQ_MIN_MAX_WR, SRQ_DEFAULT_MAX_WR);
 		break;
+	case OPT_TD:
+		o->td = true;
+		break;
 	}
 	return 0;
 }
@@ -555,6 +564,7 @@ parse_opts(int argc, char **argv, struct srq_opts *o)
 		{ "list", required_argument, NULL, OPT_LIST },
 		{ "seconds", required_argument, NULL, OPT_SECONDS },
 		{ "max-wr", required_argument, NULL, OPT_MAX_WR },
+		{ "td", no_argument, NULL, OPT_TD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -606,7 +616,7 @@ srq_main(int argc, char **argv)
 	defaulted = pv_env_defaults();
 	memset(res, 0, sizeof(res));
 	rc = PERF_EXIT_FAIL;
-	if (bench_setup(&b, o.max_wr) != 0)
+	if (bench_setup(&b, o.max_wr, o.td) != 0)
 		goto out;
 	if (!o.json)
 		table_intro(&o, &b, defaulted);

@@ -106,6 +106,13 @@ pv_close_pair(struct pv_dev dev[2])
 	int rc = 0;
 
 	for (int i = 0; i < 2; i++) {
+		if (dev[i].parent != NULL)
+			rc |= pv_destroyed("ibv_dealloc_pd (parent domain)",
+					   ibv_dealloc_pd(dev[i].parent));
+		if (dev[i].td != NULL)
+			rc |= pv_destroyed("ibv_dealloc_td", ibv_dealloc_td(dev[i].td));
+		dev[i].parent = NULL;
+		dev[i].td = NULL;
 		if (dev[i].pd != NULL)
 			rc |= pv_destroyed("ibv_dealloc_pd", ibv_dealloc_pd(dev[i].pd));
 		if (dev[i].ctx != NULL)
@@ -221,9 +228,53 @@ pv_alloc_mr(const char *cmd, const struct pv_dev *d, size_t len, int access, uin
 }
 
 int
+pv_use_td(struct pv_dev dev[2])
+{
+	struct ibv_td_init_attr ta = { .comp_mask = 0 };
+
+	for (int i = 0; i < 2; i++) {
+		struct ibv_parent_domain_init_attr pa = { .pd = dev[i].pd };
+
+		dev[i].td = ibv_alloc_td(dev[i].ctx, &ta);
+		if (dev[i].td == NULL) {
+			perf_error("ibv_alloc_td(%s): %s", dev[i].name, strerror(errno));
+			return -1;
+		}
+		pa.td = dev[i].td;
+		dev[i].parent = ibv_alloc_parent_domain(dev[i].ctx, &pa);
+		if (dev[i].parent == NULL) {
+			perf_error("ibv_alloc_parent_domain(%s): %s", dev[i].name,
+				   strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The PD the objects of @p d are made with. */
+static struct ibv_pd *
+obj_pd(const struct pv_dev *d)
+{
+	return d->parent != NULL ? d->parent : d->pd;
+}
+
+int
 pv_side_cq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int cqe)
 {
-	s->cq = ibv_create_cq(d->ctx, cqe, NULL, NULL, 0);
+	struct ibv_cq_init_attr_ex ca = {
+		.cqe = (uint32_t)cqe,
+		.wc_flags = IBV_WC_STANDARD_FLAGS,
+		.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+		.parent_domain = d->parent,
+	};
+	struct ibv_cq_ex *cqx;
+
+	if (d->parent != NULL) {
+		cqx = ibv_create_cq_ex(d->ctx, &ca);
+		s->cq = cqx != NULL ? ibv_cq_ex_to_cq(cqx) : NULL;
+	} else {
+		s->cq = ibv_create_cq(d->ctx, cqe, NULL, NULL, 0);
+	}
 	if (s->cq == NULL) {
 		perf_error("%s: ibv_create_cq(%s): %s", cmd, d->name, strerror(errno));
 		return -1;
@@ -239,13 +290,15 @@ pv_side_tm_srq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int c
 		.cqe = (uint32_t)cqe,
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
 			    IBV_WC_EX_WITH_TM_INFO,
+		.comp_mask = d->parent != NULL ? IBV_CQ_INIT_ATTR_MASK_PD : 0,
+		.parent_domain = d->parent,
 	};
 	struct ibv_srq_init_attr_ex sa = {
 		.attr = { .max_wr = max_wr, .max_sge = 1 },
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 			     IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM,
 		.srq_type = IBV_SRQT_TM,
-		.pd = d->pd,
+		.pd = obj_pd(d),
 		.tm_cap = { .max_num_tags = tags, .max_ops = ops },
 	};
 
@@ -283,7 +336,7 @@ pv_side_qp(const char *cmd, struct pv_side *s, const struct pv_dev *d, uint32_t 
 		.qp_type = IBV_QPT_RC,
 	};
 
-	s->qp = ibv_create_qp(d->pd, &qa);
+	s->qp = ibv_create_qp(obj_pd(d), &qa);
 	if (s->qp == NULL) {
 		perf_error("%s: ibv_create_qp(%s): %s", cmd, d->name, strerror(errno));
 		return -1;

@@ -42,6 +42,10 @@ bool pv_env_defaults(void);
 struct pv_dev {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	/* pv_use_td(): a thread domain and a parent domain over pd with it, which the
+	 * pv_side_* objects are made with (they take no lock); NULL: made with pd. */
+	struct ibv_td *td;
+	struct ibv_pd *parent;
 	union ibv_gid gid;
 	char name[IBV_SYSFS_NAME_MAX];
 };
@@ -54,6 +58,10 @@ int pv_open_pair(struct pv_dev dev[2]);
 
 /* Close what pv_open_pair() opened (NULL members are skipped). @return 0 or -1. */
 int pv_close_pair(struct pv_dev dev[2]);
+
+/* After pv_open_pair(): the pv_side_* objects of both devices under a thread domain
+ * (ibv_alloc_td(3), ibv_alloc_parent_domain(3)). @return 0, or -1 after saying why. */
+int pv_use_td(struct pv_dev dev[2]);
 
 /*
  * The result @p ret of destroying @p what: 0, or -1 after saying so. A destroy that

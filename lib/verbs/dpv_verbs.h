@@ -23,6 +23,17 @@ extern "C" {
 /** Most TM ops outstanding on one TM SRQ (tm_caps.max_ops). */
 #define DPV_VERBS_TM_MAX_OPS 4096u
 
+/**
+ * The resource_type a parent domain's alloc() and free() (ibv_alloc_parent_domain(3))
+ * are called with for the memory of a QP, a CQ and an SRQ made with it: the driver id
+ * RDMA_DRIVER_UNKNOWN (0, dpverbs has no kernel driver) in the upper 32 bits, these
+ * codes in the lower. The memory is the object's verbs-side state, its locks among
+ * it; the rings of its queues stay in DPDK's memory on the port's NUMA node.
+ */
+#define DPV_VERBS_RES_TYPE_QP 1u
+#define DPV_VERBS_RES_TYPE_CQ 2u
+#define DPV_VERBS_RES_TYPE_SRQ 3u
+
 struct dpv_dev;
 
 /**

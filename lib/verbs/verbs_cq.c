@@ -325,9 +325,11 @@ static void cq_error(struct dpv_cq *dcq, void *arg)
  * than the device has, a completion vector it does not have, or bits libibverbs does
  * not define; EOPNOTSUPP for what is defined but dpverbs does not offer: completion
  * timestamps, CVLAN and flow tags in wc_flags, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
- * (dpverbs' CQ overrun is always reported: errors.md), and a parent domain.
+ * (dpverbs' CQ overrun is always reported: errors.md). IBV_CQ_INIT_ATTR_MASK_PD needs a
+ * parent domain of the same context (ibv_alloc_parent_domain(3)): EINVAL for none or
+ * a plain PD.
  */
-static int check_cq_attr(const struct ibv_cq_init_attr_ex *attr)
+static int check_cq_attr(struct ibv_context *context, const struct ibv_cq_init_attr_ex *attr)
 {
 	const uint32_t flags = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) ? attr->flags : 0;
 
@@ -338,8 +340,11 @@ static int check_cq_attr(const struct ibv_cq_init_attr_ex *attr)
 	    (flags & ~(uint32_t)(IBV_CREATE_CQ_ATTR_SINGLE_THREADED |
 				 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN)) != 0)
 		return EINVAL;
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) &&
+	    (attr->parent_domain == NULL || attr->parent_domain->context != context ||
+	     to_pd(attr->parent_domain)->protection == NULL))
+		return EINVAL;
 	if ((attr->wc_flags & ~SUPPORTED_WC_FLAGS) != 0 ||
-	    (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ||
 	    (flags & IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN))
 		return EOPNOTSUPP;
 	return 0;
@@ -350,21 +355,25 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 {
 	struct dpv_context *c = to_ctx(context);
 	struct dpv_cq_v *cq;
+	struct ibv_pd *parent;
+	bool custom;
 	int ret;
 
-	ret = check_cq_attr(attr);
+	ret = check_cq_attr(context, attr);
 	if (ret != 0) {
 		errno = ret;
 		return NULL;
 	}
-	cq = calloc(1, sizeof(*cq));
+	parent = (attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) ? attr->parent_domain : NULL;
+	cq = dpv_verbs_obj_alloc(parent, sizeof(*cq), DPV_VERBS_RES_TYPE_CQ, &custom);
 	if (cq == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	cq->custom_mem = custom;
 	ret = dpv_cq_create(c->dev->xport, attr->cqe, &cq->cq);
 	if (ret != 0) {
-		free(cq);
+		dpv_verbs_obj_free(parent, cq, DPV_VERBS_RES_TYPE_CQ, custom);
 		errno = ret;
 		return NULL;
 	}
@@ -376,7 +385,18 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->cq->error_arg = cq;
 	if (attr->channel != NULL)
 		__atomic_add_fetch(&to_channel(attr->channel)->users, 1, __ATOMIC_RELAXED);
-	dpv_vlock_init(&cq->poll_lock);
+	if (parent != NULL) {
+		cq->parent = to_pd(parent);
+		__atomic_add_fetch(&cq->parent->users, 1, __ATOMIC_RELAXED);
+	}
+	/* ibv_create_cq_ex(3): a single-threaded CQ, or one under a thread domain, is
+	 * polled by one thread at a time: no lock. */
+	if (((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	     (attr->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED)) ||
+	    (cq->parent != NULL && cq->parent->td != NULL))
+		dpv_vlock_init_none(&cq->poll_lock);
+	else
+		dpv_vlock_init(&cq->poll_lock);
 	cq->ibcq.context = context;
 	cq->ibcq.channel = attr->channel;
 	cq->ibcq.cq_context = attr->cq_context;
@@ -429,8 +449,11 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 	dpv_dev_disown(dev);
 	if (ibcq->channel != NULL)
 		__atomic_sub_fetch(&to_channel(ibcq->channel)->users, 1, __ATOMIC_RELAXED);
+	if (cq->parent != NULL)
+		__atomic_sub_fetch(&cq->parent->users, 1, __ATOMIC_RELAXED);
 	dpv_vlock_destroy(&cq->poll_lock);
-	free(cq);
+	dpv_verbs_obj_free(cq->parent != NULL ? &cq->parent->ibpd : NULL, cq, DPV_VERBS_RES_TYPE_CQ,
+			   cq->custom_mem);
 	return 0;
 }
 

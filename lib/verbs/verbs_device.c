@@ -203,6 +203,9 @@ static void fill_ops(struct dpv_context *c)
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
 	v->advise_mr = dpv_verbs_advise_mr;
+	v->alloc_td = dpv_verbs_alloc_td;
+	v->dealloc_td = dpv_verbs_dealloc_td;
+	v->alloc_parent_domain = dpv_verbs_alloc_parent_domain;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

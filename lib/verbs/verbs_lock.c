@@ -40,6 +40,16 @@ void dpv_vlock_init(struct dpv_vlock *l)
 	l->owner = 0;
 	l->inside = 0;
 	l->revoked = !__atomic_load_n(&barrier_ok, __ATOMIC_RELAXED);
+	l->none = false;
+	pthread_spin_init(&l->spin, PTHREAD_PROCESS_PRIVATE);
+}
+
+void dpv_vlock_init_none(struct dpv_vlock *l)
+{
+	l->owner = 0;
+	l->inside = 0;
+	l->revoked = 0;
+	l->none = true;
 	pthread_spin_init(&l->spin, PTHREAD_PROCESS_PRIVATE);
 }
 

@@ -13,6 +13,10 @@
  * fence of their own: after the barrier either the owner sees revoked, or the revoker
  * sees inside (an asymmetric Dekker). From then on every thread, the owner too, takes
  * the spinlock. Where membarrier is missing, no lock is ever biased.
+ *
+ * An object made under a thread domain (ibv_alloc_td(3)) has a lock that is never
+ * taken: the program promised that one thread at a time uses it, whichever thread that
+ * is, so neither the bias nor the spinlock has anything to protect.
  */
 #ifndef VERBS_LOCK_H
 #define VERBS_LOCK_H
@@ -25,11 +29,15 @@ struct dpv_vlock {
 	uintptr_t owner;          /* dpv_vlock_self() of the biased thread, 0 none (atomic) */
 	uint32_t inside;          /* the owner holds it without the spinlock (atomic) */
 	uint32_t revoked;         /* the bias is gone: everyone takes spin (atomic) */
+	bool none;                /* a thread domain's: never taken */
 	pthread_spinlock_t spin;
 };
 
 /* Control path: a free lock, biased to no one yet. */
 void dpv_vlock_init(struct dpv_vlock *l);
+/* Control path: a lock of an object under a thread domain, which dpv_vlock() never
+ * takes. */
+void dpv_vlock_init_none(struct dpv_vlock *l);
 void dpv_vlock_destroy(struct dpv_vlock *l);
 
 /* Not the owner, or the bias revoked: the spinlock (and the bias given or revoked). */
@@ -57,6 +65,9 @@ static inline bool dpv_vlock(struct dpv_vlock *l)
 			return true;
 		__atomic_store_n(&l->inside, 0, __ATOMIC_RELEASE);
 	}
+	/* Such a lock never gets an owner, so it is here and costs its owner nothing. */
+	if (l->none)
+		return true;
 	dpv_vlock_slow(l, self);
 	return false;
 }

@@ -33,9 +33,10 @@ struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 }
 
 /*
- * ibv_alloc_pd(3): EBUSY while an MR, QP, SRQ or AH is on the PD. QPs, SRQs and AHs
- * count themselves in users; the MRs are looked up in the device's key table (a
- * control-path scan, under the lock registration takes), so no count has to follow
+ * ibv_alloc_pd(3): EBUSY while an MR, QP, SRQ, CQ, AH or parent domain is on the PD (or
+ * on the parent domain, ibv_alloc_parent_domain(3)). QPs, SRQs, CQs, AHs and parent
+ * domains count themselves in users; the MRs are looked up in the device's key table
+ * (a control-path scan, under the lock registration takes), so no count has to follow
  * ibv_rereg_mr(3)'s change of PD.
  */
 int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -51,6 +52,8 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 	pthread_mutex_unlock(&mr_lock);
 	if (busy)
 		return EBUSY;
+	if (to_pd(pd)->protection != NULL)
+		return dpv_verbs_parent_dealloc(to_pd(pd));
 	free(to_pd(pd));
 	return 0;
 }

@@ -63,11 +63,28 @@ struct dpv_context {
 	struct dpv_context *next_on_device; /* dpv_device's contexts */
 };
 
+/* A thread domain (ibv_alloc_td(3)): the program's promise that one thread at a time
+ * uses each object made under it, so those objects take no lock (verbs_td.c). */
+struct dpv_td {
+	struct ibv_td ibtd;
+	uint32_t users;               /* parent domains on it (atomics) */
+};
+
+/* A protection domain, or a parent domain (ibv_alloc_parent_domain(3)) over one: the
+ * parent has its PD's id, so it is interchangeable with it wherever keys are checked. */
 struct dpv_pd {
 	struct ibv_pd ibpd;
 	uint32_t id;
-	uint32_t users;               /* QPs, SRQs and AHs on it (atomics); its MRs are
-	                                 found in the device's key table */
+	uint32_t users;               /* QPs, SRQs, CQs, AHs and parent domains on it
+	                                 (atomics); its MRs are found in the device's key
+	                                 table */
+	struct dpv_pd *protection;    /* a parent domain's PD; NULL: a PD */
+	struct dpv_td *td;            /* a parent domain's thread domain, or NULL */
+	/* A parent domain's allocator (IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS), or NULL. */
+	void *(*alloc)(struct ibv_pd *pd, void *pd_context, size_t size, size_t alignment,
+		       uint64_t resource_type);
+	void (*free)(struct ibv_pd *pd, void *pd_context, void *ptr, uint64_t resource_type);
+	void *pd_context;
 };
 
 struct dpv_mr_v {
@@ -96,6 +113,8 @@ struct dpv_cq_v {
 	uint64_t wc_flags;            /* IBV_WC_EX_WITH_* asked for */
 	struct dpv_cqe cur;           /* ibv_start_poll's current completion */
 	uint32_t users;               /* QPs and SRQs using it (control path) */
+	struct dpv_pd *parent;        /* the parent domain it was made with, or NULL */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 };
 
 struct dpv_srq_v {
@@ -108,6 +127,8 @@ struct dpv_srq_v {
 	struct ibv_cq *cq;            /* TM: the CQ of its completions */
 	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
 	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
+	bool nolock;                  /* under a thread domain: neither lock is taken */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };
 
@@ -130,6 +151,7 @@ struct dpv_qp_v {
 	struct dpv_context *ctx;
 	struct dpv_qp *qp;
 	struct dpv_vlock sq_lock;     /* posters of one QP (verbs_lock.h) */
+	bool custom_mem;              /* its memory is its parent domain allocator's */
 	struct dpv_vlock rq_lock;
 	uint32_t max_inline;
 	uint32_t max_send_sge;
@@ -150,6 +172,9 @@ static inline struct dpv_context *to_ctx(struct ibv_context *c)
 }
 
 static inline struct dpv_pd *to_pd(struct ibv_pd *p) { return container_of(p, struct dpv_pd, ibpd); }
+/* The thread domain @p p was made under (a parent domain's), or NULL: objects made
+ * with @p p take their locks. */
+static inline struct dpv_td *dpv_verbs_pd_td(struct ibv_pd *p) { return to_pd(p)->td; }
 static inline struct dpv_mr_v *to_mr(struct ibv_mr *m) { return container_of(m, struct dpv_mr_v, ibmr); }
 static inline struct dpv_cq_v *to_cq(struct ibv_cq *c)
 {
@@ -300,6 +325,19 @@ int dpv_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_devi
 			      struct ibv_device_attr_ex *attr, size_t attr_size);
 int dpv_verbs_query_port(struct ibv_context *c, uint8_t port, struct ibv_port_attr *attr,
 			 size_t attr_len);
+/* Thread and parent domains (verbs_td.c); dpv_verbs_parent_dealloc() is
+ * ibv_dealloc_pd(3) of a parent domain (0 or EBUSY). */
+struct ibv_td *dpv_verbs_alloc_td(struct ibv_context *c, struct ibv_td_init_attr *attr);
+int dpv_verbs_dealloc_td(struct ibv_td *td);
+struct ibv_pd *dpv_verbs_alloc_parent_domain(struct ibv_context *c,
+					     struct ibv_parent_domain_init_attr *attr);
+int dpv_verbs_parent_dealloc(struct dpv_pd *parent);
+/* Zeroed memory of @p size for a verbs object of DPV_VERBS_RES_TYPE_* @p type made with
+ * @p pd: from its parent domain's allocator when it has one that does not answer
+ * IBV_ALLOCATOR_USE_DEFAULT (then *@p custom is true), else calloc(). NULL: ENOMEM. */
+void *dpv_verbs_obj_alloc(struct ibv_pd *pd, size_t size, uint32_t type, bool *custom);
+/* Give back what dpv_verbs_obj_alloc() gave. */
+void dpv_verbs_obj_free(struct ibv_pd *pd, void *p, uint32_t type, bool custom);
 
 /* GID index 0: the IPv4-mapped address of the port (::ffff:a.b.c.d). */
 void dpv_verbs_gid_of(uint32_t ipv4, union ibv_gid *gid);

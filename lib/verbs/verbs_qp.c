@@ -116,6 +116,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	struct dpv_context *c = to_ctx(context);
 	struct dpv_qp_init init;
 	struct dpv_qp_v *qp;
+	bool custom;
 	int ret;
 
 	ret = check_init_attr(attr);
@@ -123,11 +124,12 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 		errno = ret;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = dpv_verbs_obj_alloc(attr->pd, sizeof(*qp), DPV_VERBS_RES_TYPE_QP, &custom);
 	if (qp == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	qp->custom_mem = custom;
 	memset(&init, 0, sizeof(init));
 	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC
 		    : attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC : DPV_QPT_UD;
@@ -152,7 +154,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	}
 	dpv_dev_disown(c->dev);
 	if (ret != 0) {
-		free(qp);
+		dpv_verbs_obj_free(attr->pd, qp, DPV_VERBS_RES_TYPE_QP, custom);
 		errno = ret == ENOSPC ? ENOMEM : ret;
 		return NULL;
 	}
@@ -167,8 +169,13 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	attr->cap.max_inline_data = qp->max_inline;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
-	dpv_vlock_init(&qp->sq_lock);
-	dpv_vlock_init(&qp->rq_lock);
+	if (dpv_verbs_pd_td(attr->pd) != NULL) {
+		dpv_vlock_init_none(&qp->sq_lock);
+		dpv_vlock_init_none(&qp->rq_lock);
+	} else {
+		dpv_vlock_init(&qp->sq_lock);
+		dpv_vlock_init(&qp->rq_lock);
+	}
 	qp->ibqp.context = context;
 	qp->ibqp.qp_context = attr->qp_context;
 	qp->ibqp.pd = attr->pd;
@@ -227,7 +234,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dpv_vlock_destroy(&qp->sq_lock);
 	dpv_vlock_destroy(&qp->rq_lock);
 	dpv_verbs_qp_ex_fini(qp);
-	free(qp);
+	dpv_verbs_obj_free(ibqp->pd, qp, DPV_VERBS_RES_TYPE_QP, qp->custom_mem);
 	return 0;
 }
 

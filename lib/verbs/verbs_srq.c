@@ -46,6 +46,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	struct dpv_tm_config tm;
 	struct dpv_srq_init init;
 	struct dpv_srq_v *srq;
+	bool custom;
 	struct dpv_cq_v *cq = NULL;
 	int ret;
 
@@ -83,11 +84,12 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		init.tm = &tm;
 		init.cq = cq->cq;
 	}
-	srq = calloc(1, sizeof(*srq));
+	srq = dpv_verbs_obj_alloc(attr->pd, sizeof(*srq), DPV_VERBS_RES_TYPE_SRQ, &custom);
 	if (srq == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	srq->custom_mem = custom;
 	init.pd = to_pd(attr->pd)->id;
 	init.max_wr = attr->attr.max_wr;
 	init.max_sge = attr->attr.max_sge;
@@ -95,11 +97,12 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	init.limit = attr->attr.srq_limit;
 	ret = dpv_srq_create(c->dev->xport, &init, &srq->srq);
 	if (ret != 0) {
-		free(srq);
+		dpv_verbs_obj_free(attr->pd, srq, DPV_VERBS_RES_TYPE_SRQ, custom);
 		errno = ret;
 		return NULL;
 	}
 	srq->ctx = c;
+	srq->nolock = dpv_verbs_pd_td(attr->pd) != NULL;
 	srq->tm = type == IBV_SRQT_TM;
 	srq->max_sge = attr->attr.max_sge;
 	srq->srq->limit_event = srq_limit;
@@ -184,7 +187,7 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	dpv_srq_destroy(dev->xport, srq->srq);
 	dpv_dev_disown(dev);
 	__atomic_sub_fetch(&to_pd(ibsrq->pd)->users, 1, __ATOMIC_RELAXED);
-	free(srq);
+	dpv_verbs_obj_free(ibsrq->pd, srq, DPV_VERBS_RES_TYPE_SRQ, srq->custom_mem);
 	return 0;
 }
 
@@ -196,7 +199,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	struct dpv_ring *r = srq->srq->lanes.lane[lane];
 	int ret = 0;
 
-	pthread_spin_lock(&srq->lane_lock[lane]);
+	if (!srq->nolock)
+		pthread_spin_lock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
 		/* doc/guides/srq.md §1: post-time checks, in list order; earlier WRs stay
 		 * posted. */
@@ -217,7 +221,8 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		__atomic_add_fetch(&srq->srq->posted, n, __ATOMIC_ACQ_REL);
 		dpv_ring_commit(r, n);
 	}
-	pthread_spin_unlock(&srq->lane_lock[lane]);
+	if (!srq->nolock)
+		pthread_spin_unlock(&srq->lane_lock[lane]);
 	if (ret != 0)
 		*bad = wr;
 	return ret;
@@ -282,7 +287,8 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 	r = srq->srq->tm_ops.lane[lane];
 	/* The post side of lib/tm is one thread at a time; ops of one thread stay in
 	 * their lane, so the device runs them in the order this thread posted them. */
-	pthread_spin_lock(&srq->ops_lock);
+	if (!srq->nolock)
+		pthread_spin_lock(&srq->ops_lock);
 	for (; wr != NULL; wr = wr->next) {
 		ret = tm_op_of(srq, wr, &op, sges);
 		if (ret == 0)
@@ -297,7 +303,8 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		if (wr->opcode == IBV_WR_TAG_ADD)
 			wr->tm.handle = op.handle; /* doc/guides/srq.md §3: synchronously */
 	}
-	pthread_spin_unlock(&srq->ops_lock);
+	if (!srq->nolock)
+		pthread_spin_unlock(&srq->ops_lock);
 	if (ret != 0)
 		*bad = wr;
 	dpv_engine_progress();

@@ -28,7 +28,7 @@ const struct conn_opts conn_default = {
 	.max_dest_rd_atomic = 16,
 };
 
-enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH };
+enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH, OBJ_TD, OBJ_PD };
 
 static struct {
 	enum obj_kind kind;
@@ -49,6 +49,11 @@ void track_srq(struct ibv_srq *srq)
 	track(OBJ_SRQ, srq);
 }
 
+void track_pd(struct ibv_pd *pd)
+{
+	track(OBJ_PD, pd);
+}
+
 static int destroy_one(enum obj_kind kind, void *p)
 {
 	switch (kind) {
@@ -67,6 +72,10 @@ static int destroy_one(enum obj_kind kind, void *p)
 		return ibv_destroy_qp(p);
 	case OBJ_AH:
 		return ibv_destroy_ah(p);
+	case OBJ_TD:
+		return ibv_dealloc_td(p);
+	case OBJ_PD:
+		return ibv_dealloc_pd(p);
 	}
 	return EINVAL;
 }
@@ -115,17 +124,45 @@ struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void
 	return cq;
 }
 
-struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags)
+struct ibv_cq_ex *new_cq_ex_in(struct side *s, uint32_t cqe, uint64_t wc_flags,
+			       struct ibv_pd *parent_domain)
 {
 	struct ibv_cq_init_attr_ex attr = {
 		.cqe = cqe,
 		.wc_flags = wc_flags,
+		.comp_mask = parent_domain != NULL ? IBV_CQ_INIT_ATTR_MASK_PD : 0,
+		.parent_domain = parent_domain,
 	};
 	struct ibv_cq_ex *cq = ibv_create_cq_ex(s->ctx, &attr);
 
 	assert_non_null(cq);
 	track(OBJ_CQ, ibv_cq_ex_to_cq(cq));
 	return cq;
+}
+
+struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags)
+{
+	return new_cq_ex_in(s, cqe, wc_flags, NULL);
+}
+
+struct ibv_td *new_td(struct side *s)
+{
+	struct ibv_td_init_attr attr = {.comp_mask = 0};
+	struct ibv_td *td = ibv_alloc_td(s->ctx, &attr);
+
+	assert_non_null(td);
+	track(OBJ_TD, td);
+	return td;
+}
+
+struct ibv_pd *new_parent_domain(struct side *s, struct ibv_td *td)
+{
+	struct ibv_parent_domain_init_attr attr = {.pd = s->pd, .td = td};
+	struct ibv_pd *pd = ibv_alloc_parent_domain(s->ctx, &attr);
+
+	assert_non_null(pd);
+	track(OBJ_PD, pd);
+	return pd;
 }
 
 struct ibv_comp_channel *new_channel(struct side *s)

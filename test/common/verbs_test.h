@@ -79,7 +79,15 @@ void *new_buf(size_t len);
 struct ibv_mr *new_mr(struct side *s, size_t len, unsigned int access);
 struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void *cq_context);
 struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags);
+/* The same made with a parent domain (IBV_CQ_INIT_ATTR_MASK_PD), or none: NULL. */
+struct ibv_cq_ex *new_cq_ex_in(struct side *s, uint32_t cqe, uint64_t wc_flags,
+			       struct ibv_pd *parent_domain);
 struct ibv_comp_channel *new_channel(struct side *s);
+/* A thread domain (ibv_alloc_td(3)); a parent domain over the side's PD with @p td
+ * (or none: NULL), ibv_alloc_parent_domain(3). Objects made with it after it are
+ * destroyed before it. */
+struct ibv_td *new_td(struct side *s);
+struct ibv_pd *new_parent_domain(struct side *s, struct ibv_td *td);
 struct ibv_srq *new_srq(struct side *s, uint32_t max_wr, uint32_t max_sge);
 struct ibv_srq *new_tm_srq(struct side *s, struct ibv_cq_ex *cq, uint32_t max_wr,
 			   uint32_t max_num_tags, uint32_t max_ops);
@@ -89,6 +97,8 @@ struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type, struct ibv_cq *send
 struct ibv_ah *new_ah(struct side *s, const struct side *to);
 /* Track an object a test created itself, so teardown destroys it. */
 void track_srq(struct ibv_srq *srq);
+/* A PD or parent domain, deallocated in its turn. */
+void track_pd(struct ibv_pd *pd);
 
 /* cmocka teardown of every test: destroys what the test created. */
 int teardown_objects(void **state);

@@ -61,9 +61,6 @@ ALLOWED_SKIPS = [
     (r"Importing a device is not supported|Some object imports are not supported",
      'no imports (ibv_import_device: EOPNOTSUPP): dpverbs objects have no kernel object '
      'to share with another context'),
-    (r"Parent Domain is not supported on this device|"
-     r"Extended CQ with Parent Domain is not supported",
-     'no parent domains (ibv_alloc_parent_domain: EOPNOTSUPP)'),
     (r"Create QP type 8 is not supported|Create Raw Packet QP .*is not supported",
      'no raw packet QPs: dpverbs is a RoCE device, not an Ethernet NIC to programs'),
     (r"Create XRCD is not supported",

@@ -25,7 +25,7 @@ static const struct {
 	{"ud", run_ud_tests},           {"errors", run_error_tests},
 	{"channel", run_channel_tests}, {"misuse", run_misuse_tests},
 	{"capture", run_capture_tests}, {"compat", run_compat_tests},
-	{"threads", run_thread_tests},
+	{"threads", run_thread_tests},   {"td", run_td_tests},
 };
 
 static bool asked(int argc, char **argv, const char *name)

@@ -16,5 +16,6 @@ int run_misuse_tests(void);
 int run_capture_tests(void);
 int run_compat_tests(void);
 int run_thread_tests(void);
+int run_td_tests(void);
 
 #endif /* TEST_VERBS_H */
