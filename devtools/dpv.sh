@@ -10,13 +10,15 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
 
 build_pkgs=(gcc pkg-config meson ninja-build python3 libdpdk-dev libibverbs-dev
-	libnuma-dev libcmocka-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev libbsd-dev)
+	libnuma-dev librdmacm-dev libcmocka-dev libxdp-dev libbpf-dev libelf-dev zlib1g-dev libbsd-dev)
 test_pkgs=(clang libclang-rt-14-dev valgrind tshark python3-scapy ibverbs-utils iproute2 dpdk-dev
 	groff-base man-db perftest)
 # dpv-perf link --plots (doc/guides/link-perf.md's figures)
 test_pkgs+=(gnuplot-nox)
 # rdma-core's pyverbs suite (test/compat/pyverbs_suite.py)
 test_pkgs+=(python3-pyverbs)
+# rdmacm-utils' rping, ucmatose, udaddy on the drop-in librdmacm (test/compat/rdmacm.sh)
+test_pkgs+=(rdmacm-utils)
 # UCX's and Open MPI's programs and mpicc (test/compat/ucx.sh, mpi.sh, mpi_check.c)
 test_pkgs+=(ucx-utils openmpi-bin libopenmpi-dev)
 # The QEMU guest on two PCI NICs bound to vfio-pci (test/vm/vm.sh): QEMU, Debian's
