@@ -89,13 +89,19 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 	}
 	memcpy(dpv_ring_slot(cq->ring, first), cqe, sizeof(*cqe));
 	dpv_ring_commit(cq->ring, 1);
+	if (cq->notify == NULL)
+		return true;
+	/* The application arms, then polls; the device commits, then reads the arming.
+	 * Each side stores, then loads what the other stores: without a full fence on
+	 * both, x86's store buffer lets both loads see the old values, and the
+	 * application sleeps on a completion that sits in its CQ unannounced. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	/* IBTA 11.4.2: an arming fires once, on any completion or (solicited-only) on
 	 * the next solicited one; it is cleared before the call so the callee may re-arm. */
 	armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
 	if (armed == 1 || (armed == 2 && solicited)) {
 		__atomic_store_n(&cq->armed, 0, __ATOMIC_RELEASE);
-		if (cq->notify != NULL)
-			cq->notify(cq, cq->notify_arg);
+		cq->notify(cq, cq->notify_arg);
 	}
 	return true;
 }

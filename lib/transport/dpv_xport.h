@@ -293,7 +293,8 @@ struct dpv_cq {
 	struct dpv_ring *ring;   /**< slots: struct dpv_cqe */
 	uint32_t id;
 	uint64_t overflows;      /**< completions that found the ring full (device side) */
-	/** Called by the device after writing completions, when armed (lib/verbs arms). */
+	/** Called by the device after writing completions, when armed (lib/verbs arms);
+	 *  NULL for a CQ never armed, whose completions then skip the arming's fence. */
 	void (*notify)(struct dpv_cq *cq, void *arg);
 	void *notify_arg;
 	uint32_t armed;          /**< 0, or 1 any / 2 solicited only; device clears */

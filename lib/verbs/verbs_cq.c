@@ -297,8 +297,6 @@ static void cq_notify(struct dpv_cq *dcq, void *arg)
 	uint64_t one = 1;
 
 	(void)dcq;
-	if (cq->ibcq.channel == NULL)
-		return;
 	ch = to_channel(cq->ibcq.channel);
 	pthread_mutex_lock(&ch->lock);
 	if (ch->tail - ch->head < DPV_CHANNEL_QUEUE) {
@@ -379,8 +377,12 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	}
 	cq->ctx = c;
 	cq->wc_flags = attr->wc_flags;
-	cq->cq->notify = cq_notify;
-	cq->cq->notify_arg = cq;
+	/* Only a CQ with a channel is ever armed (ibv_req_notify_cq(3)): the others
+	 * spare their completions the fence of dpv_cq_push(). */
+	if (attr->channel != NULL) {
+		cq->cq->notify = cq_notify;
+		cq->cq->notify_arg = cq;
+	}
 	cq->cq->error_event = cq_error;
 	cq->cq->error_arg = cq;
 	if (attr->channel != NULL)
@@ -463,7 +465,9 @@ int dpv_verbs_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (ibcq->channel == NULL)
 		return EINVAL;
-	__atomic_store_n(&cq->cq->armed, solicited_only ? 2u : 1u, __ATOMIC_RELEASE);
+	/* Sequentially consistent, against dpv_cq_push()'s fence: the arming is seen by
+	 * a completion committed after the caller's next poll found the CQ empty. */
+	__atomic_store_n(&cq->cq->armed, solicited_only ? 2u : 1u, __ATOMIC_SEQ_CST);
 	/* Its application may sleep now: the helper drives the devices until it is back. */
 	dpv_engine_helper_kick();
 	return 0;
