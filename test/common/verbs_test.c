@@ -427,6 +427,33 @@ int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len,
 	return ret;
 }
 
+int post_tag_add(struct ibv_srq *srq, uint64_t wr_id, uint64_t recv_wr_id, void *addr,
+		 uint32_t len, uint32_t lkey, uint64_t tag, uint64_t mask, unsigned int flags,
+		 uint32_t unexpected_cnt, uint32_t *handle)
+{
+	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
+	struct ibv_ops_wr op, *bad = NULL;
+	int ret;
+
+	memset(&op, 0, sizeof(op));
+	op.wr_id = wr_id;
+	op.opcode = IBV_WR_TAG_ADD;
+	op.flags = flags;
+	op.tm.unexpected_cnt = unexpected_cnt;
+	op.tm.handle = UINT32_MAX;
+	op.tm.add.recv_wr_id = recv_wr_id;
+	op.tm.add.sg_list = &sge;
+	op.tm.add.num_sge = 1;
+	op.tm.add.tag = tag;
+	op.tm.add.mask = mask;
+	ret = ibv_post_srq_ops(srq, &op, &bad);
+	if (ret != 0)
+		assert_ptr_equal(bad, &op);
+	else if (handle != NULL)
+		*handle = op.tm.handle; /* doc/guides/srq.md §3: before the call returns */
+	return ret;
+}
+
 /* ---- polling ---- */
 
 static uint64_t find_xstat(const struct dpv_verbs_xstat *xs, int n, const char *name)

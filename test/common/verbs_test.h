@@ -147,6 +147,13 @@ int post_atomic(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint64
 		uint64_t swap, unsigned int flags);
 int post_recv(struct ibv_qp *qp, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
 int post_srq_recv(struct ibv_srq *srq, uint64_t wr_id, void *addr, uint32_t len, uint32_t lkey);
+/* One IBV_WR_TAG_ADD on a TM SRQ: a receive of one SGE for @p tag under @p mask,
+ * @p flags IBV_OPS_*, @p unexpected_cnt for IBV_OPS_TM_SYNC. Returns ibv_post_srq_ops()'s
+ * value; on 0 the tag's handle is in *@p handle (when not NULL), on an error the op is
+ * its bad_op (asserted). */
+int post_tag_add(struct ibv_srq *srq, uint64_t wr_id, uint64_t recv_wr_id, void *addr,
+		 uint32_t len, uint32_t lkey, uint64_t tag, uint64_t mask, unsigned int flags,
+		 uint32_t unexpected_cnt, uint32_t *handle);
 
 /* ---- polling ---- */
 

@@ -208,8 +208,6 @@ static void tm_exchange(void)
 	struct ibv_srq *srq = new_tm_srq(&A, cq, 16, 16, 16);
 	struct rc_pair p;
 	struct ibv_mr *tmr = new_mr(&A, 4096, LW), *smr = new_mr(&B, 4096, LW);
-	struct ibv_sge sge = {(uintptr_t)tmr->addr, 4096, tmr->lkey};
-	struct ibv_ops_wr op, *bad = NULL;
 	struct ibv_tmh *h = smr->addr;
 	struct wc_ex wc;
 
@@ -218,16 +216,8 @@ static void tm_exchange(void)
 	p.a = new_qp(&A, IBV_QPT_RC, p.acq, p.acq, srq, 0, 0);
 	p.b = new_qp(&B, IBV_QPT_RC, p.bcq, p.bcq, NULL, 16, 16);
 	connect_rc(p.a, p.b, &conn_default);
-	memset(&op, 0, sizeof(op));
-	op.wr_id = 7;
-	op.opcode = IBV_WR_TAG_ADD;
-	op.tm.handle = UINT32_MAX;
-	op.tm.add.recv_wr_id = 8;
-	op.tm.add.sg_list = &sge;
-	op.tm.add.num_sge = 1;
-	op.tm.add.tag = 0x5eed;
-	op.tm.add.mask = UINT64_MAX;
-	assert_int_equal(ibv_post_srq_ops(srq, &op, &bad), 0);
+	assert_int_equal(post_tag_add(srq, 7, 8, tmr->addr, 4096, tmr->lkey, 0x5eed, UINT64_MAX, 0,
+				      0, NULL), 0);
 	memset(h, 0, sizeof(*h));
 	h->opcode = IBV_TMH_EAGER;
 	h->app_ctx = htobe32(99);

@@ -249,8 +249,6 @@ static void thread_domain_srqs(void **state)
 	struct ibv_srq *srq, *tsrq;
 	struct ibv_qp *a, *b, *a2, *b2;
 	struct ibv_mr *smr, *rmr;
-	struct ibv_ops_wr op, *bad = NULL;
-	struct ibv_sge sge;
 	struct ibv_tmh *h;
 	struct wc_ex wx;
 	struct ibv_wc wc;
@@ -286,17 +284,8 @@ static void thread_domain_srqs(void **state)
 	a2 = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 16, 0);
 	b2 = new_qp(&bt, IBV_QPT_RC, bcq, ibv_cq_ex_to_cq(tcq), tsrq, 0, 0);
 	connect_rc(a2, b2, &conn_default);
-	sge = (struct ibv_sge){(uintptr_t)rmr->addr + 64 * 8, 64, rmr->lkey};
-	memset(&op, 0, sizeof(op));
-	op.wr_id = 11;
-	op.opcode = IBV_WR_TAG_ADD;
-	op.flags = IBV_OPS_SIGNALED;
-	op.tm.add.recv_wr_id = 12;
-	op.tm.add.sg_list = &sge;
-	op.tm.add.num_sge = 1;
-	op.tm.add.tag = 0x1234;
-	op.tm.add.mask = UINT64_MAX;
-	assert_int_equal(ibv_post_srq_ops(tsrq, &op, &bad), 0);
+	assert_int_equal(post_tag_add(tsrq, 11, 12, (uint8_t *)rmr->addr + 64 * 8, 64, rmr->lkey,
+				      0x1234, UINT64_MAX, IBV_OPS_SIGNALED, 0, NULL), 0);
 	expect_ex(tcq, &wx);
 	assert_int_equal(wx.status, IBV_WC_SUCCESS);
 	assert_int_equal(wx.opcode, IBV_WC_TM_ADD);

@@ -81,27 +81,8 @@ static void tm_send(struct tmq *t, uint8_t op, uint32_t app_ctx, uint64_t tag, u
 static int tm_add(struct tmq *t, uint64_t tag, uint64_t mask, unsigned int buf, uint32_t len,
 		  uint64_t wr_id, int flags, uint32_t unexpected_cnt, uint32_t *handle)
 {
-	struct ibv_sge sge = {(uintptr_t)tbuf(t, buf), len, t->tmr->lkey};
-	struct ibv_ops_wr op, *bad = NULL;
-	int ret;
-
-	memset(&op, 0, sizeof(op));
-	op.wr_id = wr_id;
-	op.opcode = IBV_WR_TAG_ADD;
-	op.flags = flags;
-	op.tm.unexpected_cnt = unexpected_cnt;
-	op.tm.handle = UINT32_MAX;
-	op.tm.add.recv_wr_id = 500 + buf;
-	op.tm.add.sg_list = &sge;
-	op.tm.add.num_sge = 1;
-	op.tm.add.tag = tag;
-	op.tm.add.mask = mask;
-	ret = ibv_post_srq_ops(t->srq, &op, &bad);
-	if (ret == 0)
-		*handle = op.tm.handle; /* doc/guides/srq.md §3: before the call returns */
-	else
-		assert_ptr_equal(bad, &op);
-	return ret;
+	return post_tag_add(t->srq, wr_id, 500 + buf, tbuf(t, buf), len, t->tmr->lkey, tag, mask,
+			    (unsigned int)flags, unexpected_cnt, handle);
 }
 
 static int tm_op(struct tmq *t, enum ibv_ops_wr_opcode opcode, uint32_t handle, uint64_t wr_id,
