@@ -400,22 +400,11 @@ static int post_the_recv(struct stream *s, struct msg *m, uint32_t seq)
 	struct ibv_sge sge = {(uintptr_t)dst_of(s, m), m->len + GUARD, s->rmr->lkey};
 
 	if (s->tcq != NULL) {
-		struct ibv_ops_wr op, *bad = NULL;
-		int ret;
-
-		memset(&op, 0, sizeof(op));
-		op.wr_id = seq;
-		op.opcode = IBV_WR_TAG_ADD;
 		/* No unexpected message ever comes: software has seen all 0 of them, so the
 		 * entry may match at once. */
-		op.flags = IBV_OPS_TM_SYNC;
-		op.tm.unexpected_cnt = 0;
-		op.tm.add.recv_wr_id = seq;
-		op.tm.add.sg_list = &sge;
-		op.tm.add.num_sge = 1;
-		op.tm.add.tag = tag_of(s, seq);
-		op.tm.add.mask = UINT64_MAX;
-		ret = ibv_post_srq_ops(s->srq, &op, &bad);
+		int ret = post_tag_add(s->srq, seq, seq, dst_of(s, m), m->len + GUARD, s->rmr->lkey,
+				       tag_of(s, seq), UINT64_MAX, IBV_OPS_TM_SYNC, 0, NULL);
+
 		if (ret == 0)
 			s->tm_adds++;
 		return ret;
