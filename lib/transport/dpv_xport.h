@@ -285,7 +285,9 @@ struct dpv_cqe {
 	uint8_t flags;       /**< enum dpv_wc_flags */
 	uint8_t vendor_err;
 	uint32_t srq_id;     /**< with DPV_WC_F_TM_RELEASE: the SRQ whose handle it is */
-	uint32_t reserved[2];
+	/** On a CQ with stamp set: the TSC of the receive burst, transmit round or timer
+	 *  tick in which the device wrote the completion (rte_get_tsc_cycles() units). */
+	uint64_t ts;
 };
 
 /** A completion queue: a ring the device produces into. */
@@ -298,6 +300,7 @@ struct dpv_cq {
 	void (*notify)(struct dpv_cq *cq, void *arg);
 	void *notify_arg;
 	uint32_t armed;          /**< 0, or 1 any / 2 solicited only; device clears */
+	bool stamp;              /**< its completions carry ts (set before first use) */
 	/**
 	 * Overrun (IBTA 11.4.2.2): set by the device at the first completion that found
 	 * the ring full, and never cleared. That completion is lost and counted; the CQ's

@@ -4,12 +4,15 @@
  * completion channels (ibv_create_comp_channel(3), ibv_get_cq_event(3)).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_byteorder.h>
+#include <rte_cycles.h>
 
 #include "verbs_priv.h"
 
@@ -271,6 +274,43 @@ static uint8_t cq_ex_read_zero8(struct ibv_cq_ex *c)
 	return 0;
 }
 
+/* The device clock is the TSC (hca_core_clock, verbs_device.c): the stamp as it is. */
+static uint64_t cq_ex_read_completion_ts(struct ibv_cq_ex *c)
+{
+	return to_cq_ex(c)->cur.ts;
+}
+
+/* One reading of the TSC and of CLOCK_REALTIME together, taken when the first CQ asks
+ * for wall-clock stamps: each stamp is that moment plus the TSC's cycles since, so the
+ * stamps follow the TSC's rate, not later steps or slewing of the system clock. */
+static struct {
+	uint64_t tsc, ns, hz;
+} wall;
+static pthread_once_t wall_once = PTHREAD_ONCE_INIT;
+
+static void wall_init(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	wall.tsc = rte_get_tsc_cycles();
+	wall.ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+	wall.hz = rte_get_tsc_hz();
+}
+
+static uint64_t cycles_to_ns(uint64_t cycles)
+{
+	return cycles / wall.hz * 1000000000u + cycles % wall.hz * 1000000000u / wall.hz;
+}
+
+static uint64_t cq_ex_read_completion_wallclock_ns(struct ibv_cq_ex *c)
+{
+	uint64_t ts = to_cq_ex(c)->cur.ts;
+
+	return ts >= wall.tsc ? wall.ns + cycles_to_ns(ts - wall.tsc)
+			      : wall.ns - cycles_to_ns(wall.tsc - ts);
+}
+
 static void cq_ex_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *info)
 {
 	const struct dpv_cqe *e = &to_cq_ex(c)->cur;
@@ -281,10 +321,13 @@ static void cq_ex_read_tm_info(struct ibv_cq_ex *c, struct ibv_wc_tm_info *info)
 
 /* ---- creation, notification, channels ---- */
 
+#define WC_STAMP_FLAGS (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP | \
+			IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
 #define SUPPORTED_WC_FLAGS (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 			    IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | \
 			    IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | \
-			    IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO)
+			    IBV_WC_EX_WITH_DLID_PATH_BITS | IBV_WC_EX_WITH_TM_INFO | \
+			    WC_STAMP_FLAGS)
 
 /* Every IBV_WC_EX_WITH_* bit rdma-core 44 defines (the last is the wall clock's). */
 #define WC_FLAGS_KNOWN (((uint64_t)IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK << 1) - 1)
@@ -321,8 +364,8 @@ static void cq_error(struct dpv_cq *dcq, void *arg)
 /*
  * ibv_create_cq_ex(3)'s request, as providers judge it: EINVAL for no entries or more
  * than the device has, a completion vector it does not have, or bits libibverbs does
- * not define; EOPNOTSUPP for what is defined but dpverbs does not offer: completion
- * timestamps, CVLAN and flow tags in wc_flags, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
+ * not define; EOPNOTSUPP for what is defined but dpverbs does not offer: CVLAN and
+ * flow tags in wc_flags, IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN
  * (dpverbs' CQ overrun is always reported: errors.md). IBV_CQ_INIT_ATTR_MASK_PD needs a
  * parent domain of the same context (ibv_alloc_parent_domain(3)): EINVAL for none or
  * a plain PD.
@@ -421,6 +464,13 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *context,
 	cq->ibcq.read_sl = cq_ex_read_sl;
 	cq->ibcq.read_dlid_path_bits = cq_ex_read_zero8;
 	cq->ibcq.read_tm_info = cq_ex_read_tm_info;
+	if (attr->wc_flags & WC_STAMP_FLAGS) {
+		if (attr->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+			pthread_once(&wall_once, wall_init);
+		cq->ibcq.read_completion_ts = cq_ex_read_completion_ts;
+		cq->ibcq.read_completion_wallclock_ns = cq_ex_read_completion_wallclock_ns;
+		cq->cq->stamp = true;
+	}
 	return &cq->ibcq;
 }
 

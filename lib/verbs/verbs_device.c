@@ -187,6 +187,23 @@ static int open_dev(struct dpv_device *d, uint32_t link_wait_ms)
 	return ret;
 }
 
+/*
+ * ibv_query_rt_values_ex(3): the device clock now, in the units of the completion
+ * timestamps (the TSC's cycles), all in raw_clock.tv_nsec with tv_sec 0 as the mlx5
+ * provider gives it. EINVAL for a comp_mask bit other than IBV_VALUES_MASK_RAW_CLOCK.
+ */
+static int query_rt_values(struct ibv_context *context, struct ibv_values_ex *values)
+{
+	(void)context;
+	if ((values->comp_mask & ~(uint32_t)IBV_VALUES_MASK_RAW_CLOCK) != 0)
+		return EINVAL;
+	if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+		values->raw_clock.tv_sec = 0;
+		values->raw_clock.tv_nsec = (long)rte_get_tsc_cycles();
+	}
+	return 0;
+}
+
 static void fill_ops(struct dpv_context *c)
 {
 	struct verbs_context *v = &c->vctx;
@@ -200,6 +217,7 @@ static void fill_ops(struct dpv_context *c)
 	v->post_srq_ops = dpv_verbs_post_srq_ops;
 	v->create_cq_ex = dpv_verbs_create_cq_ex;
 	v->query_device_ex = dpv_verbs_query_device_ex;
+	v->query_rt_values = query_rt_values;
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
 	v->advise_mr = dpv_verbs_advise_mr;
@@ -364,6 +382,9 @@ int dpv_verbs_query_device_ex(struct ibv_context *context,
 	a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 						    IBV_ODP_SUPPORT_SRQ_RECV;
 	a.phys_port_cnt_ex = 1;
+	/* Completion timestamps count the TSC's cycles (verbs_cq.c), all 64 bits. */
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = rte_get_tsc_hz() / 1000; /* kHz */
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;
 }

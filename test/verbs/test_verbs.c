@@ -26,6 +26,7 @@ static const struct {
 	{"channel", run_channel_tests}, {"misuse", run_misuse_tests},
 	{"capture", run_capture_tests}, {"compat", run_compat_tests},
 	{"threads", run_thread_tests},   {"td", run_td_tests},
+	{"timestamp", run_timestamp_tests},
 };
 
 static bool asked(int argc, char **argv, const char *name)

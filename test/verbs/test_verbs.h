@@ -17,5 +17,6 @@ int run_capture_tests(void);
 int run_compat_tests(void);
 int run_thread_tests(void);
 int run_td_tests(void);
+int run_timestamp_tests(void);
 
 #endif /* TEST_VERBS_H */
