@@ -104,6 +104,9 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 	dpv_tm_exec(srq->tm, op, &t);
 	if (!t.visible && !t.release)
 		return true;
+	/* Ops run before the poll's receive burst reads the clock: a stamp wants it now. */
+	if (unlikely(srq->cq->stamp))
+		srq->xport->now = rte_get_tsc_cycles();
 	memset(&cqe, 0, sizeof(cqe));
 	cqe.wr_id = t.wr_id;
 	cqe.tm_handle = t.handle;
