@@ -798,9 +798,28 @@ int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t 
 		}
 		got++;
 	}
+	/* The resolutions too: an id of rdma_resolve_addr() is one while it waits. */
+	for (i = 0; i < DPV_DEV_CM_RESOLVES; i++) {
+		const struct cm_resolve *r = &cm->resolve[i];
+
+		if (r->id == 0)
+			continue;
+		if (got < max) {
+			memset(&info[got], 0, sizeof(info[got]));
+			info[got].id = r->id;
+			info[got].peer_ip = r->ip;
+			info[got].resolving = true;
+		}
+		got++;
+	}
 	dpv_dev_disown(dev);
 	*n = got;
 	return 0;
+}
+
+const char *dpv_dev_cm_info_state(const struct dpv_dev_cm_info *f)
+{
+	return f->resolving ? "ADDR_QUERY" : dpv_cm_state_name(f->state);
 }
 
 void dpv_dev_cm_set_notify(struct dpv_dev *dev, dpv_dev_cm_notify_fn *fn, void *arg)
