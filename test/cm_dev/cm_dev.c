@@ -183,6 +183,19 @@ uint32_t cm_dev_ids(struct dpv_dev *dev)
 	return n;
 }
 
+struct rte_eth_dev *cm_dev_eth(struct dpv_dev *dev)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	struct dpv_dev_port_info info;
+	struct rte_eth_dev *eth;
+
+	dpv_dev_port_info(dev, &info);
+	assert_int_equal(rte_eth_dev_get_name_by_port(info.ethdev_port, name), 0);
+	eth = rte_eth_dev_allocated(name);
+	assert_non_null(eth);
+	return eth;
+}
+
 uint64_t cm_dev_tcp(uint16_t port)
 {
 	return dpv_cm_ip_service_id(DPV_CM_PS_TCP, port);
