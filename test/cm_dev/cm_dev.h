@@ -59,6 +59,12 @@ struct dpv_dev_cm_event cm_dev_expect(struct dpv_dev *dev, enum dpv_cm_event typ
 struct dpv_dev_cm_event cm_dev_next_of(struct dpv_dev *x, struct dpv_dev *y,
 				       struct dpv_dev **from);
 
+/* A connection from @p active to the listener of @p service_id on @p passive (at
+ * @p passive_ip), established both ways: the REQ with cm_dev_param_b, the REP with
+ * cm_dev_param_a; its IDs on each side. Asserts every step. */
+void cm_dev_connected(struct dpv_dev *active, struct dpv_dev *passive, uint32_t passive_ip,
+		      uint64_t service_id, uint32_t *active_id, uint32_t *passive_id);
+
 /* No event on @p dev while the devices run @p ms more. */
 void cm_dev_no_event(struct dpv_dev *dev, uint32_t ms);
 

@@ -36,7 +36,6 @@ static void remove_port(struct dpv_dev *dev)
 static void removed_with_a_connection(void **state)
 {
 	struct dpv_dev *a, *b;
-	struct dpv_dev_cm_event ev;
 	uint32_t lid, aid, bid, rid, id;
 	uint64_t a0, t0;
 
@@ -45,15 +44,7 @@ static void removed_with_a_connection(void **state)
 				     &cm_dev_quick, &a, &b),
 			 0);
 	assert_int_equal(dpv_dev_cm_listen(a, cm_dev_tcp(7500), &lid), 0);
-	assert_int_equal(dpv_dev_cm_connect(b, IP_A, cm_dev_tcp(7500), &cm_dev_param_b, &bid), 0);
-	ev = cm_dev_next(a);
-	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
-	aid = ev.id;
-	assert_int_equal(dpv_dev_cm_accept(a, aid, &cm_dev_param_a), 0);
-	cm_dev_expect(b, DPV_CM_EV_CONNECT_RESPONSE, bid);
-	assert_int_equal(dpv_dev_cm_establish(b, bid), 0);
-	cm_dev_expect(b, DPV_CM_EV_ESTABLISHED, bid);
-	cm_dev_expect(a, DPV_CM_EV_ESTABLISHED, aid);
+	cm_dev_connected(b, a, IP_A, cm_dev_tcp(7500), &bid, &aid);
 	assert_int_equal(dpv_dev_cm_resolve(a, IP_NOBODY, 100, &rid), 0);
 	assert_int_equal(cm_dev_ids(a), 3); /* the listener, the connection, the resolution */
 
