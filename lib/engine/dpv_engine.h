@@ -124,7 +124,8 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 /**
  * Close a device (control thread): runs it on while it lingers (dpv_dev_linger() for
  * every peer, at most twice dpv_xport_linger_ms()), then stops its lcore or service,
- * closes transport and port.
+ * closes transport and port. A removal of the port (the CM's, below) told while it
+ * closes is waited for if it has begun, and not heard otherwise.
  */
 void dpv_dev_close(struct dpv_dev *dev);
 
