@@ -51,8 +51,8 @@ static const struct tp_help help_show[] = {
 	{"show mr <mr> [<offset> [<len>]]", "the MR's bytes in hex (32 from offset 0 by default)",
 	 "show mr 2 0 64"},
 	{"show cm <dev>",
-	 "the device's CM ids (listeners, connections, SIDR requests): local ID, state, peer, "
-	 "service ID, QPNs",
+	 "the device's CM ids (listeners, connections, SIDR requests, address resolutions): "
+	 "local ID, state, peer, service ID, QPNs",
 	 "show cm dpv0"},
 	{"show tags <srq>", "the tag list: handle, tag, mask, eligible, phase (need), buffer",
 	 "show tags 1"},

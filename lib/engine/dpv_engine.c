@@ -212,6 +212,10 @@ void dpv_dev_close(struct dpv_dev *dev)
 
 	if (dev == NULL)
 		return;
+	/* Before the device is owned for good below: a removal callback under way takes
+	 * it, and is waited for. A removal told from now on is not heard: the CM goes with
+	 * the device anyway. */
+	dpv_dev_cm_unhook(dev);
 	dpv_dev_own(dev);
 	linger_ms = dpv_xport_linger_ms(dev->xport);
 	dpv_dev_disown(dev);

@@ -124,7 +124,8 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 /**
  * Close a device (control thread): runs it on while it lingers (dpv_dev_linger() for
  * every peer, at most twice dpv_xport_linger_ms()), then stops its lcore or service,
- * closes transport and port.
+ * closes transport and port. A removal of the port (the CM's, below) told while it
+ * closes is waited for if it has begun, and not heard otherwise.
  */
 void dpv_dev_close(struct dpv_dev *dev);
 
@@ -615,9 +616,11 @@ int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t servi
 int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint32_t qkey,
 			   const void *pdata, uint8_t len);
 
-/** One connection, listener or SIDR request of a device (dpv_dev_cm_list()). */
+/** One connection, listener, SIDR request or address resolution of a device
+ *  (dpv_dev_cm_list()). */
 struct dpv_dev_cm_info {
-	uint32_t id;             /**< local communication ID (a SIDR request's request ID) */
+	uint32_t id;             /**< local communication ID (a SIDR request's request ID,
+	                              a resolution's ID) */
 	uint32_t remote_id;      /**< the peer's, once known (0 before) */
 	enum dpv_cm_state state; /**< dpv_cm_state_name() prints it */
 	bool ud;                 /**< a SIDR request */
@@ -627,11 +630,21 @@ struct dpv_dev_cm_info {
 	uint32_t local_qpn;      /**< as the REQ or REP (or SIDR_REP) carried it; 0 before */
 	uint32_t remote_qpn;
 	uint8_t retries;         /**< sends again of the MAD awaiting an answer */
+	bool resolving;          /**< an address resolution under way (dpv_dev_cm_resolve()):
+	                              @c peer_ip its address, @c state and the rest 0 */
 };
+
+/** What dpv_dev_cm_list() can list: the connections and the resolutions. */
+#define DPV_DEV_CM_LIST_MAX (DPV_DEV_CM_MAX + DPV_DEV_CM_RESOLVES)
+
+/** A printable name of @p f's state: "ADDR_QUERY" for a resolution, else
+ *  dpv_cm_state_name()'s (any thread). */
+const char *dpv_dev_cm_info_state(const struct dpv_dev_cm_info *f);
 
 /**
  * List the device's CM ids (control thread, or any thread that may take the device:
- * telemetry's): up to @p max into @p info in the order of their table slots.
+ * telemetry's): up to @p max into @p info, the connections in the order of their table
+ * slots, then the address resolutions under way (at most DPV_DEV_CM_LIST_MAX in all).
  * @param[out] n  how many the device has (may be above @p max)
  * @return 0; EINVAL @p info NULL with @p max above 0.
  */

@@ -393,15 +393,26 @@ int dpv_dev_cm_open(struct dpv_dev *dev)
 	return 0;
 }
 
+void dpv_dev_cm_unhook(struct dpv_dev *dev)
+{
+	if (dev->cm == NULL || !dev->cm->rmv_registered)
+		return;
+	/*
+	 * EAGAIN while the callback runs: until it is done. It takes the device
+	 * (port_removed()), so the caller must not hold it: dpv_dev_close() keeps the
+	 * device owned from the moment it leaves the engine's list until it is freed, and
+	 * a removal told in between would wait for it while it waited here.
+	 */
+	while (rte_eth_dev_callback_unregister(dev->port.ethdev_port, RTE_ETH_EVENT_INTR_RMV,
+					       port_removed, dev) == -EAGAIN)
+		rte_pause();
+	dev->cm->rmv_registered = false;
+}
+
 void dpv_dev_cm_close(struct dpv_dev *dev)
 {
 	if (dev->cm == NULL)
 		return;
-	/* EAGAIN while the callback runs (it waits for the device): until it is done. */
-	while (dev->cm->rmv_registered &&
-	       rte_eth_dev_callback_unregister(dev->port.ethdev_port, RTE_ETH_EVENT_INTR_RMV,
-					       port_removed, dev) == -EAGAIN)
-		rte_pause();
 	dpv_xport_set_gsi(dev->xport, NULL, NULL);
 	rte_free(dev->cm);
 	dev->cm = NULL;
@@ -798,9 +809,28 @@ int dpv_dev_cm_list(struct dpv_dev *dev, struct dpv_dev_cm_info *info, uint32_t 
 		}
 		got++;
 	}
+	/* The resolutions too: an id of rdma_resolve_addr() is one while it waits. */
+	for (i = 0; i < DPV_DEV_CM_RESOLVES; i++) {
+		const struct cm_resolve *r = &cm->resolve[i];
+
+		if (r->id == 0)
+			continue;
+		if (got < max) {
+			memset(&info[got], 0, sizeof(info[got]));
+			info[got].id = r->id;
+			info[got].peer_ip = r->ip;
+			info[got].resolving = true;
+		}
+		got++;
+	}
 	dpv_dev_disown(dev);
 	*n = got;
 	return 0;
+}
+
+const char *dpv_dev_cm_info_state(const struct dpv_dev_cm_info *f)
+{
+	return f->resolving ? "ADDR_QUERY" : dpv_cm_state_name(f->state);
 }
 
 void dpv_dev_cm_set_notify(struct dpv_dev *dev, dpv_dev_cm_notify_fn *fn, void *arg)

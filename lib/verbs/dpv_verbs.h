@@ -165,11 +165,15 @@ int dpv_verbs_query_xstats(struct ibv_context *context, struct dpv_verbs_xstat *
 int dpv_verbs_query_qp_xstats(struct ibv_qp *qp, struct dpv_verbs_xstat *xs, unsigned int n);
 
 /** One CM id of a device (dpv_verbs_query_cm()): a listener, a connection in any
- *  state of IBTA 12.9, or a SIDR request (doc/guides/cm.md). */
+ *  state of IBTA 12.9, a SIDR request, or an address resolution under way
+ *  (rdma_resolve_addr(): state "ADDR_QUERY", the address in peer_ipv4, the rest 0)
+ *  (doc/guides/cm.md). */
 struct dpv_verbs_cm_id {
-	uint32_t id;          /**< local communication ID (a SIDR request's request ID) */
+	uint32_t id;          /**< local communication ID (a SIDR request's request ID, a
+	                           resolution's ID) */
 	uint32_t remote_id;   /**< the peer's communication ID, once known (0 before) */
-	char state[16];       /**< "LISTEN", "REQ_SENT", "ESTABLISHED", "TIMEWAIT", ... */
+	char state[16];       /**< "LISTEN", "REQ_SENT", "ESTABLISHED", "TIMEWAIT",
+	                           "ADDR_QUERY", ... */
 	uint8_t ud;           /**< 1: a SIDR request (UD id) */
 	uint8_t retries;      /**< sends again of the MAD that awaits an answer */
 	uint32_t peer_ipv4;   /**< the peer's address, host order; 0 for a listener */
@@ -180,8 +184,9 @@ struct dpv_verbs_cm_id {
 };
 
 /**
- * The CM ids of @p context's device, in the order of their local IDs' table slots
- * (any thread: the device is held for the copy, microseconds). A snapshot.
+ * The CM ids of @p context's device, in the order of their local IDs' table slots, then
+ * its address resolutions under way (any thread: the device is held for the copy,
+ * microseconds). A snapshot.
  * @param ids  room for @p n ids (NULL when @p n is 0: ask for the count)
  * @return the number of ids the device has, which may exceed @p n (then only @p n are
  *         written); -EINVAL if @p context is NULL or @p ids NULL with @p n not 0;

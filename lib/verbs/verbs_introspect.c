@@ -96,7 +96,7 @@ int dpv_verbs_query_cm(struct ibv_context *context, struct dpv_verbs_cm_id *ids,
 		       unsigned int n)
 {
 	struct dpv_dev_cm_info *info = NULL;
-	uint32_t max = n < DPV_DEV_CM_MAX ? n : DPV_DEV_CM_MAX, total, i;
+	uint32_t max = n < DPV_DEV_CM_LIST_MAX ? n : DPV_DEV_CM_LIST_MAX, total, i;
 
 	if (context == NULL || (ids == NULL && n != 0))
 		return -EINVAL;
@@ -110,7 +110,7 @@ int dpv_verbs_query_cm(struct ibv_context *context, struct dpv_verbs_cm_id *ids,
 		memset(o, 0, sizeof(*o));
 		o->id = info[i].id;
 		o->remote_id = info[i].remote_id;
-		snprintf(o->state, sizeof(o->state), "%s", dpv_cm_state_name(info[i].state));
+		snprintf(o->state, sizeof(o->state), "%s", dpv_dev_cm_info_state(&info[i]));
 		o->ud = info[i].ud;
 		o->retries = info[i].retries;
 		o->peer_ipv4 = info[i].peer_ip;

@@ -283,56 +283,97 @@ static int tel_srq(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
-/* One CM id as a dict; NULL without memory. */
-static struct rte_tel_data *cm_id_dict(const struct dpv_dev_cm_info *f)
+/*
+ * A device's CM ids as a dict of columns, each an array of the ids' values in the same
+ * order: DPDK 22.11's telemetry takes arrays and dicts inside a dict, but no dict
+ * inside an array.
+ */
+enum { CM_COL_ID, CM_COL_STATE, CM_COL_UD, CM_COL_PEER, CM_COL_SERVICE, CM_COL_LISTEN,
+       CM_COL_REMOTE, CM_COL_LQPN, CM_COL_RQPN, CM_COL_RETRIES, CM_COLS };
+
+static const struct {
+	const char *name;
+	enum rte_tel_value_type type;
+} cm_cols[CM_COLS] = {
+	[CM_COL_ID] = {"id", RTE_TEL_U64_VAL},
+	[CM_COL_STATE] = {"state", RTE_TEL_STRING_VAL},
+	[CM_COL_UD] = {"ud", RTE_TEL_U64_VAL},
+	[CM_COL_PEER] = {"peer", RTE_TEL_STRING_VAL},
+	[CM_COL_SERVICE] = {"service_id", RTE_TEL_STRING_VAL},
+	[CM_COL_LISTEN] = {"listen_id", RTE_TEL_U64_VAL},
+	[CM_COL_REMOTE] = {"remote_id", RTE_TEL_U64_VAL},
+	[CM_COL_LQPN] = {"local_qpn", RTE_TEL_U64_VAL},
+	[CM_COL_RQPN] = {"remote_qpn", RTE_TEL_U64_VAL},
+	[CM_COL_RETRIES] = {"retries", RTE_TEL_U64_VAL},
+};
+
+/*
+ * The rows a reply holds at most. DPDK 22.11 writes a reply into 16 KB and leaves out
+ * the array entries that do not fit, which would shift one column against the next:
+ * the rows stop where the longest ones (about 125 characters of JSON) still fit, and
+ * "ids" tells how many there are.
+ */
+#define TEL_CM_ROWS 120u
+
+/* Id @p f's row into the columns @p col. */
+static void cm_row(struct rte_tel_data *const col[CM_COLS], const struct dpv_dev_cm_info *f)
 {
-	struct rte_tel_data *c = rte_tel_data_alloc();
 	char buf[24];
 
-	if (c == NULL)
-		return NULL;
-	rte_tel_data_start_dict(c);
-	rte_tel_data_add_dict_u64(c, "id", f->id);
-	rte_tel_data_add_dict_string(c, "state", dpv_cm_state_name(f->state));
-	rte_tel_data_add_dict_int(c, "ud", f->ud);
+	rte_tel_data_add_array_u64(col[CM_COL_ID], f->id);
+	rte_tel_data_add_array_string(col[CM_COL_STATE], dpv_dev_cm_info_state(f));
+	rte_tel_data_add_array_u64(col[CM_COL_UD], f->ud);
 	ipv4_str(f->peer_ip, buf, sizeof(buf));
-	rte_tel_data_add_dict_string(c, "peer", buf);
+	rte_tel_data_add_array_string(col[CM_COL_PEER], buf);
 	snprintf(buf, sizeof(buf), "0x%016" PRIx64, f->service_id);
-	rte_tel_data_add_dict_string(c, "service_id", buf);
-	rte_tel_data_add_dict_u64(c, "listen_id", f->listen_id);
-	rte_tel_data_add_dict_u64(c, "remote_id", f->remote_id);
-	rte_tel_data_add_dict_u64(c, "local_qpn", f->local_qpn);
-	rte_tel_data_add_dict_u64(c, "remote_qpn", f->remote_qpn);
-	rte_tel_data_add_dict_u64(c, "retries", f->retries);
-	return c;
+	rte_tel_data_add_array_string(col[CM_COL_SERVICE], buf);
+	rte_tel_data_add_array_u64(col[CM_COL_LISTEN], f->listen_id);
+	rte_tel_data_add_array_u64(col[CM_COL_REMOTE], f->remote_id);
+	rte_tel_data_add_array_u64(col[CM_COL_LQPN], f->local_qpn);
+	rte_tel_data_add_array_u64(col[CM_COL_RQPN], f->remote_qpn);
+	rte_tel_data_add_array_u64(col[CM_COL_RETRIES], f->retries);
 }
 
 static int tel_cm(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct dpv_device *dv = parse(params, NULL);
+	struct rte_tel_data *col[CM_COLS] = {NULL};
 	struct dpv_dev_cm_info *info;
-	uint32_t n, i;
+	uint32_t n, total, i;
+	int ret = 0;
 
 	(void)cmd;
 	if (dv == NULL)
 		return -EINVAL;
-	info = calloc(DPV_DEV_CM_MAX, sizeof(*info));
+	info = calloc(DPV_DEV_CM_LIST_MAX, sizeof(*info));
 	if (info == NULL)
 		return -ENOMEM;
-	/* The list is copied with the device held; the replies are built after. */
-	(void)dpv_dev_cm_list(dv->dev, info, DPV_DEV_CM_MAX, &n);
-	rte_tel_data_start_array(d, RTE_TEL_CONTAINER);
-	for (i = 0; i < n && i < RTE_TEL_MAX_ARRAY_ENTRIES; i++) {
-		struct rte_tel_data *c = cm_id_dict(&info[i]);
-
-		if (c == NULL || rte_tel_data_add_array_container(d, c, 0) != 0) {
-			rte_tel_data_free(c);
-			free(info);
-			return -ENOMEM;
+	/* The list is copied with the device held; the reply is built after. */
+	(void)dpv_dev_cm_list(dv->dev, info, DPV_DEV_CM_LIST_MAX, &total);
+	n = total < TEL_CM_ROWS ? total : TEL_CM_ROWS;
+	for (i = 0; i < CM_COLS; i++) {
+		if ((col[i] = rte_tel_data_alloc()) == NULL) {
+			ret = -ENOMEM;
+			goto out;
 		}
+		rte_tel_data_start_array(col[i], cm_cols[i].type);
 	}
+	for (i = 0; i < n; i++)
+		cm_row(col, &info[i]);
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "ids", total);
+	for (i = 0; i < CM_COLS; i++) {
+		if (rte_tel_data_add_dict_container(d, cm_cols[i].name, col[i], 0) != 0) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		col[i] = NULL;  /* the reply's now: freed with it */
+	}
+out:
+	for (i = 0; i < CM_COLS; i++)
+		rte_tel_data_free(col[i]);
 	free(info);
-	return 0;
+	return ret;
 }
 
 static void register_all(void)

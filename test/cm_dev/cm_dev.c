@@ -170,6 +170,24 @@ void cm_dev_no_event(struct dpv_dev *dev, uint32_t ms)
 	assert_int_equal(dpv_dev_cm_get_event(dev, &ev), EAGAIN);
 }
 
+void cm_dev_connected(struct dpv_dev *active, struct dpv_dev *passive, uint32_t passive_ip,
+		      uint64_t service_id, uint32_t *active_id, uint32_t *passive_id)
+{
+	struct dpv_dev_cm_event ev;
+
+	assert_int_equal(dpv_dev_cm_connect(active, passive_ip, service_id, &cm_dev_param_b,
+					    active_id),
+			 0);
+	ev = cm_dev_next(passive);
+	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
+	*passive_id = ev.id;
+	assert_int_equal(dpv_dev_cm_accept(passive, *passive_id, &cm_dev_param_a), 0);
+	cm_dev_expect(active, DPV_CM_EV_CONNECT_RESPONSE, *active_id);
+	assert_int_equal(dpv_dev_cm_establish(active, *active_id), 0);
+	cm_dev_expect(active, DPV_CM_EV_ESTABLISHED, *active_id);
+	cm_dev_expect(passive, DPV_CM_EV_ESTABLISHED, *passive_id);
+}
+
 uint64_t cm_dev_tx_gsi(const struct dpv_dev *dev)
 {
 	return dpv_xport_stats_ref(dev->xport)->tx_gsi;
@@ -181,6 +199,19 @@ uint32_t cm_dev_ids(struct dpv_dev *dev)
 
 	assert_int_equal(dpv_dev_cm_list(dev, NULL, 0, &n), 0);
 	return n;
+}
+
+struct rte_eth_dev *cm_dev_eth(struct dpv_dev *dev)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	struct dpv_dev_port_info info;
+	struct rte_eth_dev *eth;
+
+	dpv_dev_port_info(dev, &info);
+	assert_int_equal(rte_eth_dev_get_name_by_port(info.ethdev_port, name), 0);
+	eth = rte_eth_dev_allocated(name);
+	assert_non_null(eth);
+	return eth;
 }
 
 uint64_t cm_dev_tcp(uint16_t port)

@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+#include <rte_ethdev.h>
+
 #include "dpv_engine.h"
 
 /* How long a test waits for one event at most. */
@@ -57,6 +59,12 @@ struct dpv_dev_cm_event cm_dev_expect(struct dpv_dev *dev, enum dpv_cm_event typ
 struct dpv_dev_cm_event cm_dev_next_of(struct dpv_dev *x, struct dpv_dev *y,
 				       struct dpv_dev **from);
 
+/* A connection from @p active to the listener of @p service_id on @p passive (at
+ * @p passive_ip), established both ways: the REQ with cm_dev_param_b, the REP with
+ * cm_dev_param_a; its IDs on each side. Asserts every step. */
+void cm_dev_connected(struct dpv_dev *active, struct dpv_dev *passive, uint32_t passive_ip,
+		      uint64_t service_id, uint32_t *active_id, uint32_t *passive_id);
+
 /* No event on @p dev while the devices run @p ms more. */
 void cm_dev_no_event(struct dpv_dev *dev, uint32_t ms);
 
@@ -65,6 +73,17 @@ uint64_t cm_dev_tx_gsi(const struct dpv_dev *dev);
 
 /* CM ids the device holds (dpv_dev_cm_list()). */
 uint32_t cm_dev_ids(struct dpv_dev *dev);
+
+/* The two calls DPDK exports for its drivers (ethdev_driver.h, which Debian does not
+ * install): a port's device by name, and an event raised on it, as a driver raises
+ * RTE_ETH_EVENT_INTR_RMV for a NIC unplugged. */
+struct rte_eth_dev;
+struct rte_eth_dev *rte_eth_dev_allocated(const char *name);
+int rte_eth_dev_callback_process(struct rte_eth_dev *dev, enum rte_eth_event_type event,
+				 void *ret_param);
+
+/* The ethdev of @p dev's port (asserts). */
+struct rte_eth_dev *cm_dev_eth(struct dpv_dev *dev);
 
 /* The RDMA_PS_TCP and RDMA_PS_UDP service IDs of @p port. */
 uint64_t cm_dev_tcp(uint16_t port);

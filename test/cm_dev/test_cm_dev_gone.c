@@ -95,22 +95,13 @@ static void peer_gone_before_the_rtu(void **state)
 static void peer_gone_after_the_handshake(void **state)
 {
 	struct dpv_dev *s, *p;
-	struct dpv_dev_cm_event ev;
 	uint32_t lid, pid, sid;
 	uint64_t t0, s0;
 
 	(void)state;
 	pair("cmgone2", &s, &p);
 	assert_int_equal(dpv_dev_cm_listen(p, cm_dev_tcp(7302), &lid), 0);
-	assert_int_equal(dpv_dev_cm_connect(s, IP_P, cm_dev_tcp(7302), &cm_dev_param_b, &sid), 0);
-	ev = cm_dev_next(p);
-	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
-	pid = ev.id;
-	assert_int_equal(dpv_dev_cm_accept(p, pid, &cm_dev_param_a), 0);
-	cm_dev_expect(s, DPV_CM_EV_CONNECT_RESPONSE, sid);
-	assert_int_equal(dpv_dev_cm_establish(s, sid), 0);
-	cm_dev_expect(s, DPV_CM_EV_ESTABLISHED, sid);
-	cm_dev_expect(p, DPV_CM_EV_ESTABLISHED, pid);
+	cm_dev_connected(s, p, IP_P, cm_dev_tcp(7302), &sid, &pid);
 	cm_dev_close(p);
 	s0 = cm_dev_tx_gsi(s);
 	t0 = now_ms();

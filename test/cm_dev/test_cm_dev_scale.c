@@ -128,17 +128,7 @@ static void sixty_four_connections_to_one_listener(void **state)
 /* One connection established and released; its IDs on both sides. */
 static void cycle(uint32_t *aid, uint32_t *bid)
 {
-	struct dpv_dev_cm_event ev;
-
-	assert_int_equal(dpv_dev_cm_connect(B, IP_A, cm_dev_tcp(7201), &cm_dev_param_b, bid), 0);
-	ev = cm_dev_next(A);
-	assert_int_equal(ev.type, DPV_CM_EV_CONNECT_REQUEST);
-	*aid = ev.id;
-	assert_int_equal(dpv_dev_cm_accept(A, *aid, &cm_dev_param_a), 0);
-	cm_dev_expect(B, DPV_CM_EV_CONNECT_RESPONSE, *bid);
-	assert_int_equal(dpv_dev_cm_establish(B, *bid), 0);
-	cm_dev_expect(B, DPV_CM_EV_ESTABLISHED, *bid);
-	cm_dev_expect(A, DPV_CM_EV_ESTABLISHED, *aid);
+	cm_dev_connected(B, A, IP_A, cm_dev_tcp(7201), bid, aid);
 	assert_int_equal(dpv_dev_cm_disconnect(B, *bid), 0);
 	cm_dev_expect(A, DPV_CM_EV_DISCONNECTED, *aid);
 	assert_int_equal(dpv_dev_cm_disconnect(A, *aid), 0);

@@ -9,7 +9,8 @@ TELEMETRY_VERBS (telemetry_verbs.c) runs two devices of a ring pair with telemet
 /usr/bin/python3 as DPDK installs it, asks the /dpverbs/ commands at each stop. The
 replies must show the devices, QPs and SRQs the program made, with the values its
 traffic implies: receives posted and consumed, SENDs sent and received between the
-two stops, tags listed; unknown devices, objects and bad parameters answer null. Then,
+two stops, tags listed, the CM ids of phase 2 (a listener, a resolution) each whole
+in every column of /dpverbs/cm; unknown devices, objects and bad parameters answer null. Then,
 while the program creates and destroys QPs and SRQs without a pause, lookups of what
 the lists name answer the object whole or null (never another one, never a crash:
 the sanitizer build checks the program), and the QP that stays is always found.
@@ -66,6 +67,34 @@ class Checker:
 def phase_info(line):
     words = line.split()
     return int(words[1]), {k: int(v) for k, v in (w.split("=") for w in words[2:])}
+
+
+CM_COLS = ("id", "state", "ud", "peer", "service_id", "listen_id", "remote_id",
+           "local_qpn", "remote_qpn", "retries")
+
+
+def check_cm(c, phase, cm, v):
+    """/dpverbs/cm,dpv0: a dict of columns, one entry per CM id in each. Phase 1 has
+    none; phase 2 the listener and the resolution the program printed."""
+    if not isinstance(cm, dict):
+        c.eq(f"{phase}: cm ids of dpv0 (a dict of columns)", cm, "a dict")
+        return
+    c.eq(f"{phase}: cm columns", sorted(cm), sorted(CM_COLS + ("ids",)))
+    rows = [dict(zip(CM_COLS, vals)) for vals in zip(*(cm.get(k, []) for k in CM_COLS))]
+    c.eq(f"{phase}: cm columns of one length", {len(cm.get(k, [])) for k in CM_COLS},
+         {len(rows)})
+    if phase == 1:
+        c.eq(f"{phase}: cm ids of dpv0", (cm.get("ids"), rows), (0, []))
+        return
+    c.eq(f"{phase}: cm ids of dpv0", cm.get("ids"), 2)
+    c.eq(f"{phase}: cm listener", rows[0] if rows else None,
+         {"id": v["cm_listen"], "state": "LISTEN", "ud": 0, "peer": "0.0.0.0",
+          "service_id": f"0x{0x0106 << 16 | 7600:016x}", "listen_id": 0, "remote_id": 0,
+          "local_qpn": 0, "remote_qpn": 0, "retries": 0})
+    c.eq(f"{phase}: cm resolution", rows[1] if len(rows) > 1 else None,
+         {"id": v["cm_resolve"], "state": "ADDR_QUERY", "ud": 0, "peer": "127.0.40.77",
+          "service_id": f"0x{0:016x}", "listen_id": 0, "remote_id": 0, "local_qpn": 0,
+          "remote_qpn": 0, "retries": 0})
 
 
 def churn(c, p, client, prefix, qa, rounds=15):
@@ -158,9 +187,7 @@ def main(argv):
             t = r[f"/dpverbs/srq,dpv1,{tm}"] or {}
             c.eq(f"{phase}: tm srq", (t.get("type"), t.get("tm_adds"), t.get("tm_listed"),
                                       t.get("tm_expected")), ("TM", v["tags"], v["tags"], 0))
-            # a verbs program without librdmacm has no CM ids (test/verbs/test_cm_ids.c
-            # checks the fields of some)
-            c.eq(f"{phase}: cm ids of dpv0", r["/dpverbs/cm,dpv0"], [])
+            check_cm(c, phase, r["/dpverbs/cm,dpv0"], v)
             for k in cmds[11:]:
                 c.eq(f"{phase}: {k}", r[k], None)
             # Every SEND was received: the requester's packets and the responder's

@@ -7,10 +7,12 @@
  * on stdin, so the client reads counters that nothing moves meanwhile:
  *
  *   phase 1  RECVS receives posted to the SRQ, SENDS1 SENDs from dpv0 to dpv1
- *   phase 2  SENDS2 more SENDs
+ *   phase 2  SENDS2 more SENDs; on dpv0 a CM listener (TCP port CM_PORT) and an
+ *            address resolution nobody answers (CM_NOBODY, under way until cancelled)
  *
  * After each it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=.. recvs=..
- * sends=.. tags=..", what the client must find. Then, in phase 3, it creates and
+ * sends=.. tags=.. cm_listen=.. cm_resolve=.." (the CM ids, 0 in phase 1), what the
+ * client must find. Then, in phase 3, it creates and
  * destroys QPs on dpv0 and SRQs on dpv1 without a pause, while the client looks them
  * up, until the next line on stdin. Uses only <infiniband/verbs.h>, unless started
  * with --native: then, as a DPDK-native program (the console) does, it starts EAL itself
@@ -31,6 +33,7 @@
 #include "dpv_port.h"
 #include "dpv_verbs.h"
 #include "helpers.h"
+#include "verbs_cm.h"
 #include "verbs_connect.h"
 
 #define RECVS 10
@@ -38,6 +41,8 @@
 #define SENDS2 5
 #define TAGS 4
 #define MSG 64
+#define CM_PORT 7600
+#define CM_NOBODY 0x7f00284du /* 127.0.40.77 */
 /* How long a completion may take. */
 #define WAIT_MS 10000u
 
@@ -112,12 +117,14 @@ static void sends(struct side *a, struct ibv_qp *qp, struct side *b, int n)
 
 /* Stop until the client has read: a line on stdin. */
 static void pause_for_client(int phase, const struct ibv_qp *qa, const struct ibv_qp *qb,
-			     const struct ibv_srq *srq, const struct ibv_srq *tm, int sent)
+			     const struct ibv_srq *srq, const struct ibv_srq *tm, int sent,
+			     uint32_t cm_listen, uint32_t cm_resolve)
 {
 	char line[64];
 
-	printf("phase %d qpn_a=%u qpn_b=%u srq=%u tm_srq=%u recvs=%d sends=%d tags=%d\n", phase,
-	       qa->qp_num, qb->qp_num, srq->handle, tm->handle, RECVS, sent, TAGS);
+	printf("phase %d qpn_a=%u qpn_b=%u srq=%u tm_srq=%u recvs=%d sends=%d tags=%d "
+	       "cm_listen=%u cm_resolve=%u\n", phase, qa->qp_num, qb->qp_num, srq->handle,
+	       tm->handle, RECVS, sent, TAGS, cm_listen, cm_resolve);
 	fflush(stdout);
 	CHECK(fgets(line, sizeof(line), stdin) != NULL);
 }
@@ -179,6 +186,7 @@ int main(int argc, char **argv)
 	struct ibv_srq *srq, *tm;
 	struct ibv_cq_ex *tm_cq;
 	struct ibv_cq_init_attr_ex cq_attr = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS};
+	uint32_t cm_listen, cm_resolve;
 	struct side a, b;
 	int n;
 
@@ -242,9 +250,13 @@ int main(int argc, char **argv)
 		CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
 	}
 	sends(&a, qa, &b, SENDS1);
-	pause_for_client(1, qa, qb, srq, tm, SENDS1);
+	pause_for_client(1, qa, qb, srq, tm, SENDS1, 0, 0);
 	sends(&a, qa, &b, SENDS2);
-	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2);
+	CHECK(dpv_verbs_cm_listen(a.ctx, 0x0106ull << 16 | CM_PORT, &cm_listen) == 0);
+	CHECK(dpv_verbs_cm_resolve(a.ctx, CM_NOBODY, 600000, &cm_resolve) == 0);
+	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2, cm_listen, cm_resolve);
+	CHECK(dpv_verbs_cm_resolve_cancel(a.ctx, cm_resolve) == 0);
+	CHECK(dpv_verbs_cm_unlisten(a.ctx, cm_listen) == 0);
 	churn(&a, &b);
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
 	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);

@@ -96,7 +96,8 @@ def main(argv):
         eq("qp srq", qp.get("srq"), srqs[0])
         eq("qp qp_rx_packets", qp.get("qp_rx_packets"), 1)
         eq("unknown device", ask(prefix, ["/dpverbs/counters,dpv7"])[0], None)
-        eq("dpv1 CM ids", ask(prefix, ["/dpverbs/cm,dpv1"])[0], [])
+        cm = ask(prefix, ["/dpverbs/cm,dpv1"])[0] or {}
+        eq("dpv1 CM ids", (cm.get("ids"), cm.get("id"), cm.get("state")), (0, [], []))
     finally:
         p.stdin.close()
         try:
