@@ -89,6 +89,7 @@ struct pp_opts {
 	uint32_t iters;
 	uint32_t warmup;
 	bool td;         /* --td: the verbs ways' objects under a thread domain */
+	bool stamp;      /* --stamp: the verbs ways' CQs stamp their completions */
 };
 
 /* One port of the raw baseline: an ethdev port, one queue each way. */
@@ -926,6 +927,7 @@ json_report(const struct pp *p, const struct pp_stats *st, bool defaulted)
 		perf_json_bool(&j, "tm_inline", p->tm.inline_send);
 	perf_json_u64(&j, "signal_every", PP_SIGNAL_EVERY);
 	perf_json_bool(&j, "thread_domain", p->o->td);
+	perf_json_bool(&j, "timestamps", p->o->stamp);
 	perf_json_double(&j, "tsc_hz", (double)rte_get_tsc_hz());
 	perf_json_str(&j, "latency", "round trip / 2, microseconds, nearest-rank percentiles");
 	perf_json_str(&j, "threads", "one thread drives both sides in one process (inline "
@@ -968,7 +970,7 @@ static void
 pp_help(void)
 {
 	printf("usage: dpv-perf pingpong [--json] [--ways LIST] [--size N] [--iters N]\n"
-	       "                         [--warmup N] [--td]\n\n"
+	       "                         [--warmup N] [--td] [--stamp]\n\n"
 	       "One-way latency (round trip / 2) between two ports of one process, three ways\n"
 	       "side by side: raw ethdev frames (no verbs), RC SEND through verbs (dpv0 <->\n"
 	       "dpv1), and tagged eager messages through a TM-SRQ on each side. p50, p99,\n"
@@ -981,6 +983,8 @@ pp_help(void)
 	       "  --warmup N      round trips of each way not measured, 0..%u (default %u)\n"
 	       "  --td            the rc and tm ways' QPs, CQs and SRQs under a thread domain\n"
 	       "                  (ibv_alloc_td, ibv_alloc_parent_domain): no locks taken\n"
+	       "  --stamp         the rc and tm ways' CQs stamp every completion\n"
+	       "                  (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP)\n"
 	       "  --help          this text\n\n",
 	       PP_MAX_SIZE, PP_DEFAULT_SIZE, PP_MAX_ITERS, PP_DEFAULT_ITERS, PP_MAX_ITERS,
 	       PP_DEFAULT_WARMUP);
@@ -989,7 +993,7 @@ pp_help(void)
 	       "status 1. 2: a bad command line.\n");
 }
 
-enum { OPT_JSON = 256, OPT_WAYS, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_TD };
+enum { OPT_JSON = 256, OPT_WAYS, OPT_SIZE, OPT_ITERS, OPT_WARMUP, OPT_TD, OPT_STAMP };
 
 /* @p arg, a comma-separated list of way names, into o->ways. @return 0 or -1. */
 static int
@@ -1047,6 +1051,9 @@ pp_opt(void *ctx, int c, const char *arg)
 	case OPT_TD:
 		o->td = true;
 		break;
+	case OPT_STAMP:
+		o->stamp = true;
+		break;
 	}
 	return 0;
 }
@@ -1062,6 +1069,7 @@ parse_opts(int argc, char **argv, struct pp_opts *o)
 		{ "iters", required_argument, NULL, OPT_ITERS },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "td", no_argument, NULL, OPT_TD },
+		{ "stamp", no_argument, NULL, OPT_STAMP },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1103,7 +1111,11 @@ pp_main(int argc, char **argv)
 	}
 	defaulted = pv_env_defaults();
 	/* The devices first: ibv_get_device_list() starts EAL and lists ports 0 and 1. */
-	if (pv_open_pair(p->dev) != 0 || (p->o->td && pv_use_td(p->dev) != 0) ||
+	if (pv_open_pair(p->dev) != 0)
+		goto out;
+	p->dev[0].wc_flags = p->dev[1].wc_flags =
+		p->o->stamp ? IBV_WC_EX_WITH_COMPLETION_TIMESTAMP : 0;
+	if ((p->o->td && pv_use_td(p->dev) != 0) ||
 	    (way_on(p, PP_RAW) && raw_setup(p) != 0) ||
 	    (way_on(p, PP_RC) && rc_setup(p) != 0) || (way_on(p, PP_TM) && tm_setup(p) != 0) ||
 	    measure(p) != 0)

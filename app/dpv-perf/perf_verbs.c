@@ -263,13 +263,13 @@ pv_side_cq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int cqe)
 {
 	struct ibv_cq_init_attr_ex ca = {
 		.cqe = (uint32_t)cqe,
-		.wc_flags = IBV_WC_STANDARD_FLAGS,
-		.comp_mask = IBV_CQ_INIT_ATTR_MASK_PD,
+		.wc_flags = IBV_WC_STANDARD_FLAGS | d->wc_flags,
+		.comp_mask = d->parent != NULL ? IBV_CQ_INIT_ATTR_MASK_PD : 0,
 		.parent_domain = d->parent,
 	};
 	struct ibv_cq_ex *cqx;
 
-	if (d->parent != NULL) {
+	if (d->parent != NULL || d->wc_flags != 0) {
 		cqx = ibv_create_cq_ex(d->ctx, &ca);
 		s->cq = cqx != NULL ? ibv_cq_ex_to_cq(cqx) : NULL;
 	} else {
@@ -289,7 +289,7 @@ pv_side_tm_srq(const char *cmd, struct pv_side *s, const struct pv_dev *d, int c
 	struct ibv_cq_init_attr_ex ca = {
 		.cqe = (uint32_t)cqe,
 		.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
-			    IBV_WC_EX_WITH_TM_INFO,
+			    IBV_WC_EX_WITH_TM_INFO | d->wc_flags,
 		.comp_mask = d->parent != NULL ? IBV_CQ_INIT_ATTR_MASK_PD : 0,
 		.parent_domain = d->parent,
 	};

@@ -46,6 +46,8 @@ struct pv_dev {
 	 * pv_side_* objects are made with (they take no lock); NULL: made with pd. */
 	struct ibv_td *td;
 	struct ibv_pd *parent;
+	/* IBV_WC_EX_WITH_* the pv_side_* CQs add to theirs (completion timestamps). */
+	uint64_t wc_flags;
 	union ibv_gid gid;
 	char name[IBV_SYSFS_NAME_MAX];
 };
