@@ -4,9 +4,10 @@
 #   devtools/tm-ab/tm-ab.sh A B [DEPTH [REPS [OPS_PER_REP [noref]]]]
 # A and B are each a file, or a git revision (its lib/tm/dpv_tm.c). Example:
 #   devtools/tm-ab/tm-ab.sh HEAD~1 lib/tm/dpv_tm.c 1024 41
+# CLOCK=cpu times by the process's CPU time rather than the wall clock (a loaded machine).
 set -euo pipefail
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-[ $# -ge 2 ] || { sed -n '3,6p' "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n '3,7p' "$0"; exit 2; }
 a=$1 b=$2
 shift 2
 # TM_AB_BUILD=DIR: only build DIR/tm_ab, and keep it (tm-ir.sh counts with it).

@@ -691,7 +691,7 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 							       const struct dpv_tm_tmh *tmh,
 							       bool srq_wr_available,
 							       struct dpv_tm_match *m, uint32_t b,
-							       bool small_only)
+							       bool small_only, bool exact_only)
 {
 	bool tagged = tmh->opcode == IBV_TMH_EAGER || tmh->opcode == IBV_TMH_RNDV;
 	struct tm_entry *e;
@@ -710,7 +710,8 @@ static inline __attribute__((always_inline)) void match_one(struct dpv_tm *tm,
 				b = bucket_of(tm, tmh->tag, DPV_TM_MASK_EXACT);
 			x = find_in_chain(tm, b, tmh->tag, DPV_TM_MASK_EXACT);
 			h = x;
-			if (__builtin_expect(tm->nclasses != 0 || tm->overflow_head != NIL, 0))
+			if (!exact_only &&
+			    __builtin_expect(tm->nclasses != 0 || tm->overflow_head != NIL, 0))
 				h = find_wild(tm, tmh->tag, x);
 			if (h != NIL && h == x) {
 				/* An exact entry, whose chain is known. */
@@ -756,7 +757,39 @@ expected:
 void dpv_tm_match(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, bool srq_wr_available,
 		  struct dpv_tm_match *m)
 {
-	match_one(tm, tmh, srq_wr_available, m, NIL, false);
+	match_one(tm, tmh, srq_wr_available, m, NIL, false, false);
+}
+
+/* One chunk of a burst of a hashed list; @p exact_only: the list holds no wildcard
+ * entry (no mask class in use, the overflow list empty). */
+static inline __attribute__((always_inline)) void match_chunk(struct dpv_tm *tm,
+								 const struct dpv_tm_tmh *tmh,
+								 uint32_t k, uint32_t *srq_wrs,
+								 struct dpv_tm_match *m,
+								 bool exact_only)
+{
+	uint32_t b[DPV_TM_BURST_CHUNK], j, h;
+
+	/* Bring in every message's exact-class chain head, then the entries they name,
+	 * so the misses of a chunk overlap instead of adding up; the chains found are
+	 * kept for the matching. Matching itself stays in arrival order: a message sees
+	 * the list as the messages before it left it. */
+	for (j = 0; j < k; j++) {
+		b[j] = bucket_of(tm, tmh[j].tag, DPV_TM_MASK_EXACT);
+		__builtin_prefetch(&tm->buckets[b[j]]);
+	}
+	for (j = 0; j < k; j++) {
+		h = tm->buckets[b[j]];
+		if (h != NIL)
+			__builtin_prefetch(&tm->entries[h]);
+	}
+	for (j = 0; j < k; j++) {
+		/* A match of an earlier message can empty the list (small again). */
+		match_one(tm, &tmh[j], *srq_wrs > 0, &m[j], tm->small ? NIL : b[j], false,
+			  exact_only);
+		if (m[j].kind == DPV_TM_NO_TAG || m[j].kind == DPV_TM_UNEXPECTED)
+			(*srq_wrs)--;
+	}
 }
 
 /* A burst of a hashed list. Out of line: short bursts and lists do not set up its
@@ -765,30 +798,21 @@ static __attribute__((noinline)) void match_burst_hashed(struct dpv_tm *tm,
 							 const struct dpv_tm_tmh *tmh, uint32_t n,
 							 uint32_t srq_wrs, struct dpv_tm_match *m)
 {
-	uint32_t b[DPV_TM_BURST_CHUNK], i, j, k, h;
+	uint32_t i, k;
 
-	/* A chunk at a time: bring in every message's exact-class chain head, then the
-	 * entries they name, so the misses of a chunk overlap instead of adding up; the
-	 * chains found are kept for the matching. Matching itself stays in arrival
-	 * order: a message sees the list as the messages before it left it. */
+	/* Matching only takes entries out, so a list without wildcards at the start of
+	 * the burst stays without them to its end: its messages look at their exact
+	 * chains only, with no test for wildcards per message. */
+	if (tm->nclasses == 0 && tm->overflow_head == NIL) {
+		for (i = 0; i < n; i += k) {
+			k = n - i < DPV_TM_BURST_CHUNK ? n - i : DPV_TM_BURST_CHUNK;
+			match_chunk(tm, &tmh[i], k, &srq_wrs, &m[i], true);
+		}
+		return;
+	}
 	for (i = 0; i < n; i += k) {
 		k = n - i < DPV_TM_BURST_CHUNK ? n - i : DPV_TM_BURST_CHUNK;
-		for (j = 0; j < k; j++) {
-			b[j] = bucket_of(tm, tmh[i + j].tag, DPV_TM_MASK_EXACT);
-			__builtin_prefetch(&tm->buckets[b[j]]);
-		}
-		for (j = 0; j < k; j++) {
-			h = tm->buckets[b[j]];
-			if (h != NIL)
-				__builtin_prefetch(&tm->entries[h]);
-		}
-		for (j = 0; j < k; j++) {
-			/* A match of an earlier message can empty the list (small again). */
-			match_one(tm, &tmh[i + j], srq_wrs > 0, &m[i + j], tm->small ? NIL : b[j],
-				  false);
-			if (m[i + j].kind == DPV_TM_NO_TAG || m[i + j].kind == DPV_TM_UNEXPECTED)
-				srq_wrs--;
-		}
+		match_chunk(tm, &tmh[i], k, &srq_wrs, &m[i], false);
 	}
 }
 
@@ -804,7 +828,7 @@ static __attribute__((noinline)) void match_burst_any(struct dpv_tm *tm,
 		return;
 	}
 	for (i = 0; i < n; i++) {
-		match_one(tm, &tmh[i], srq_wrs > 0, &m[i], NIL, false);
+		match_one(tm, &tmh[i], srq_wrs > 0, &m[i], NIL, false, false);
 		if (m[i].kind == DPV_TM_NO_TAG || m[i].kind == DPV_TM_UNEXPECTED)
 			srq_wrs--;
 	}
@@ -816,7 +840,7 @@ void dpv_tm_match_burst(struct dpv_tm *tm, const struct dpv_tm_tmh *tmh, uint32_
 	/* One message for a short list (a latency-bound receiver's usual burst): no loop
 	 * and no hashed code here, so this path saves no registers. */
 	if (n == 1 && tm->small) {
-		match_one(tm, tmh, srq_wrs > 0, m, NIL, true);
+		match_one(tm, tmh, srq_wrs > 0, m, NIL, true, false);
 		return;
 	}
 	match_burst_any(tm, tmh, n, srq_wrs, m);

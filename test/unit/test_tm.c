@@ -2114,6 +2114,109 @@ match_burst_decides_in_arrival_order(void **state)
 	dpv_tm_destroy(tm);
 }
 
+/* Enough exact entries (tags FILL_TAG + i) that the list is hashed, not a short array. */
+#define FILL_TAG 0x100000ull
+#define FILL_N 10u
+
+static void
+fill_hashed(struct dpv_tm *tm, uint32_t *h)
+{
+	for (uint32_t i = 0; i < FILL_N; i++)
+		h[i] = add_entry(tm, FILL_TAG + i, DPV_TM_MASK_EXACT, 900 + i);
+}
+
+/*
+ * A burst on a hashed list of exact entries only keeps §4 and §5: two messages of one
+ * tag take its two entries in add order, an entry added after an unexpected message
+ * is skipped until S reaches it, and ordinary SRQ WRs run out mid-burst into RNR.
+ */
+static void
+match_burst_exact_list_keeps_order_and_phases(void **state)
+{
+	struct dpv_tm *tm = tm_new(64, 16, 1, 0);
+	uint32_t fill[FILL_N], h7a, h7b, h8, u;
+	struct dpv_tm_tmh tmh[6];
+	struct dpv_tm_match m[6];
+
+	(void)state;
+	fill_hashed(tm, fill);
+	h7a = add_entry(tm, 7, DPV_TM_MASK_EXACT, 701);
+	h7b = add_entry(tm, 7, DPV_TM_MASK_EXACT, 702);
+	match_none(tm, ABSENT_TAG, 0);
+	{
+		/* U is 1 and S 0: this entry needs S = 1. */
+		struct dpv_tm_op op = op_add(8, DPV_TM_MASK_EXACT, 801, SIG);
+		struct dpv_tm_cqe cqe = run_op(tm, &op);
+
+		assert_cqe(&cqe, &op, DPV_TM_ST_SUCCESS, DPV_TM_CQE_F_SYNC_REQ, true, false);
+		h8 = op.handle;
+	}
+	tmh[0] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 7 };
+	tmh[1] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_RNDV, .tag = 7 };
+	tmh[2] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 7 };   /* none left */
+	tmh[3] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 8 };   /* not eligible */
+	tmh[4] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_NO_TAG };
+	tmh[5] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = FILL_TAG }; /* no WR left */
+	u = dpv_tm_unexpected(tm);
+	memset(m, POISON, sizeof(m));
+	dpv_tm_match_burst(tm, tmh, 6, 3, m);
+	assert_expected(&m[0], DPV_TM_EXPECTED_EAGER, h7a, 701);
+	assert_expected(&m[1], DPV_TM_EXPECTED_RNDV, h7b, 702);
+	assert_not_expected(&m[2], DPV_TM_UNEXPECTED, 0);
+	assert_not_expected(&m[3], DPV_TM_UNEXPECTED, 0);
+	assert_not_expected(&m[4], DPV_TM_NO_TAG, 0);
+	assert_expected(&m[5], DPV_TM_EXPECTED_EAGER, fill[0], 900);
+	assert_int_equal(dpv_tm_unexpected(tm), u + 2);
+
+	/* Once S reaches its need, the entry of tag 8 matches within a burst. */
+	report_s(tm, 1);
+	tmh[0] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 8 };
+	tmh[1] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = FILL_TAG + 1 };
+	tmh[2] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 8 };   /* none left */
+	tmh[3] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = FILL_TAG + 2 };
+	memset(m, POISON, sizeof(m));
+	dpv_tm_match_burst(tm, tmh, 4, 0, m);
+	assert_expected(&m[0], DPV_TM_EXPECTED_EAGER, h8, 801);
+	assert_expected(&m[1], DPV_TM_EXPECTED_EAGER, fill[1], 901);
+	assert_not_expected(&m[2], DPV_TM_RNR, 0);
+	assert_expected(&m[3], DPV_TM_EXPECTED_EAGER, fill[2], 902);
+	dpv_tm_destroy(tm);
+}
+
+/*
+ * A burst on a hashed list that holds a wildcard entry: the earliest-added entry that
+ * matches wins, exact or wildcard, and once the burst has consumed the wildcard, a
+ * later message of the burst no longer finds it.
+ */
+static void
+match_burst_wildcard_list_earliest_added_wins(void **state)
+{
+	struct dpv_tm *tm = tm_new(64, 16, 1, 0);
+	uint32_t fill[FILL_N], he1, hw, he2, u;
+	struct dpv_tm_tmh tmh[5];
+	struct dpv_tm_match m[5];
+
+	(void)state;
+	fill_hashed(tm, fill);
+	he1 = add_entry(tm, 0x701, DPV_TM_MASK_EXACT, 1);
+	hw = add_entry(tm, 0x700, 0xff00, 2);
+	he2 = add_entry(tm, 0x701, DPV_TM_MASK_EXACT, 3);
+	for (uint32_t i = 0; i < 3; i++)
+		tmh[i] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 0x701 };
+	tmh[3] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = 0x702 };
+	tmh[4] = (struct dpv_tm_tmh){ .opcode = IBV_TMH_EAGER, .tag = FILL_TAG + 3 };
+	u = dpv_tm_unexpected(tm);
+	memset(m, POISON, sizeof(m));
+	dpv_tm_match_burst(tm, tmh, 5, 1, m);
+	assert_expected(&m[0], DPV_TM_EXPECTED_EAGER, he1, 1);
+	assert_expected(&m[1], DPV_TM_EXPECTED_EAGER, hw, 2);
+	assert_expected(&m[2], DPV_TM_EXPECTED_EAGER, he2, 3);
+	assert_not_expected(&m[3], DPV_TM_UNEXPECTED, 0);
+	assert_expected(&m[4], DPV_TM_EXPECTED_EAGER, fill[3], 903);
+	assert_int_equal(dpv_tm_unexpected(tm), u + 1);
+	dpv_tm_destroy(tm);
+}
+
 /* dpv_tm_entries() lists exactly the entries in the tag list, with what they hold: not
  * an ADD still unexecuted, nor a matched or deleted entry, and eligibility as §5 says. */
 static void
@@ -2253,6 +2356,8 @@ main(void)
 		cmocka_unit_test(hash_collisions_keep_order),
 		cmocka_unit_test(stats_count_events),
 		cmocka_unit_test(match_burst_decides_in_arrival_order),
+		cmocka_unit_test(match_burst_exact_list_keeps_order_and_phases),
+		cmocka_unit_test(match_burst_wildcard_list_earliest_added_wins),
 		cmocka_unit_test(entries_report_the_listed_entries),
 	};
 
