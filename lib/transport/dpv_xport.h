@@ -631,6 +631,7 @@ struct dpv_qp_stats {
 	uint64_t ghost_responses;   /**< responses for PSNs never sent: ignored */
 	uint64_t seq_naks_received, rnr_naks_received;
 	uint64_t naks_received;     /**< every NAK but RNR NAKs (sequence and error) */
+	uint64_t ackreq_sent;       /**< request packets sent with AckReq set */
 	/* responder */
 	uint64_t dup_requests;      /**< requests behind the expected PSN */
 	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped; and
@@ -647,6 +648,12 @@ struct dpv_qp_stats {
 	                                 keeps, or with no responder resource left */
 	uint64_t uc_msgs_dropped;   /**< UC: messages in progress ended by a PSN gap, and
 	                                 packets of a message whose start was lost */
+	uint64_t acks_sent;         /**< ACKs sent (not NAKs, READ responses or atomic
+	                                 acknowledgements) */
+	uint64_t acks_coalesced;    /**< requests with AckReq answered by the ACK of a
+	                                 later one */
+	uint64_t acks_unasked;      /**< ACKs for requests without AckReq: XP_UNASKED_MAX
+	                                 of them, or quiet after one */
 	/* both */
 	uint64_t flushed_wrs;       /**< WQEs completed with WR_FLUSH_ERR */
 };
