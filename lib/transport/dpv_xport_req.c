@@ -135,13 +135,14 @@ static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
  * message whose completion the application wants, of the device's own WQE (a
  * rendezvous'), of one that drains the QP (SQD), or of one that takes the SQ to half
  * full with WQEs not acknowledged, whose slots the application waits for; and every
- * quarter window, so the window moves. Every ACK acknowledges all before it.
+ * half window, so the window moves (the responder's own bound comes first at a full
+ * window). Every ACK acknowledges all before it.
  */
 static bool ack_wanted(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 		       bool last)
 {
 	const bool ask = q->ackreq_next || dpv_wire_psn_diff(q->psn, q->psn_hi) < 0 ||
-			 ++q->since_ackreq >= (q->cwnd >= 4 ? q->cwnd / 4 : 1) ||
+			 ++q->since_ackreq >= (q->cwnd >= 2 ? q->cwnd / 2 : 1) ||
 			 (last && ((w->flags & DPV_WR_F_SIGNALED) || q->qp.init.sq_sig_all ||
 				   q->qp.attr.state != DPV_QPS_RTS || xp_xq_dev(q, q->next_wqe) ||
 				   (uint32_t)idx_diff(q->next_wqe + 1, q->xq->cons_head) >=
