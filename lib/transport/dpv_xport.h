@@ -743,7 +743,8 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n);
 uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
 
 /**
- * Timers (owner): local ACK timeouts and RNR waits that are due at @p now
+ * Timers (owner): local ACK timeouts, RNR waits and the responder's ACKs for requests
+ * received without AckReq (after 100 us of quiet) that are due at @p now
  * (rte_get_tsc_cycles() units). Only QPs with something outstanding are looked at: a
  * device whose QPs are all idle returns at once.
  */
