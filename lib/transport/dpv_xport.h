@@ -635,6 +635,7 @@ struct dpv_qp_stats {
 	uint64_t ghost_responses;   /**< responses for PSNs never sent: ignored */
 	uint64_t seq_naks_received, rnr_naks_received;
 	uint64_t naks_received;     /**< every NAK but RNR NAKs (sequence and error) */
+	uint64_t ackreq_sent;       /**< request packets sent with AckReq set */
 	/* responder */
 	uint64_t dup_requests;      /**< requests behind the expected PSN */
 	uint64_t out_of_seq;        /**< requests ahead of the expected PSN: dropped; and
@@ -651,6 +652,12 @@ struct dpv_qp_stats {
 	                                 keeps, or with no responder resource left */
 	uint64_t uc_msgs_dropped;   /**< UC: messages in progress ended by a PSN gap, and
 	                                 packets of a message whose start was lost */
+	uint64_t acks_sent;         /**< ACKs sent (not NAKs, READ responses or atomic
+	                                 acknowledgements) */
+	uint64_t acks_coalesced;    /**< requests with AckReq answered by the ACK of a
+	                                 later one */
+	uint64_t acks_unasked;      /**< ACKs for requests without AckReq: XP_UNASKED_MAX
+	                                 of them, or quiet after one */
 	/* both */
 	uint64_t flushed_wrs;       /**< WQEs completed with WR_FLUSH_ERR */
 };
@@ -740,7 +747,8 @@ void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n);
 uint32_t dpv_xport_tx(struct dpv_xport *x, uint32_t budget);
 
 /**
- * Timers (owner): local ACK timeouts and RNR waits that are due at @p now
+ * Timers (owner): local ACK timeouts, RNR waits and the responder's ACKs for requests
+ * received without AckReq (after 100 us of quiet) that are due at @p now
  * (rte_get_tsc_cycles() units). Only QPs with something outstanding are looked at: a
  * device whose QPs are all idle returns at once.
  */

@@ -185,6 +185,7 @@ int dpv_xport_create(struct dpv_port *port, struct dpv_mr_table *mrs, struct dpv
 	x->mrs = mrs;
 	x->next_qpn = 2;
 	x->tsc_hz = rte_get_tsc_hz();
+	x->quiet_cycles = x->tsc_hz / 1000000 * XP_QUIET_US;
 	x->now = rte_get_tsc_cycles();
 	xp_linger_init(x);
 	*out = x;
@@ -610,6 +611,11 @@ void dpv_xport_tick(struct dpv_xport *x, uint64_t now)
 	/* From the end: a QP that leaves the list takes the last one's place. */
 	for (i = x->ntimed; i-- > 0;)
 		timer_run(x, x->timed[i], now);
+	if (x->nquiet != 0) {
+		xp_resp_ack_tick(x);
+		if (x->ntx != 0)
+			xp_tx_flush(x);
+	}
 	if (unlikely(x->cq_overrun))
 		xp_cq_overruns(x);
 }

@@ -85,6 +85,11 @@
 	} while (0)
 /* QPs that may hold a coalesced ACK within one received burst. */
 #define XP_ACKQ 64u
+/* The responder acknowledges requests that do not ask for it (AckReq clear) after
+ * XP_UNASKED_MAX of them, or XP_QUIET_US after the last one: within the requester's
+ * probe and ACK timer, so neither fires for want of an ACK. */
+#define XP_UNASKED_MAX 64u
+#define XP_QUIET_US 100u
 
 /** IBTA 9.7.5.1: credit field 0x1f, "invalid": the requester is not flow-limited. */
 #define XP_AETH_CREDITS_INVALID 0x1fu
@@ -292,6 +297,9 @@ struct xp_qp {
 	uint32_t nak_hi;          /**< with nak_sent: the highest PSN dropped since */
 	uint32_t nak_drops;       /**< with nak_sent: packets dropped since the last NAK */
 	bool ack_pending;         /**< a coalesced ACK waits for the end of the burst */
+	uint32_t unasked;         /**< requests placed without AckReq since the last ACK */
+	uint64_t quiet_deadline;  /**< with unasked: TSC the ACK for them is due */
+	uint32_t quiet_idx;       /**< position in x->quiet, or XP_TIMED_NONE */
 	uint8_t op;               /**< enum xp_resp_op in progress */
 	uint32_t ack_psn;
 	struct xp_recv rcv;
@@ -324,6 +332,10 @@ struct dpv_xport {
 	uint32_t next_id;                /**< CQ and SRQ ids (atomics: any thread creates) */
 	uint32_t ntimed;
 	struct xp_qp *timed[DPV_MAX_QP]; /**< QPs with a timer running (dense) */
+	uint32_t nquiet;
+	struct xp_qp *quiet[DPV_MAX_QP]; /**< QPs that were holding unasked requests (dense;
+	                                      xp_resp_ack_tick()) */
+	uint64_t quiet_cycles;           /**< XP_QUIET_US in TSC cycles */
 	uint64_t now;                    /**< TSC, read once per rx, tx or tick call */
 	uint16_t ip_id;
 	uint64_t tsc_hz;
@@ -467,6 +479,8 @@ bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t
 void xp_resp_atomics_clear(struct xp_qp *q);
 uint32_t xp_resp_tx(struct dpv_xport *x, struct xp_qp *q, uint32_t quota);
 void xp_resp_flush_acks(struct dpv_xport *x);
+/* The ACKs of requests placed without AckReq whose quiet time is up (the tick). */
+void xp_resp_ack_tick(struct dpv_xport *x);
 void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush);
 
 /* The RC opcodes of a request (UC's are the same in their low five bits, IBTA Table

@@ -113,6 +113,7 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	q->qp.db_word = &x->db[qpn / 64];
 	q->qp.db_summary = &x->db_summary;
 	q->timed_idx = XP_TIMED_NONE;
+	q->quiet_idx = XP_TIMED_NONE;
 	q->qp.init = *init;
 	q->qp.attr.state = DPV_QPS_RESET;
 	q->qp.xport_state = q;

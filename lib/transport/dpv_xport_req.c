@@ -2,7 +2,7 @@
 /*
  * The requester (IBTA 9.7 and 9.8): reads send WQEs in place from the SQ ring,
  * checks them (local keys and ranges), segments them by the path MTU into request
- * packets with consecutive PSNs, and sets AckReq on the last packet of each message.
+ * packets with consecutive PSNs, and sets AckReq where an ACK is needed (ack_wanted()).
  * RC WQEs stay in their slots until the completer acknowledges them (a READ or an
  * atomic until its response came); UC and UD WQEs complete as soon as their last
  * packet is out (IBTA 9.7.7, 9.8: they are unacknowledged).
@@ -127,6 +127,35 @@ static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
 	return DPV_OP_RC_WRITE_MIDDLE;
 }
 
+/*
+ * IBTA 9.7.6.1: whether the SEND or WRITE packet at q->psn sets AckReq. The responder
+ * acknowledges the packets that ask, and on its own after XP_UNASKED_MAX that do not or
+ * XP_QUIET_US of quiet (dpv_xport_resp.c), so an ACK is asked for only where waiting
+ * for those would cost: a packet sent again (a go-back, a probe), the last packet of a
+ * message whose completion the application wants, of the device's own WQE (a
+ * rendezvous'), of one that drains the QP (SQD), or of one that takes the SQ to half
+ * full with WQEs not acknowledged, whose slots the application waits for; and every
+ * half window, so the window moves (the responder's own bound comes first at a full
+ * window). Every ACK acknowledges all before it.
+ */
+static bool ack_wanted(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+		       bool last)
+{
+	const bool ask = q->ackreq_next || dpv_wire_psn_diff(q->psn, q->psn_hi) < 0 ||
+			 ++q->since_ackreq >= (q->cwnd >= 2 ? q->cwnd / 2 : 1) ||
+			 (last && ((w->flags & DPV_WR_F_SIGNALED) || q->qp.init.sq_sig_all ||
+				   q->qp.attr.state != DPV_QPS_RTS || xp_xq_dev(q, q->next_wqe) ||
+				   (uint32_t)idx_diff(q->next_wqe + 1, q->xq->cons_head) >=
+					   dpv_ring_count(q->qp.sq) / 2));
+
+	if (ask) {
+		q->since_ackreq = 0;
+		q->ackreq_next = false;
+		XP_CNT(x, q, ackreq_sent);
+	}
+	return ask;
+}
+
 /* One SEND or WRITE packet of next_wqe at next_off. */
 static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 			  const struct xp_swqe_meta *m)
@@ -143,15 +172,9 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 		plen = q->mtu;
 	p.opcode = send_opcode(w->opcode, i, m->npkts) | (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC);
 	p.psn = q->psn;
-	/* IBTA 9.2: AckReq rides on the last packet, and so does the solicited event of a
-	 * message that completes a receive (SEND, WRITE with immediate); a long message
-	 * asks four times a window too, so its window moves. UC asks for none (9.7.7). */
-	p.ack_req = !uc && (last || q->ackreq_next ||
-			    ++q->since_ackreq >= (q->cwnd >= 4 ? q->cwnd / 4 : 1));
-	if (p.ack_req) {
-		q->since_ackreq = 0;
-		q->ackreq_next = false;
-	}
+	/* IBTA 9.2: the solicited event rides on the last packet of a message that
+	 * completes a receive (SEND, WRITE with immediate). UC asks for no ACK (9.7.7). */
+	p.ack_req = !uc && ack_wanted(x, q, w, last);
 	p.solicited = last && (w->flags & DPV_WR_F_SOLICITED) && w->opcode != DPV_WR_RDMA_WRITE;
 	p.imm = w->imm;
 	if (i == 0) {
@@ -211,6 +234,7 @@ static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_me
 {
 	if (!send_bare(x, q, p))
 		return false;
+	XP_CNT(x, q, ackreq_sent);
 	psn_sent(x, q, npsn);
 	req_out(q, m);
 	q->next_wqe++;
@@ -272,6 +296,7 @@ static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire
 	if (!send_bare(x, q, p))
 		return false;
 	XP_CNT(x, q, tx_packets);
+	XP_CNT(x, q, ackreq_sent);
 	XP_CNT(x, q, retrans_packets);
 	if (!probed)
 		XP_CNT(x, q, retrans_read);

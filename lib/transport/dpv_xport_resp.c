@@ -111,6 +111,8 @@ static bool ack_frame(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 		return false;
 	xp_frame_send(x, m, a->dst_ip);
 	XP_CNT(x, q, tx_packets);
+	if (syndrome == ACK_SYNDROME)
+		XP_CNT(x, q, acks_sent);
 	return true;
 }
 
@@ -140,8 +142,12 @@ void xp_resp_flush_acks(struct dpv_xport *x)
  */
 static void respond(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t syndrome)
 {
+	/* Any answer acknowledges every request before it (a NAK those before its PSN). */
+	q->unasked = 0;
 	if (syndrome == ACK_SYNDROME && respq_empty(q)) {
-		if (!q->ack_pending) {
+		if (q->ack_pending) {
+			XP_CNT(x, q, acks_coalesced);
+		} else {
 			if (x->nack == XP_ACKQ) {
 				if (!ack_frame(x, q, psn, syndrome, q->msn))
 					respq_ack(x, q, psn, syndrome);
@@ -157,6 +163,62 @@ static void respond(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_t 
 	if (respq_empty(q) && ack_frame(x, q, psn, syndrome, q->msn))
 		return;
 	respq_ack(x, q, psn, syndrome);
+}
+
+static void quiet_stop(struct dpv_xport *x, struct xp_qp *q)
+{
+	struct xp_qp *last;
+
+	if (q->quiet_idx == XP_TIMED_NONE)
+		return;
+	last = x->quiet[--x->nquiet];
+	x->quiet[q->quiet_idx] = last;
+	last->quiet_idx = q->quiet_idx;
+	q->quiet_idx = XP_TIMED_NONE;
+}
+
+/*
+ * A request at @p psn placed without AckReq: IBTA 9.7.6.1 lets the responder
+ * acknowledge it with a later ACK, which covers everything before it. It is
+ * acknowledged after XP_UNASKED_MAX of them, else when XP_QUIET_US pass with no
+ * ACK (xp_resp_ack_tick()), so the requester never waits on its timers for it.
+ */
+static void unasked(struct dpv_xport *x, struct xp_qp *q, uint32_t psn)
+{
+	if (++q->unasked >= XP_UNASKED_MAX) {
+		XP_CNT(x, q, acks_unasked);
+		respond(x, q, psn, ACK_SYNDROME);
+		return;
+	}
+	q->quiet_deadline = x->now + x->quiet_cycles;
+	if (q->quiet_idx == XP_TIMED_NONE) {
+		q->quiet_idx = x->nquiet;
+		x->quiet[x->nquiet++] = q;
+	}
+}
+
+void xp_resp_ack_tick(struct dpv_xport *x)
+{
+	uint32_t i;
+
+	/* From the end: a QP that leaves the list takes the last one's place. A QP
+	 * acknowledged since it joined leaves now. */
+	for (i = x->nquiet; i-- > 0;) {
+		struct xp_qp *q = x->quiet[i];
+		const uint8_t st = q->qp.attr.state;
+
+		if (q->unasked != 0 && (int64_t)(x->now - q->quiet_deadline) < 0)
+			continue;
+		if (q->unasked != 0 &&
+		    (st == DPV_QPS_RTR || st == DPV_QPS_RTS || st == DPV_QPS_SQD)) {
+			XP_CNT(x, q, acks_unasked);
+			respond(x, q, psn_add(q->epsn, DPV_WIRE_PSN_MASK), ACK_SYNDROME);
+		}
+		q->unasked = 0;
+		quiet_stop(x, q);
+	}
+	if (x->nack != 0)
+		xp_resp_flush_acks(x);
 }
 
 /* IBTA 9.7.5.1 (RNR NAK): nothing of the request is consumed; the requester waits
@@ -188,6 +250,7 @@ static void nak_fatal(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 							   : DPV_QP_EV_FATAL;
 	ack_flush_one(x, q);
 	XP_CNT(x, q, naks_sent);
+	q->unasked = 0;
 	ack_frame(x, q, psn, syndrome, q->msn);
 	xp_qp_error(x, q, event);
 }
@@ -320,6 +383,8 @@ void xp_resp_abort(struct dpv_xport *x, struct xp_qp *q, bool flush)
 	q->resp_dup_reads = 0;
 	q->ack_pending = false;
 	q->nak_sent = false;
+	q->unasked = 0;
+	quiet_stop(x, q);
 }
 
 /* The receive of a failed message completes in error and the QP ends (IBTA 9.9:
@@ -370,6 +435,8 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	}
 	if (p->ack_req)
 		respond(x, q, p->psn, ACK_SYNDROME);
+	else
+		unasked(x, q, p->psn);
 }
 
 /* IBTA 9.4 / 10.6: an RDMA WRITE needs the QP's remote-write permission and an
@@ -433,6 +500,8 @@ static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire
 	}
 	if (p->ack_req)
 		respond(x, q, p->psn, ACK_SYNDROME);
+	else
+		unasked(x, q, p->psn);
 }
 
 static bool read_allowed(const struct dpv_xport *x, const struct xp_qp *q,

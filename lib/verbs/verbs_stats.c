@@ -31,7 +31,8 @@ static const struct stat_field qp_fields[] = {
 	QP_STAT(dup_requests), QP_STAT(out_of_seq), QP_STAT(seq_naks_sent),
 	QP_STAT(rnr_naks_sent), QP_STAT(naks_sent), QP_STAT(dup_reads_dropped),
 	QP_STAT(resp_queue_full), QP_STAT(atomic_replays), QP_STAT(dup_atomics_dropped),
-	QP_STAT(uc_msgs_dropped), QP_STAT(flushed_wrs),
+	QP_STAT(uc_msgs_dropped), QP_STAT(ackreq_sent), QP_STAT(acks_sent),
+	QP_STAT(acks_coalesced), QP_STAT(acks_unasked), QP_STAT(flushed_wrs),
 };
 /* Every counter of the struct has its name: a new field without one fails here. */
 _Static_assert(sizeof(qp_fields) / sizeof(qp_fields[0]) ==
