@@ -468,6 +468,13 @@ uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
 	if (unlikely(port->backlog_n != 0) && !backlog_flush(port))
 		return 0;
 	room = DPV_PORT_TX_BACKLOG;
+	/* A neighbour resolved and asked for before, the common answer, has room without
+	 * a clock read: the frames sent to it mark it used and find it stale
+	 * (dpv_port_tx()'s arp_use()). Anything else asks ARP here, so that a first
+	 * request goes out before a frame waits. */
+	e = arp_find(port, dst_ip);
+	if (likely(e != NULL && e->resolved && !e->unsolicited))
+		return room;
 	if (!dpv_port_resolve(port, dst_ip, &mac)) {
 		e = arp_find(port, dst_ip);
 		room = e != NULL ? DPV_ARP_HOLD - e->held : 0;

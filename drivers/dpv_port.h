@@ -228,7 +228,9 @@ void dpv_port_link(struct dpv_port *port, bool *up, uint32_t *speed_mbps);
  * any: 0 while the TX backlog holds frames the driver has not taken yet (the port's
  * back-pressure: a sender waits and asks again), else the room in the backlog, or,
  * while the neighbour is unresolved, the room in its ARP hold (and an ARP request goes
- * out, as dpv_port_resolve()). Owner thread.
+ * out, as dpv_port_resolve()). A neighbour resolved and in use is answered without a
+ * clock read: its frames' dpv_port_tx() marks it used and asks again when it is stale.
+ * Owner thread.
  */
 uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip);
 

@@ -319,32 +319,48 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 	return work;
 }
 
+/* One inline visit of @p dev: try-lock it and poll it when got. @return work done */
+static inline uint32_t progress_one(struct dpv_dev *dev)
+{
+	uint32_t work;
+	bool owned;
+
+	if (dev->mode != DPV_PROGRESS_INLINE ||
+	    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0)
+		return 0;
+	owned = dpv_dev_try_own(dev);
+	/* Counted also when the device is owned: if the helper holds it, the change
+	 * makes it let go, so the application's next call gets it. A load and a
+	 * store (not a locked add: racing threads may lose a count, but the value
+	 * changes all the same) on the line the try-lock has just written; no clock
+	 * read. */
+	__atomic_store_n(&dev->app_visits,
+			 __atomic_load_n(&dev->app_visits, __ATOMIC_RELAXED) + 1,
+			 __ATOMIC_RELAXED);
+	if (!owned)
+		return 0;
+	work = dpv_dev_poll(dev);
+	dpv_dev_release(dev);
+	return work;
+}
+
 uint32_t dpv_engine_progress(void)
+{
+	return dpv_engine_progress_dev(NULL);
+}
+
+uint32_t dpv_engine_progress_dev(struct dpv_dev *first)
 {
 	unsigned int n = __atomic_load_n(&n_devs, __ATOMIC_ACQUIRE);
 	uint32_t work = 0;
 
-	for (unsigned int i = 0; i < n; i++) {
-		struct dpv_dev *dev = devs[i];
-		bool owned;
-
-		if (dev->mode != DPV_PROGRESS_INLINE ||
-		    __atomic_load_n(&dev->control_waiting, __ATOMIC_RELAXED) != 0)
-			continue;
-		owned = dpv_dev_try_own(dev);
-		/* Counted also when the device is owned: if the helper holds it, the change
-		 * makes it let go, so the application's next call gets it. A load and a
-		 * store (not a locked add: racing threads may lose a count, but the value
-		 * changes all the same) on the line the try-lock has just written; no clock
-		 * read. */
-		__atomic_store_n(&dev->app_visits,
-				 __atomic_load_n(&dev->app_visits, __ATOMIC_RELAXED) + 1,
-				 __ATOMIC_RELAXED);
-		if (!owned)
-			continue;
-		work += dpv_dev_poll(dev);
-		dpv_dev_release(dev);
-	}
+	/* The device whose CQ or QP the caller uses first: what it waits for is there
+	 * one device's poll sooner. The others are driven all the same, right after. */
+	if (first != NULL)
+		work = progress_one(first);
+	for (unsigned int i = 0; i < n; i++)
+		if (devs[i] != first)
+			work += progress_one(devs[i]);
 	return work;
 }
 

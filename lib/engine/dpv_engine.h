@@ -188,6 +188,15 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev);
 uint32_t dpv_engine_progress(void);
 
 /**
+ * dpv_engine_progress() with @p first driven before the others (any thread): the
+ * device of the CQ polled or the queue posted to. Every other inline-mode device is
+ * driven on the same call, so two devices used from one thread never wait on each
+ * other. @p first NULL: dpv_engine_progress().
+ * @return units of work done
+ */
+uint32_t dpv_engine_progress_dev(struct dpv_dev *first);
+
+/**
  * Hand a device to a dedicated lcore (control thread): the lcore loops dpv_dev_poll()
  * over every device handed to it, each until its dpv_dev_close().
  * @return 0; EINVAL not a worker lcore, or one busy with something else; EBUSY already

@@ -166,7 +166,7 @@ int dpv_verbs_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	got = cq_take(cq, n, wc);
 	if (got == 0 && n > 0) {
-		dpv_engine_progress();
+		dpv_engine_progress_dev(cq->ctx->dev);
 		got = cq_take(cq, n, wc);
 	}
 	return got;
@@ -199,7 +199,7 @@ static int cq_ex_start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *att
 	if (cq_ex_load(cq) == 0)
 		goto held;
 	dpv_vunlock(&cq->poll_lock, fast);
-	dpv_engine_progress();
+	dpv_engine_progress_dev(cq->ctx->dev);
 	fast = dpv_vlock(&cq->poll_lock);
 	if (cq_ex_load(cq) != 0) {
 		dpv_vunlock(&cq->poll_lock, fast); /* ENOENT: no end_poll follows */

@@ -531,7 +531,7 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	dpv_vunlock(&qp->sq_lock, fast);
 	if (ret != 0)
 		*bad = wr;
-	dpv_engine_progress();
+	dpv_engine_progress_dev(qp->ctx->dev);
 	return ret;
 }
 

@@ -307,6 +307,6 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		pthread_spin_unlock(&srq->ops_lock);
 	if (ret != 0)
 		*bad = wr;
-	dpv_engine_progress();
+	dpv_engine_progress_dev(srq->ctx->dev);
 	return ret;
 }
