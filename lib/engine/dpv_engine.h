@@ -61,6 +61,8 @@ struct dpv_dev_stats {
 	uint64_t cm_tx_failed;   /**< MADs the port could not take (dpv_xport_gsi_send()):
 	                              the CM's retries stand for them */
 	uint64_t cm_events_lost; /**< events that found the event queue full */
+	uint64_t cm_resent;      /**< REQs, REPs, DREQs and SIDR_REQs sent again because
+	                              the wait for their answer ran out */
 };
 
 struct dpv_dev_cm;

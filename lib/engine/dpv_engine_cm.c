@@ -432,7 +432,10 @@ void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
 		if (!k->used)
 			continue;
 		if (dpv_cm_deadline(&k->c) <= now) {
+			const uint8_t retries = k->c.retries;
+
 			dpv_cm_timer(&k->c, now, &o);
+			dev->stats.cm_resent += k->c.retries != retries;
 			cm_out(dev, k, &o);
 		} else {
 			next_deadline(dev, k);
