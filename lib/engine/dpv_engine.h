@@ -627,6 +627,17 @@ int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t servi
 int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint32_t qkey,
 			   const void *pdata, uint8_t len);
 
+/**
+ * Whether a DREQ of the device waits for its DREP (control thread, not the owner: it
+ * takes the device for the look, dpv_dev_own()): a connection in DREQ_SENT, whose
+ * DREQ is sent again until the DREP comes or its retries are spent. False while the
+ * link is down (no DREP can come, and a memif link goes down when the peer's process
+ * ends). A process that ends keeps such a device running (the drop-in's exit hook), so
+ * that its last DREQ, lost on the wire, still reaches a peer that waits for nothing
+ * else and would never learn of the disconnection.
+ */
+bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev);
+
 /** One connection, listener, SIDR request or address resolution of a device
  *  (dpv_dev_cm_list()). */
 struct dpv_dev_cm_info {

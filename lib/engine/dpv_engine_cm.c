@@ -446,6 +446,20 @@ void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
 			resolve_look(dev, &cm->resolve[i], now_tsc);
 }
 
+bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	bool waits = false;
+
+	if (!__atomic_load_n(&dev->link_up, __ATOMIC_RELAXED))
+		return false;
+	dpv_dev_own(dev);
+	for (uint32_t i = 0; i < DPV_DEV_CM_MAX && !waits; i++)
+		waits = cm->conns[i].used && dpv_cm_state(&cm->conns[i].c) == DPV_CM_DREQ_SENT;
+	dpv_dev_disown(dev);
+	return waits;
+}
+
 int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t)
 {
 	if (t->response_timeout > 31 || t->max_retries > 15 || t->packet_life_time > 31)
