@@ -635,8 +635,10 @@ int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint3
  * ends). A process that ends keeps such a device running (the drop-in's exit hook), so
  * that its last DREQ, lost on the wire, still reaches a peer that waits for nothing
  * else and would never learn of the disconnection.
+ * @param skip_ips, n_skip  IPv4 addresses (host order) whose DREQs do not count: the
+ *        process's own devices, which end with it
  */
-bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev);
+bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev, const uint32_t *skip_ips, unsigned int n_skip);
 
 /** One connection, listener, SIDR request or address resolution of a device
  *  (dpv_dev_cm_list()). */

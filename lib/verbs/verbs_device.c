@@ -73,12 +73,16 @@ static bool any_lingers(uint64_t now)
 	return false;
 }
 
-/* Whether a device's DREQ still waits for its DREP (dpv_dev_cm_dreq_waits()). */
+/* Whether a device's DREQ to a peer outside the process still waits for its DREP
+ * (dpv_dev_cm_dreq_waits()). */
 static bool any_dreq_waits(void)
 {
+	uint32_t own[DPV_MAX_DEVS];
+	unsigned int n = own_ips(own);
+
 	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++)
 		if (dpv_verbs_devices[i]->dev != NULL &&
-		    dpv_dev_cm_dreq_waits(dpv_verbs_devices[i]->dev))
+		    dpv_dev_cm_dreq_waits(dpv_verbs_devices[i]->dev, own, n))
 			return true;
 	return false;
 }
