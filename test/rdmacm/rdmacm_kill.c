@@ -2,11 +2,10 @@
 /*
  * A peer killed with SIGKILL, through the drop-in librdmacm, between real processes
  * over memif, or over af_packet on a veth pair between two network namespaces: a
- * survivor (the memif server, or the veth end of the first namespace; the active side,
- * alive throughout) and peers that come one after the other (memif clients, or
- * processes on the veth end of the second namespace, one after the other; the passive
- * side), each killed
- * as a crash kills a process: no at-exit DREQ or REJ. This process starts them all
+ * survivor (the memif server, or on the veth end of the first namespace; the active
+ * side, alive throughout) and peers that come one after the other (memif clients, or
+ * on the veth end of the second namespace; the passive side), each killed as a crash
+ * kills a process: no at-exit DREQ or REJ. This process starts them all
  * and calls no library itself (EAL is not for forked processes). Every process has
  * the short CM timing of DPV_CM_RESPONSE_TIMEOUT=17, DPV_CM_RETRIES=3,
  * DPV_CM_PACKET_LIFE_TIME=12: each wait for an answer (537 + 2 x 17 ms) four times; the
@@ -195,7 +194,7 @@ static int cm_ids(struct ibv_context *ctx)
 static const struct rdma_conn_param conn_param = {
 	.responder_resources = 1, .initiator_depth = 1, .retry_count = 3, .rnr_retry_count = 7};
 
-/* ---- a peer: the passive side, a memif client ---- */
+/* ---- a peer: the passive side (a memif client over memif) ---- */
 
 static int peer(enum peer_mode mode, const char *ip, int report)
 {
@@ -242,7 +241,7 @@ static int peer(enum peer_mode mode, const char *ip, int report)
 	return failures ? 1 : 0;
 }
 
-/* ---- the survivor: the active side, the memif server ---- */
+/* ---- the survivor: the active side (the memif server over memif) ---- */
 
 /* An id connecting to peer @p n with a QP, its request sent. */
 static void survivor_connect(struct rdma_event_channel *ch, struct conn *k, int n)
@@ -341,7 +340,7 @@ static void survivor_fresh(struct rdma_event_channel *ch)
 /* Each step when the starter says 'G' (its peer listens); 'D' after each. */
 static int survivor(int cmd, int report)
 {
-	struct rdma_event_channel *ch = channel(); /* opens the device: the memif server */
+	struct rdma_event_channel *ch = channel(); /* opens the device */
 	struct ibv_context *ctx;
 
 	CHECK(hear(cmd, WAIT_MS) == 'G', "no first peer");
