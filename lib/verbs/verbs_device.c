@@ -73,6 +73,20 @@ static bool any_lingers(uint64_t now)
 	return false;
 }
 
+/* Whether a device's DREQ to a peer outside the process still waits for its DREP
+ * (dpv_dev_cm_dreq_waits()). */
+static bool any_dreq_waits(void)
+{
+	uint32_t own[DPV_MAX_DEVS];
+	unsigned int n = own_ips(own);
+
+	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++)
+		if (dpv_verbs_devices[i]->dev != NULL &&
+		    dpv_dev_cm_dreq_waits(dpv_verbs_devices[i]->dev, own, n))
+			return true;
+	return false;
+}
+
 /*
  * At exit, let what the devices sent reach their peers: a NIC has put a program's
  * last ACKs on the wire before the program sees the completions they answer, but a
@@ -85,7 +99,11 @@ static bool any_lingers(uint64_t now)
  * gone for LINGER_QUIET_MS, which also answers a peer's last resends, and while a QP
  * lingers (reliability.md, "Lingering QPs": an ACK lost on the wire is answered again
  * when its peer resends, within about twice its ACK timeout), at most LINGER_MAX_MS or
- * twice DPV_LINGER_MS.
+ * twice DPV_LINGER_MS; and, beyond that, while a DREQ waits for its DREP: a program
+ * that disconnects and exits at once (rping's client) would otherwise take the resends
+ * of a DREQ lost on the wire with it, and leave a peer that waits for nothing but the
+ * disconnection waiting for ever. That wait ends with the DREP (a round trip; one CM
+ * wait more per DREQ lost), or when the DREQ's retries are spent (rdma-cm.md).
  */
 static void linger(void)
 {
@@ -98,8 +116,8 @@ static void linger(void)
 
 	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	last = frames_moved();
-	while (last >= 0 && (now - quiet < quiet_for || any_lingers(now)) &&
-	       now - start < at_most) {
+	while (last >= 0 && (((now - quiet < quiet_for || any_lingers(now)) &&
+			      now - start < at_most) || any_dreq_waits())) {
 		struct timespec ts = {0, 100000};
 
 		dpv_engine_progress();
