@@ -19,6 +19,18 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
 /* Not a status: swqe_check()'s answer for a WQE the requester does itself. */
 #define XP_WC_LOCAL_OP 0xffu
 
+/* The memory-window opcodes, out of the way of the others: SEND with Invalidate is RC's
+ * (and XRC's) only (IBTA Table 38); a bind or local invalidation is done by the
+ * requester itself (XP_WC_LOCAL_OP), on RC and UC. Any other opcode is no WQE's. */
+static __attribute__((noinline)) uint8_t mw_opcode_check(uint8_t type, uint8_t opcode)
+{
+	if (opcode == DPV_WR_SEND_WITH_INV)
+		return type == DPV_QPT_RC ? DPV_WC_SUCCESS : DPV_WC_LOC_QP_OP_ERR;
+	if (xp_wr_local(opcode))
+		return type == DPV_QPT_UD ? DPV_WC_LOC_QP_OP_ERR : XP_WC_LOCAL_OP;
+	return DPV_WC_LOC_QP_OP_ERR;
+}
+
 /* IBTA 10.8: what the device checks when it starts a WQE. The scatter list of a READ,
  * and the 8 bytes that get an atomic's original value, are written by the device, so
  * they need LOCAL_WRITE (IBTA 10.6). */
@@ -28,19 +40,12 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	const uint8_t type = q->qp.init.type;
 	uint64_t total = 0;
 	uint32_t i, access;
+	uint8_t st;
 
 	switch (w->opcode) {
 	case DPV_WR_SEND:
 	case DPV_WR_SEND_WITH_IMM:
 		break;
-	case DPV_WR_SEND_WITH_INV:
-		/* IBTA Table 38: SEND with Invalidate is RC's (and XRC's) only. */
-		if (type != DPV_QPT_RC)
-			return DPV_WC_LOC_QP_OP_ERR;
-		break;
-	case DPV_WR_BIND_MW:
-	case DPV_WR_LOCAL_INV:
-		return type == DPV_QPT_UD ? DPV_WC_LOC_QP_OP_ERR : XP_WC_LOCAL_OP;
 	case DPV_WR_RDMA_WRITE:
 	case DPV_WR_RDMA_WRITE_WITH_IMM:
 		if (type == DPV_QPT_UD)
@@ -53,7 +58,10 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 			return DPV_WC_LOC_QP_OP_ERR;
 		break;
 	default:
-		return DPV_WC_LOC_QP_OP_ERR;
+		st = mw_opcode_check(type, w->opcode);
+		if (st != DPV_WC_SUCCESS)
+			return st;
+		break;
 	}
 	if (w->flags & DPV_WR_F_INLINE) {
 		if (xp_wr_answered(w->opcode))
