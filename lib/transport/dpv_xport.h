@@ -285,6 +285,14 @@ struct dpv_mw *dpv_mw_inv_target(const struct dpv_mr_table *t, uint32_t key, uin
 /** Unbind window @p mw: its key names nothing until it is bound again. Device side. */
 void dpv_mw_unbind(struct dpv_mw *mw);
 
+/**
+ * Unbind the type 2 windows bound through QP @p qpn, which is being destroyed: QP
+ * numbers come back, and a window bound to the old QP must not open to the new one.
+ * Control path, while the device's owner thread does not run, serialised with
+ * registration (a scan of the table while it holds windows).
+ */
+void dpv_mw_unbind_qp(struct dpv_mr_table *t, uint32_t qpn);
+
 /* ---- completions ---- */
 
 /** Completion status (IBTA 11.4.2.1 names; lib/verbs maps them onto IBV_WC_*). */

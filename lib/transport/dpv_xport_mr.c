@@ -31,6 +31,7 @@ struct dpv_mr_table {
 	uint16_t free_slot[DPV_MAX_MR]; /**< ring of free slot indexes, oldest first */
 	uint32_t free_head;             /**< ring index of the next slot to hand out */
 	uint32_t free_count;
+	uint32_t windows;               /**< memory windows in the table */
 	bool seeded;                    /**< gen and free_slot drawn */
 };
 
@@ -209,6 +210,7 @@ int dpv_mw_register(struct dpv_mr_table *t, struct dpv_mw *mw)
 	mw->region = NULL;
 	mw->qpn = 0;
 	__atomic_store_n(&t->slot[slot], &mw->mr, __ATOMIC_RELEASE);
+	t->windows++;
 	return 0;
 }
 
@@ -229,6 +231,21 @@ void dpv_mw_deregister(struct dpv_mr_table *t, struct dpv_mw *mw)
 	__atomic_store_n(&t->slot[slot], NULL, __ATOMIC_RELEASE);
 	t->gen[slot]++;
 	slot_free(t, slot);
+	t->windows--;
+}
+
+void dpv_mw_unbind_qp(struct dpv_mr_table *t, uint32_t qpn)
+{
+	for (uint32_t slot = 1; t->windows != 0 && slot < DPV_MAX_MR; slot++) {
+		struct dpv_mr *e = t->slot[slot];
+		struct dpv_mw *mw;
+
+		if (e == NULL || e->lkey != 0)
+			continue;
+		mw = container_of(e, struct dpv_mw, mr);
+		if (mw->type == 2 && mw->region != NULL && mw->qpn == qpn)
+			dpv_mw_unbind(mw);
+	}
 }
 
 /* The window in the slot @p key names, whatever its tag; NULL if the slot holds none. */
@@ -254,6 +271,11 @@ const struct dpv_mr *dpv_mw_check(const struct dpv_mr_table *t, uint32_t key, ui
 	if (len == 0)
 		return &mw->mr;
 	if (addr < mw->mr.addr || len > mw->mr.length || addr - mw->mr.addr > mw->mr.length - len)
+		return NULL;
+	/* ibv_rereg_mr(3) may have moved the region since the bind: the window opens only
+	 * what the region still holds. */
+	if (addr < mw->region->addr || len > mw->region->length ||
+	    addr - mw->region->addr > mw->region->length - len)
 		return NULL;
 	return &mw->mr;
 }

@@ -490,6 +490,13 @@ int dpv_verbs_dealloc_mw(struct ibv_mw *ibmw)
 	return 0;
 }
 
+void dpv_verbs_mw_qp_gone(struct dpv_dev *dev, uint32_t qpn)
+{
+	pthread_mutex_lock(&mr_lock);
+	dpv_mw_unbind_qp(dev->mrs, qpn);
+	pthread_mutex_unlock(&mr_lock);
+}
+
 /* The access bits a bind may name: a window's remote rights, and local write, which a
  * window has no use for and the suites of rdma-core pass. */
 #define MW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \

@@ -315,6 +315,9 @@ int dpv_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uin
 struct ibv_mw *dpv_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int dpv_verbs_dealloc_mw(struct ibv_mw *mw);
 int dpv_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* A QP of @p dev numbered @p qpn is being destroyed, the device owned: the type 2
+ * windows bound through it are unbound (dpv_mw_unbind_qp()). */
+void dpv_verbs_mw_qp_gone(struct dpv_dev *dev, uint32_t qpn);
 /* The bind of window @p mw that @p info describes, with key @p rkey (its tag, bits 7..0,
  * the caller's), into send WQE @p w (ibv_post_send(3) IBV_WR_BIND_MW, ibv_wr_bind_mw(3)):
  * 0, or EINVAL for access flags other than remote read, write, atomic and local write,

@@ -224,6 +224,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct dpv_dev *dev = qp->ctx->dev;
 
 	dpv_dev_own(dev);
+	dpv_verbs_mw_qp_gone(dev, ibqp->qp_num);
 	dpv_qp_destroy(dev->xport, qp->qp);
 	to_cq(ibqp->send_cq)->users--;
 	to_cq(ibqp->recv_cq)->users--;

@@ -252,6 +252,25 @@ static void type1_rebind_and_zero_length_refuse_the_old_key(void **state)
 	assert_int_equal(write8(&p, local, base, first, 7), IBV_WC_REM_ACCESS_ERR);
 }
 
+/* A bind through a UC QP completes as soon as the requester does it (UC is not
+ * acknowledged); the key then works for an RC QP of the PD. */
+static void type1_bind_through_uc(void **state)
+{
+	struct ibv_mr *mr = new_mr(&B, 4096, BINDABLE), *local = new_mr(&A, 64, LW);
+	struct ibv_mw *mw = new_mw(&B, IBV_MW_TYPE_1);
+	struct ibv_cq *cq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_qp *uc = new_qp(&B, IBV_QPT_UC, cq, cq, NULL, 4, 4);
+	struct rc_pair p;
+
+	(void)state;
+	rc_pair(&p, mw_conn());
+	connect_uc(uc, new_qp(&A, IBV_QPT_UC, p.acq, p.acq, NULL, 4, 4), 0);
+	assert_int_equal(bind1(uc, mw, mr, 0, 64, IBV_ACCESS_REMOTE_WRITE, 1), 0);
+	expect_send_ok(cq, 1, IBV_WC_BIND_MW);
+	assert_int_equal(write8(&p, local, (uintptr_t)mr->addr + 8, mw->rkey, 2), IBV_WC_SUCCESS);
+	expect_quiet(cq);
+}
+
 static void type1_bind_refusals(void **state)
 {
 	struct ibv_mr *mr = new_mr(&B, 4096, BINDABLE), *plain = new_mr(&B, 4096, LW);
@@ -330,10 +349,18 @@ static void type2_local_inv_refuses_the_key(void **state)
 	uint64_t base = (uintptr_t)mr->addr;
 	uint32_t key = ibv_inc_rkey(mw->rkey);
 	struct rc_pair p;
+	struct ibv_wc wc;
 
 	(void)state;
 	rc_pair(&p, mw_conn());
+	/* unsignaled: it completes silently, and the peer is told after it (ibv_bind_mw(3):
+	 * a key is given out once the bind is done) */
 	assert_int_equal(bind2(p.b, mw, key, mr, 0, 4096, IBV_ACCESS_REMOTE_WRITE, 1, 0), 0);
+	assert_int_equal(post_recv(p.a, 20, local->addr, 8, local->lkey), 0);
+	assert_int_equal(post_send(p.b, IBV_WR_SEND, 2, NULL, 0, 0, IBV_SEND_SIGNALED), 0);
+	expect_send_ok(p.bcq, 2, IBV_WC_SEND);
+	expect_wc(p.acq, &wc);
+	assert_int_equal(wc.wr_id, 20);
 	assert_int_equal(write8(&p, local, base, key, 2), IBV_WC_SUCCESS);
 	assert_int_equal(post_inv(p.b, IBV_WR_LOCAL_INV, key, 3), 0);
 	expect_send_ok(p.bcq, 3, IBV_WC_LOCAL_INV);
@@ -437,6 +464,35 @@ static void type2_dealloc_of_a_bound_window_refuses_the_key(void **state)
 	/* ibv_dealloc_mw(3) unbinds a bound window: 0, and the key is refused */
 	assert_int_equal(ibv_dealloc_mw(mw), 0);
 	assert_int_equal(write8(&p, local, base, key, 3), IBV_WC_REM_ACCESS_ERR);
+}
+
+/* A type 2 window bound through a QP is unbound when the QP is destroyed (QP numbers
+ * come back): it binds again through another QP, where a bound one would not. */
+static void type2_window_is_unbound_with_its_qp(void **state)
+{
+	struct ibv_mr *mr = new_mr(&B, 4096, BINDABLE), *local = new_mr(&A, 64, LW);
+	struct ibv_mw *mw = new_mw(&B, IBV_MW_TYPE_2);
+	struct ibv_cq *cq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_qp *qb = ibv_create_qp(B.pd, &(struct ibv_qp_init_attr){
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}});
+	uint32_t key = ibv_inc_rkey(mw->rkey);
+	struct rc_pair p;
+
+	(void)state;
+	assert_non_null(qb);
+	rc_pair(&p, mw_conn());
+	connect_rc(new_qp(&A, IBV_QPT_RC, p.acq, p.acq, NULL, 4, 4), qb, mw_conn());
+	assert_int_equal(bind2(qb, mw, key, mr, 0, 64, IBV_ACCESS_REMOTE_WRITE, 1,
+			       IBV_SEND_SIGNALED), 0);
+	expect_send_ok(cq, 1, IBV_WC_BIND_MW);
+	assert_int_equal(ibv_dereg_mr(mr), EINVAL);
+	assert_int_equal(ibv_destroy_qp(qb), 0);
+	key = ibv_inc_rkey(key);
+	assert_int_equal(bind2(p.b, mw, key, mr, 0, 64, IBV_ACCESS_REMOTE_WRITE, 2,
+			       IBV_SEND_SIGNALED), 0);
+	expect_send_ok(p.bcq, 2, IBV_WC_BIND_MW);
+	assert_int_equal(write8(&p, local, (uintptr_t)mr->addr, key, 3), IBV_WC_SUCCESS);
 }
 
 static void type2_bad_binds_complete_with_mw_bind_err(void **state)
@@ -652,12 +708,14 @@ int main(void)
 		VT(type1_window_allows_inside_and_refuses_outside),
 		VT(type1_read_and_atomic_outside_are_remote_access_errors),
 		VT(type1_rebind_and_zero_length_refuse_the_old_key),
+		VT(type1_bind_through_uc),
 		VT(type1_bind_refusals),
 		VT(type2_bind_by_post_send_and_its_qp),
 		VT(type2_local_inv_refuses_the_key),
 		VT(type2_send_with_inv_reports_and_refuses_the_key),
 		VT(send_with_inv_of_a_key_that_is_no_window_fails),
 		VT(type2_dealloc_of_a_bound_window_refuses_the_key),
+		VT(type2_window_is_unbound_with_its_qp),
 		VT(type2_bad_binds_complete_with_mw_bind_err),
 		VT(wr_api_binds_and_invalidates),
 	};
