@@ -624,7 +624,8 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		return;
 	}
 	if (!(q->qp.attr.access & DPV_ACCESS_REMOTE_ATOMIC) ||
-	    !xp_rkey_ok(x, q, p->atomic_rkey, p->atomic_va, sizeof(orig), DPV_ACCESS_REMOTE_ATOMIC) ||
+	    !xp_rkey_ok(x, q, p->atomic_rkey, p->atomic_va, sizeof(orig),
+			DPV_ACCESS_REMOTE_ATOMIC) ||
 	    !xp_atomic(x, p->atomic_va, cas, cas ? p->atomic_compare : p->atomic_swap_add,
 		       p->atomic_swap_add, &orig)) {
 		access_nak(x, q, p->psn, true);
@@ -859,7 +860,8 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 		    a->ttl);
 	p.aeth_syndrome = ACK_SYNDROME;
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
-	if (plen != 0 && !xp_rkey_ok(x, q, e->rkey, e->va + e->sent, plen, DPV_ACCESS_REMOTE_READ)) {
+	if (plen != 0 &&
+	    !xp_rkey_ok(x, q, e->rkey, e->va + e->sent, plen, DPV_ACCESS_REMOTE_READ)) {
 		access_nak(x, q, psn, true);
 		return false;
 	}

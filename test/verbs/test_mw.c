@@ -694,7 +694,8 @@ static void binds_and_invalidations_over_a_lossy_link_complete_once(void **state
 	       qp_xstat(p.b, "qp.dup_requests"));
 	assert_int_equal(binds, rounds);
 	assert_int_equal(invs, rounds);
-	assert_true(dev_xstat(A.ctx, "faults.tx.dropped") + dev_xstat(B.ctx, "faults.tx.dropped") > 0);
+	assert_true(dev_xstat(A.ctx, "faults.tx.dropped") +
+		    dev_xstat(B.ctx, "faults.tx.dropped") > 0);
 	assert_true(qp_xstat(p.b, "qp.retrans_packets") > 0);
 	assert_int_equal(qp_state_of(p.a), IBV_QPS_RTS);
 	assert_int_equal(qp_state_of(p.b), IBV_QPS_RTS);
