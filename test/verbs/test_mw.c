@@ -422,6 +422,49 @@ static void type2_send_with_inv_reports_and_refuses_the_key(void **state)
 	assert_int_equal(write8(&p, local, base, key, 4), IBV_WC_REM_ACCESS_ERR);
 }
 
+/* The extended CQ reports the key too: IBV_WC_WITH_INV, ibv_wc_read_invalidated_rkey(). */
+static void send_with_inv_on_an_extended_cq(void **state)
+{
+	struct ibv_mr *mr = new_mr(&B, 4096, BINDABLE), *rbuf = new_mr(&B, 64, LW);
+	struct ibv_mw *mw = new_mw(&B, IBV_MW_TYPE_2);
+	struct ibv_cq_ex *cqx = new_cq_ex(&B, 16, IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_BYTE_LEN);
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL);
+	struct ibv_qp *qa = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 8, 8);
+	struct ibv_qp *qb = new_qp(&B, IBV_QPT_RC, ibv_cq_ex_to_cq(cqx), ibv_cq_ex_to_cq(cqx),
+				   NULL, 8, 8);
+	struct ibv_poll_cq_attr attr = {.comp_mask = 0};
+	uint32_t key = ibv_inc_rkey(mw->rkey);
+	int ret, tries = 0;
+
+	(void)state;
+	connect_rc(qa, qb, mw_conn());
+	assert_int_equal(bind2(qb, mw, key, mr, 0, 64, IBV_ACCESS_REMOTE_WRITE, 1,
+			       IBV_SEND_SIGNALED), 0);
+	assert_int_equal(post_recv(qb, 2, rbuf->addr, 64, rbuf->lkey), 0);
+	assert_int_equal(post_inv(qa, IBV_WR_SEND_WITH_INV, key, 3), 0);
+	expect_send_ok(acq, 3, IBV_WC_SEND);
+	/* the bind's completion, then the receive's */
+	for (int seen = 0; seen < 2;) {
+		while ((ret = ibv_start_poll(cqx, &attr)) == ENOENT) {
+			assert_true(++tries < 2000000);
+			progress();
+		}
+		assert_int_equal(ret, 0);
+		assert_int_equal(cqx->status, IBV_WC_SUCCESS);
+		if (seen == 0) {
+			assert_int_equal(cqx->wr_id, 1);
+			assert_int_equal(ibv_wc_read_opcode(cqx), IBV_WC_BIND_MW);
+		} else {
+			assert_int_equal(cqx->wr_id, 2);
+			assert_int_equal(ibv_wc_read_opcode(cqx), IBV_WC_RECV);
+			assert_true(ibv_wc_read_wc_flags(cqx) & IBV_WC_WITH_INV);
+			assert_int_equal(ibv_wc_read_invalidated_rkey(cqx), key);
+		}
+		ibv_end_poll(cqx);
+		seen++;
+	}
+}
+
 static void send_with_inv_of_a_key_that_is_no_window_fails(void **state)
 {
 	struct ibv_mr *mr = new_mr(&B, 4096, BINDABLE), *rbuf = new_mr(&B, 64, LW);
@@ -714,6 +757,7 @@ int main(void)
 		VT(type2_bind_by_post_send_and_its_qp),
 		VT(type2_local_inv_refuses_the_key),
 		VT(type2_send_with_inv_reports_and_refuses_the_key),
+		VT(send_with_inv_on_an_extended_cq),
 		VT(send_with_inv_of_a_key_that_is_no_window_fails),
 		VT(type2_dealloc_of_a_bound_window_refuses_the_key),
 		VT(type2_window_is_unbound_with_its_qp),
