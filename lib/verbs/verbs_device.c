@@ -239,6 +239,9 @@ static void fill_ops(struct dpv_context *c)
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
 	v->advise_mr = dpv_verbs_advise_mr;
+	v->context.ops.alloc_mw = dpv_verbs_alloc_mw;
+	v->context.ops.dealloc_mw = dpv_verbs_dealloc_mw;
+	v->context.ops.bind_mw = dpv_verbs_bind_mw;
 	v->alloc_td = dpv_verbs_alloc_td;
 	v->dealloc_td = dpv_verbs_dealloc_td;
 	v->alloc_parent_domain = dpv_verbs_alloc_parent_domain;
@@ -345,13 +348,18 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_qp = DPV_MAX_QP - 2;
 	a->max_qp_wr = DPV_MAX_QP_WR;
 	/* No IBV_DEVICE_SRQ_RESIZE: ibv_modify_srq() does not resize (verbs_srq.c). */
+	/* Memory windows of type 1 and 2B (IBTA 10.6.7: type 2 windows are bound to the QP
+	 * they were bound through, as rxe's are), in the regions' key table. */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_CHANGE_PHY_PORT;
+			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = DPV_MAX_SGE;
 	a->max_sge_rd = DPV_MAX_SGE;
 	a->max_cq = 65536;
 	a->max_cqe = DPV_MAX_CQE;
 	a->max_mr = DPV_MAX_MR;
+	/* Windows take slots of the regions' table (slot 0 is never used). */
+	a->max_mw = DPV_MAX_MR - 1;
 	a->max_pd = 65536;
 	a->max_qp_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DPV_MAX_RD_ATOMIC;
