@@ -24,6 +24,10 @@
 /* How long devices keep running at exit once nothing comes or goes, and at most. */
 #define LINGER_QUIET_MS 20
 #define LINGER_MAX_MS 500
+/* How long, at most, exit waits for the DREP of a DREQ to a peer outside the process:
+ * with Linux's CM timing a wait is 4.8 s, so a DREQ lost on the wire is sent once more,
+ * while a peer that is gone with its link up would keep exit for all 15 retries. */
+#define LINGER_DREQ_MAX_MS 10000
 
 /* Frames in and out of every open device; -1 when none has sent anything. */
 static int64_t frames_moved(void)
@@ -103,21 +107,24 @@ static bool any_dreq_waits(void)
  * that disconnects and exits at once (rping's client) would otherwise take the resends
  * of a DREQ lost on the wire with it, and leave a peer that waits for nothing but the
  * disconnection waiting for ever. That wait ends with the DREP (a round trip; one CM
- * wait more per DREQ lost), or when the DREQ's retries are spent (rdma-cm.md).
+ * wait more per DREQ lost), when the DREQ's retries are spent, or after
+ * LINGER_DREQ_MAX_MS (rdma-cm.md).
  */
 static void linger(void)
 {
 	const uint64_t ms = rte_get_tsc_hz() / 1000;
 	const uint64_t quiet_for = LINGER_QUIET_MS * ms,
 		       at_most = (dpv_verbs_conf.linger_ms * 2 > LINGER_MAX_MS ?
-				  dpv_verbs_conf.linger_ms * 2 : LINGER_MAX_MS) * ms;
+				  dpv_verbs_conf.linger_ms * 2 : LINGER_MAX_MS) * ms,
+		       dreq_at_most = LINGER_DREQ_MAX_MS * ms;
 	uint64_t start = rte_get_tsc_cycles(), quiet = start, now = start;
 	int64_t moved, last;
 
 	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	last = frames_moved();
 	while (last >= 0 && (((now - quiet < quiet_for || any_lingers(now)) &&
-			      now - start < at_most) || any_dreq_waits())) {
+			      now - start < at_most) ||
+			     (now - start < dreq_at_most && any_dreq_waits()))) {
 		struct timespec ts = {0, 100000};
 
 		dpv_engine_progress();
