@@ -72,8 +72,9 @@ struct cma_id {
 	bool reuseaddr;
 	bool established_by_call;   /* rdma_establish(): swallow the device's ESTABLISHED */
 	uint8_t tos, ack_timeout;
-	uint32_t psn;               /* the QP's starting send PSN */
-	uint32_t remote_qpn, remote_psn;
+	uint32_t psn;               /* this side's REQ or REP's Starting PSN: the QP's rq_psn */
+	uint32_t remote_qpn;
+	uint32_t remote_psn;        /* the peer's REQ or REP's Starting PSN: the QP's sq_psn */
 	uint32_t qkey;              /* a UD id's Q_Key, once its QP or an answer set it */
 	uint8_t responder_resources, initiator_depth; /* this side's, for the QP */
 	uint8_t retry_count, rnr_retry_count;
