@@ -234,4 +234,8 @@ elif want verbs; then
 	echo "no test_verbs in the build" >"$job/verbs.log"
 	result skip verbs 0
 fi
+
+# The kernel's Soft-RoCE on NIC A against dpverbs on NIC B (rxe.sh).
+# shellcheck source=rxe.sh
+. "$src/test/vm/rxe.sh"
 say "guest done"
