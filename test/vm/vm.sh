@@ -15,7 +15,10 @@
 # The guest (init.sh, then guest.sh in the host's root) reserves hugepages, binds both
 # NICs to vfio-pci and runs the unmodified ibverbs-utils between two processes, one on
 # each NIC (test/dropin/dropin.sh's pci link), and test_verbs' RC, SRQ and tag-matching
-# groups with both NICs in one process. This script prints each case's result and log, and a
+# groups with both NICs in one process; then NIC A goes back to its kernel driver and
+# carries the kernel's Soft-RoCE (rdma_rxe), and rdmacm-utils' programs and
+# ibv_rc_pingpong run between it, on Debian's own libraries, and dpverbs on NIC B
+# (rxe.sh). This script prints each case's result and log, and a
 # cmocka-style tally of the cases ("[  PASSED  ] N test(s)."), which
 # devtools/test-summary.py counts.
 #
@@ -30,6 +33,8 @@
 #                   guest.sh lists them).
 #   DPV_VM_DEVBIND  1: the guest binds NIC B with dpdk-devbind.py (Debian package dpdk)
 #                   instead of sysfs.
+#   DPV_VM_CAPTURE  1: the rxe cases' dpverbs side writes what its device saw to
+#                   <case>.pcapng in the job directory (DPV_CAPTURE; DPV_VM_KEEP keeps it).
 #
 # Exit 77 (skipped), saying why, when QEMU, the kernel, busybox-static or the build's
 # drop-in is missing, or when QEMU does not start; 1 when the guest did not finish or
