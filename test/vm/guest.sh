@@ -26,7 +26,7 @@
 #           dpv0 on NIC A and dpv1 on NIC B of one process, RoCEv2 between them through
 #           both PMDs and QEMU's hub
 #   rxe_*   rxe.sh's: NIC A back to its kernel driver with the kernel's Soft-RoCE on
-#           it, against dpverbs on NIC B (rping, ibv_rc_pingpong, ucmatose, udaddy)
+#           it, against dpverbs on NIC B (rping, ibv_rc_pingpong, udaddy; ucmatose by name)
 #
 # DPV_VM_CASES (space-separated) runs only those cases. Iteration counts are small: a
 # TCG guest runs some fifty times slower than the host.
