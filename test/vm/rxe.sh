@@ -21,35 +21,25 @@
 #                   client
 #   rxe_rc_kd       the same the other way round
 #   rxe_ucmatose_dk ucmatose -c 2 -C 10 (two RC connections, their DREQ/DREP):
-#                   dpverbs' server, the kernel's client; only when DPV_VM_CASES names it
+#                   dpverbs' server, the kernel's client; only when DPV_VM_CASES names it,
+#                   as rxe_ucmatose_kd and rxe_udaddy_dk (the other way round)
 #   rxe_udaddy_kd   udaddy -c 2 -C 10 (UD ids: SIDR_REQ/SIDR_REP): the kernel's server,
 #                   dpverbs' client
 #
 # The rping cases check every line of ping data each side prints, byte by byte
 # (test/compat/rdmacm.sh's rule), so the RDMA READ and WRITE that rping's server does
 # are checked in both directions. Skipped (77), saying which package, without iproute2's
-# rdma, rdmacm-utils, ibverbs-providers' librxe or the kernel's rdma_rxe module.
+# rdma, rdmacm-utils, ibverbs-providers' librxe or the kernel's rdma_rxe module (vm.sh
+# checks, DPV_VM_RXE_SKIP says).
 # DPV_VM_CAPTURE=1 has dpverbs write what its device saw to JOB_DIR/<case>.pcapng
 # (DPV_CAPTURE), for tshark.
 # guest.sh sets pci_a, pci_b, job and src:
 # shellcheck disable=SC2154
 
 rxe_ip_k=10.207.0.1 rxe_ip_d=10.207.0.2
-rxe_rdmacm=${DPV_VM_RDMACM_LIBDIR:-}
+rxe_rdmacm=$DPV_VM_RDMACM_LIBDIR
 rxe_eal="-l 0 --in-memory -m 256 -a $pci_b --no-telemetry --log-level=lib.eal:error"
 rxe_netdev="" rxe_gid=""
-
-# Why the rxe cases cannot run here, or nothing.
-rxe_missing() {
-	command -v rdma >/dev/null || { echo "no rdma (Debian package iproute2)"; return; }
-	for p in rping ucmatose udaddy; do
-		command -v $p >/dev/null || { echo "no $p (Debian package rdmacm-utils)"; return; }
-	done
-	ls /usr/lib/*/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 ||
-		{ echo "no librxe (Debian package ibverbs-providers)"; return; }
-	modprobe -n rdma_rxe 2>/dev/null || { echo "no rdma_rxe module in this kernel"; return; }
-	[ -e "$rxe_rdmacm/librdmacm.so.1" ] || echo "no drop-in librdmacm.so.1 in the build"
-}
 
 rxe_setup() {
 	local dev=/sys/bus/pci/devices/$pci_a port=/sys/class/infiniband/rxe0/ports/1 i gid type want t0
@@ -242,28 +232,35 @@ rxe_cm_pair() { # case server-side program port args...
 	done
 }
 
-rxe_cases="rxe_setup rxe_rping_dk rxe_rping_kd rxe_rc_dk rxe_rc_kd rxe_ucmatose_dk rxe_udaddy_kd"
-rxe_wanted=0
-for c in $rxe_cases; do want "$c" && rxe_wanted=1; done
-if [ $rxe_wanted = 1 ]; then
-	why=$(rxe_missing)
+rxe_cases="rxe_setup rxe_rping_dk rxe_rping_kd rxe_rc_dk rxe_rc_kd rxe_udaddy_kd"
+rxe_named="rxe_ucmatose_dk rxe_ucmatose_kd rxe_udaddy_dk"
+rxe_wanted=""
+for c in $rxe_cases; do want "$c" && rxe_wanted+=" $c"; done
+for c in $rxe_named; do more "$c" && rxe_wanted+=" $c"; done
+if [ -n "$rxe_wanted" ]; then
+	why=${DPV_VM_RXE_SKIP:-}
 	if [ -n "$why" ]; then
-		for c in $rxe_cases; do
-			want "$c" || continue
+		for c in $rxe_wanted; do
 			echo "skipped: $why" >"$job/$c.log"
 			result skip "$c" 0
 		done
 	else
+		# Every rxe case stands on it, named or not.
+		[ -n "${DPV_VM_CASES:-}" ] && DPV_VM_CASES+=" rxe_setup"
 		run_case rxe_setup 60 rxe_setup
 		if [ -n "$rxe_gid" ]; then
 			run_case rxe_rping_dk 120 rxe_rping rxe_rping_dk d
 			run_case rxe_rping_kd 120 rxe_rping rxe_rping_kd k
 			run_case rxe_rc_dk 120 rxe_rc rxe_rc_dk d
 			run_case rxe_rc_kd 120 rxe_rc rxe_rc_kd k
-			# Only when DPV_VM_CASES names it: rping_dk has dpverbs' passive side
-			# already, and each case costs some 10 s under TCG.
+			# Only when DPV_VM_CASES names them: the rping cases have both passive
+			# sides already, and each case costs some 10 s under TCG.
 			more rxe_ucmatose_dk &&
 				run_case rxe_ucmatose_dk 120 rxe_cm_pair rxe_ucmatose_dk d ucmatose 7471 -c 2 -C 10
+			more rxe_ucmatose_kd &&
+				run_case rxe_ucmatose_kd 120 rxe_cm_pair rxe_ucmatose_kd k ucmatose 7471 -c 2 -C 10
+			more rxe_udaddy_dk &&
+				run_case rxe_udaddy_dk 120 rxe_cm_pair rxe_udaddy_dk d udaddy 7174 -c 2 -C 10
 			run_case rxe_udaddy_kd 120 rxe_cm_pair rxe_udaddy_kd k udaddy 7174 -c 2 -C 10
 		fi
 	fi

@@ -92,6 +92,20 @@ libdir=$build/lib/verbs
 test_verbs=$build/test/verbs/test_verbs
 command -v ibv_rc_pingpong >/dev/null || skip "no ibv_rc_pingpong (Debian package ibverbs-utils)"
 
+# What the rxe cases (rxe.sh) need, checked here, where a program starts fast: the
+# guest's root is this one.
+rxe_skip=
+for p in rdma:iproute2 rping:rdmacm-utils udaddy:rdmacm-utils ucmatose:rdmacm-utils; do
+	command -v "${p%:*}" >/dev/null || { rxe_skip="no ${p%:*} (Debian package ${p#*:})"; break; }
+done
+if [ -z "$rxe_skip" ] && ! compgen -G '/usr/lib/*/libibverbs/librxe-rdmav*.so' >/dev/null; then
+	rxe_skip="no librxe (Debian package ibverbs-providers)"
+elif [ -z "$rxe_skip" ] && ! modprobe -S "$kver" --show-depends rdma_rxe >/dev/null 2>&1; then
+	rxe_skip="no rdma_rxe module for Linux $kver"
+elif [ -z "$rxe_skip" ] && [ ! -e "$build/lib/rdmacm/librdmacm.so.1" ]; then
+	rxe_skip="no drop-in $build/lib/rdmacm/librdmacm.so.1 in this build"
+fi
+
 tmp=$(mktemp -d /tmp/dpv-vm.XXXXXX) || exit 1
 qemu_pid=
 cleanup() {
@@ -139,6 +153,7 @@ DPV_VM_BUILD=$build
 DPV_DROPIN_LIBDIR=$libdir
 DPV_VM_RDMACM_LIBDIR=$build/lib/rdmacm
 DPV_VM_CAPTURE=${DPV_VM_CAPTURE:-0}
+DPV_VM_RXE_SKIP='$rxe_skip'
 DPV_VM_TEST_VERBS=$test_verbs
 DPV_VM_PCI_A=0000:00:04.0
 DPV_VM_PCI_B=0000:00:05.0
@@ -147,7 +162,7 @@ DPV_VM_MAC_B=$mac_b
 DPV_VM_CASES='${DPV_VM_CASES:-}'
 DPV_VM_DEVBIND=${DPV_VM_DEVBIND:-0}
 export DPV_VM_GUEST DPV_VM_SRC DPV_VM_BUILD DPV_DROPIN_LIBDIR DPV_VM_TEST_VERBS
-export DPV_VM_RDMACM_LIBDIR DPV_VM_CAPTURE
+export DPV_VM_RDMACM_LIBDIR DPV_VM_CAPTURE DPV_VM_RXE_SKIP
 export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_MAC_A DPV_VM_MAC_B DPV_VM_CASES DPV_VM_DEVBIND
 EOF
 
