@@ -475,7 +475,7 @@ static uint8_t clamp(uint8_t v, int max)
 	return (int)v > max ? (uint8_t)max : v;
 }
 
-static uint32_t new_psn(void)
+uint32_t cma_new_psn(void)
 {
 	struct timespec t;
 
@@ -595,7 +595,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 				     (uint8_t)da->max_qp_init_rd_atom;
 	c->retry_count = param ? clamp(param->retry_count, 7) : 7;
 	c->rnr_retry_count = param ? clamp(param->rnr_retry_count, 7) : 7;
-	c->psn = new_psn();
+	c->psn = cma_new_psn();
 	p.qpn = id->qp ? id->qp->qp_num : param->qp_num;
 	p.psn = c->psn;
 	p.responder_resources = c->responder_resources;
@@ -673,7 +673,6 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 				     (uint8_t)da->max_qp_init_rd_atom;
 	c->rnr_retry_count = param ? clamp(param->rnr_retry_count, 7) : 7;
 	c->retry_count = 7;
-	c->psn = new_psn();
 	if (id->qp != NULL &&
 	    (cma_modify_qp(c, IBV_QPS_RTR) != 0 || cma_modify_qp(c, IBV_QPS_RTS) != 0))
 		return -1;

@@ -154,6 +154,9 @@ static inline bool cma_ud(const struct cma_id *c)
  * which a RoCE port has none of). */
 uint32_t cma_qkey(struct cma_id *c);
 
+/* A random Starting PSN (24 bits) for an id's REQ or REP. */
+uint32_t cma_new_psn(void);
+
 /* Wait on a sync id's channel for its next event; 0 when it is @p want with status 0,
  * else -1 with errno as rdma-core's library sets it. */
 int cma_sync_wait(struct cma_id *c, enum rdma_cm_event_type want);

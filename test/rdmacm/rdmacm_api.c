@@ -213,7 +213,7 @@ static void test_connect(void)
 	struct ibv_send_wr swr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED}, *bad_s;
 	struct ibv_wc wc;
-	uint32_t req_psn = 0;
+	uint32_t req_psn = 0, rep_psn = 0;
 	int mask;
 
 	for (unsigned int i = 0; i < sizeof(req); i++)
@@ -258,14 +258,19 @@ static void test_connect(void)
 	CHECK(rdma_get_dst_port(s) == rdma_get_src_port(c), "the client's port");
 	CHECK(rdma_get_src_port(s) == htons(7001), "the server's port");
 	/* The REQ's Starting PSN is what the client's QP expects first, so the server's
-	 * QP sends from it (Linux's CM, doc/guides/rdma-cm.md): its RTS attributes say so
-	 * before its REP. */
+	 * QP sends from it, and the REP's is what the server's QP expects (Linux's CM,
+	 * doc/guides/rdma-cm.md): its RTR and RTS attributes say so before its REP, as a
+	 * program that readies its own QP (rping -q) takes them. */
 	{
 		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
 
 		CHECK(rdma_init_qp_attr(s, &a, &mask) == 0 && (mask & IBV_QP_SQ_PSN),
 		      "rdma_init_qp_attr: %s", strerror(errno));
 		req_psn = a.sq_psn;
+		a.qp_state = IBV_QPS_RTR;
+		CHECK(rdma_init_qp_attr(s, &a, &mask) == 0 && (mask & IBV_QP_RQ_PSN),
+		      "rdma_init_qp_attr: %s", strerror(errno));
+		rep_psn = a.rq_psn;
 	}
 	qp_for(s);
 	p.private_data = rep;
@@ -292,8 +297,9 @@ static void test_connect(void)
 		CHECK(ca.rq_psn == req_psn && sa.sq_psn == req_psn,
 		      "the REQ's PSN %#x: the client's rq_psn %#x, the server's sq_psn %#x",
 		      req_psn, ca.rq_psn, sa.sq_psn);
-		CHECK(sa.rq_psn == ca.sq_psn, "the server's rq_psn %#x, the client's sq_psn %#x",
-		      sa.rq_psn, ca.sq_psn);
+		CHECK(sa.rq_psn == rep_psn && ca.sq_psn == rep_psn,
+		      "the REP's PSN %#x: the server's rq_psn %#x, the client's sq_psn %#x",
+		      rep_psn, sa.rq_psn, ca.sq_psn);
 	}
 
 	/* The QPs are connected: a SEND from the client lands in the server's buffer. */
