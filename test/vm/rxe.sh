@@ -16,6 +16,9 @@
 #   rxe_rping_dk    rping -v -V -C 10 -S 3000 (a READ response or WRITE of three
 #                   packets at MTU 1024): dpverbs' server, the kernel's client
 #   rxe_rping_kd    the same, the kernel's server, dpverbs' client
+#   rxe_rping_q_dk, rxe_rping_q_kd  the same with -q (each side readies a QP of its own
+#                   with rdma_init_qp_attr(), the connection has none), only when
+#                   DPV_VM_CASES names them
 #   rxe_rc_dk       ibv_rc_pingpong -n 20 -s 4096 -c (no CM: QP numbers, PSNs and GIDs
 #                   over TCP on the guest's loopback), dpverbs' server, the kernel's
 #                   client
@@ -201,11 +204,13 @@ rxe_ready_of() { # server-side port
 	if [ "$1" = k ]; then echo "cm:$2"; else echo arp; fi
 }
 
-rxe_rping() { # case server-side
-	local ip=$rxe_ip_d failed=0
-	[ "$2" = k ] && ip=$rxe_ip_k
-	rxe_pair "$1" "$2" "$(rxe_ready_of "$2" 20500)" rping -s -a $ip -p 20500 -v -V -C 10 -S 3000 -- \
-		rping -c -a $ip -p 20500 -v -V -C 10 -S 3000 || failed=1
+rxe_rping() { # case server-side [rping-options...]
+	local ip=$rxe_ip_d failed=0 name=$1 srv=$2
+	shift 2
+	[ "$srv" = k ] && ip=$rxe_ip_k
+	rxe_pair "$name" "$srv" "$(rxe_ready_of "$srv" 20500)" \
+		rping -s -a $ip -p 20500 -v -V -C 10 -S 3000 "$@" -- \
+		rping -c -a $ip -p 20500 -v -V -C 10 -S 3000 "$@" || failed=1
 	rxe_check_rping "$rxe_out_c" client "ping data: " 10 3000 || failed=1
 	rxe_check_rping "$rxe_out_s" server "server ping data: " 10 3000 || failed=1
 	return $failed
@@ -233,7 +238,7 @@ rxe_cm_pair() { # case server-side program port args...
 }
 
 rxe_cases="rxe_setup rxe_rping_dk rxe_rping_kd rxe_rc_dk rxe_rc_kd rxe_udaddy_kd"
-rxe_named="rxe_ucmatose_dk rxe_ucmatose_kd rxe_udaddy_dk"
+rxe_named="rxe_ucmatose_dk rxe_ucmatose_kd rxe_udaddy_dk rxe_rping_q_dk rxe_rping_q_kd"
 rxe_wanted=""
 for c in $rxe_cases; do want "$c" && rxe_wanted+=" $c"; done
 for c in $rxe_named; do more "$c" && rxe_wanted+=" $c"; done
@@ -259,6 +264,8 @@ if [ -n "$rxe_wanted" ]; then
 				run_case rxe_ucmatose_dk 120 rxe_cm_pair rxe_ucmatose_dk d ucmatose 7471 -c 2 -C 10
 			more rxe_ucmatose_kd &&
 				run_case rxe_ucmatose_kd 120 rxe_cm_pair rxe_ucmatose_kd k ucmatose 7471 -c 2 -C 10
+			more rxe_rping_q_dk && run_case rxe_rping_q_dk 120 rxe_rping rxe_rping_q_dk d -q
+			more rxe_rping_q_kd && run_case rxe_rping_q_kd 120 rxe_rping rxe_rping_q_kd k -q
 			more rxe_udaddy_dk &&
 				run_case rxe_udaddy_dk 120 rxe_cm_pair rxe_udaddy_dk d udaddy 7174 -c 2 -C 10
 			run_case rxe_udaddy_kd 120 rxe_cm_pair rxe_udaddy_kd k udaddy 7174 -c 2 -C 10
