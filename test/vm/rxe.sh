@@ -41,7 +41,7 @@
 
 rxe_ip_k=10.207.0.1 rxe_ip_d=10.207.0.2
 rxe_rdmacm=$DPV_VM_RDMACM_LIBDIR
-rxe_eal="-l 0 --in-memory -m 256 -a $pci_b --no-telemetry --log-level=lib.eal:error"
+rxe_eal="-l 0 --in-memory -m 64 -a $pci_b --no-telemetry --log-level=lib.eal:error"
 rxe_netdev="" rxe_gid=""
 
 rxe_setup() {
@@ -101,6 +101,13 @@ rxe_start() { # side outfile program args...
 			stdbuf -oL -eL "$@" >"$out" 2>&1 &
 	fi
 	rxe_pid=$!
+}
+
+# The guest's uptime and WHAT, read by the shell (no process to start).
+rxe_stamp() { # what
+	local up
+	read -r up _ </proc/uptime
+	echo "[$up] $1"
 }
 
 # Waits for a side; says how it ended.
@@ -184,14 +191,18 @@ rxe_pair() { # case server ready server-command... -- client-command...
 	out_s=$job/$name.server-$srv.out out_c=$job/$name.client-$cli.out
 	echo "server ($srv): ${server[*]}"
 	echo "client ($cli): ${client[*]}"
+	rxe_stamp "server starts"
 	rxe_start "$srv" "$out_s" "${server[@]}"
 	spid=$rxe_pid
 	rxe_ready "$spid" "$ready" || { echo "FAIL: the server did not come up"; failed=1; }
 	if [ $failed = 0 ]; then
+		rxe_stamp "server ready ($ready), client starts"
 		rxe_start "$cli" "$out_c" "${client[@]}"
 		rxe_wait "$rxe_pid" client || failed=1
+		rxe_stamp "client ended"
 	fi
 	rxe_wait "$spid" server || failed=1
+	rxe_stamp "server ended"
 	rxe_show "$out_s" "$out_c"
 	! grep -Eil 'error|fail|unhandled|dpverbs:' "$out_s" "$out_c" ||
 		{ echo "FAIL: a side complained"; failed=1; }
