@@ -25,6 +25,9 @@ test_pkgs+=(ucx-utils openmpi-bin libopenmpi-dev)
 # kernel and its modules for the guest, the guest's initramfs (busybox-static, kmod's
 # modprobe for the modules it takes), and dpdk-devbind.py (DPV_VM_DEVBIND=1).
 test_pkgs+=(qemu-system-x86 linux-image-amd64 busybox-static kmod dpdk)
+# The guest's kernel RoCE end (test/vm/rxe.sh): rdma_rxe's peer on rdma-core's own
+# librxe (ibverbs-providers), rxe0 made with iproute2's rdma, rdmacm-utils' programs.
+test_pkgs+=(ibverbs-providers)
 
 say() { printf '==> %s\n' "$*" >&2; }
 

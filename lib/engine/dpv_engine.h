@@ -506,7 +506,9 @@ int dpv_dev_cm_resolve_cancel(struct dpv_dev *dev, uint32_t id);
  *  (dpv_dev_cm_accept()) carries it. */
 struct dpv_dev_cm_param {
 	uint32_t qpn;                /**< 24 bits */
-	uint32_t psn;                /**< 24 bits: the QP's starting PSN */
+	/** 24 bits: the Starting PSN of the REQ or REP, which its receiver's QP sends from
+	 *  first: the local QP's rq_psn, as Linux's CM readies its QPs. */
+	uint32_t psn;
 	uint8_t responder_resources;
 	uint8_t initiator_depth;
 	uint8_t retry_count;         /**< 0..7 (REQ) */
@@ -527,7 +529,7 @@ struct dpv_dev_cm_event {
 	/** CONNECT_REQUEST: the REQ's; CONNECT_RESPONSE: the REP's; ESTABLISHED of a SIDR
 	 *  request: the SIDR_REP's QP. */
 	uint32_t remote_qpn;
-	uint32_t remote_psn;
+	uint32_t remote_psn;     /**< the REQ's or REP's Starting PSN: the local QP's sq_psn */
 	uint32_t remote_qkey;    /**< ESTABLISHED of a SIDR request: the SIDR_REP's Q_Key */
 	/** UNREACHABLE of a SIDR request: the SIDR_REP's status (enum dpv_cm_sidr_status,
 	 *  never Success), or 0 when no SIDR_REP came within the retries. */

@@ -475,7 +475,7 @@ static uint8_t clamp(uint8_t v, int max)
 	return (int)v > max ? (uint8_t)max : v;
 }
 
-static uint32_t new_psn(void)
+uint32_t cma_new_psn(void)
 {
 	struct timespec t;
 
@@ -595,7 +595,7 @@ int rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 				     (uint8_t)da->max_qp_init_rd_atom;
 	c->retry_count = param ? clamp(param->retry_count, 7) : 7;
 	c->rnr_retry_count = param ? clamp(param->rnr_retry_count, 7) : 7;
-	c->psn = new_psn();
+	c->psn = cma_new_psn();
 	p.qpn = id->qp ? id->qp->qp_num : param->qp_num;
 	p.psn = c->psn;
 	p.responder_resources = c->responder_resources;
@@ -673,7 +673,6 @@ int rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 				     (uint8_t)da->max_qp_init_rd_atom;
 	c->rnr_retry_count = param ? clamp(param->rnr_retry_count, 7) : 7;
 	c->retry_count = 7;
-	c->psn = new_psn();
 	if (id->qp != NULL &&
 	    (cma_modify_qp(c, IBV_QPS_RTR) != 0 || cma_modify_qp(c, IBV_QPS_RTS) != 0))
 		return -1;
@@ -865,7 +864,11 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 				     attr->ah_attr.grh.dgid.raw);
 		attr->path_mtu = pa.active_mtu;
 		attr->dest_qp_num = c->remote_qpn;
-		attr->rq_psn = c->remote_psn;
+		/* The Starting PSN of a REQ or REP is the PSN its sender expects to receive
+		 * first, its peer's first send PSN: Linux's CM readies its QPs so (the active
+		 * side's rq_psn from its REQ, sq_psn from the REP; the passive side's sq_psn
+		 * from the REQ, rq_psn from its REP), and so does iPXE's. */
+		attr->rq_psn = c->psn;
 		attr->max_dest_rd_atomic = c->responder_resources;
 		attr->min_rnr_timer = CMA_MIN_RNR_TIMER;
 		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
@@ -874,7 +877,7 @@ int rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask
 	case IBV_QPS_RTS:
 		if (c->state != CMA_REQUEST && c->state != CMA_CONNECT && c->state != CMA_RESPONSE)
 			return cma_err(EINVAL);
-		attr->sq_psn = c->psn;
+		attr->sq_psn = c->remote_psn;
 		attr->timeout = c->ack_timeout;
 		attr->retry_cnt = c->retry_count;
 		attr->rnr_retry = c->rnr_retry_count;

@@ -265,6 +265,10 @@ static void conn_request(int dev, const struct dpv_dev_cm_event *e)
 	c->ack_timeout = l->ack_timeout;
 	c->remote_qpn = e->remote_qpn;
 	c->remote_psn = e->remote_psn;
+	/* The REP's Starting PSN, chosen now: a program that readies its own QP with
+	 * rdma_init_qp_attr() before rdma_accept() (rping -q) gets the rq_psn the REP
+	 * will carry. */
+	c->psn = cma_new_psn();
 	c->next = cma.ids;
 	cma.ids = c;
 	l->pending++;

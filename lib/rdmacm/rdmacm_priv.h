@@ -72,8 +72,9 @@ struct cma_id {
 	bool reuseaddr;
 	bool established_by_call;   /* rdma_establish(): swallow the device's ESTABLISHED */
 	uint8_t tos, ack_timeout;
-	uint32_t psn;               /* the QP's starting send PSN */
-	uint32_t remote_qpn, remote_psn;
+	uint32_t psn;               /* this side's REQ or REP's Starting PSN: the QP's rq_psn */
+	uint32_t remote_qpn;
+	uint32_t remote_psn;        /* the peer's REQ or REP's Starting PSN: the QP's sq_psn */
 	uint32_t qkey;              /* a UD id's Q_Key, once its QP or an answer set it */
 	uint8_t responder_resources, initiator_depth; /* this side's, for the QP */
 	uint8_t retry_count, rnr_retry_count;
@@ -152,6 +153,9 @@ static inline bool cma_ud(const struct cma_id *c)
  * an RDMA_PS_UDP id (an RDMA_PS_IPOIB one's would be its IPoIB broadcast group's,
  * which a RoCE port has none of). */
 uint32_t cma_qkey(struct cma_id *c);
+
+/* A random Starting PSN (24 bits) for an id's REQ or REP. */
+uint32_t cma_new_psn(void);
 
 /* Wait on a sync id's channel for its next event; 0 when it is @p want with status 0,
  * else -1 with errno as rdma-core's library sets it. */

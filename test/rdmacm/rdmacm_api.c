@@ -213,6 +213,8 @@ static void test_connect(void)
 	struct ibv_send_wr swr = {.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
 				  .send_flags = IBV_SEND_SIGNALED}, *bad_s;
 	struct ibv_wc wc;
+	uint32_t req_psn = 0, rep_psn = 0;
+	int mask;
 
 	for (unsigned int i = 0; i < sizeof(req); i++)
 		req[i] = (uint8_t)(0x40 + i);
@@ -255,6 +257,21 @@ static void test_connect(void)
 	      sin_of(IP_CLIENT, 0).sin_addr.s_addr, "the peer's address");
 	CHECK(rdma_get_dst_port(s) == rdma_get_src_port(c), "the client's port");
 	CHECK(rdma_get_src_port(s) == htons(7001), "the server's port");
+	/* The REQ's Starting PSN is what the client's QP expects first, so the server's
+	 * QP sends from it, and the REP's is what the server's QP expects (Linux's CM,
+	 * doc/guides/rdma-cm.md): its RTR and RTS attributes say so before its REP, as a
+	 * program that readies its own QP (rping -q) takes them. */
+	{
+		struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS};
+
+		CHECK(rdma_init_qp_attr(s, &a, &mask) == 0 && (mask & IBV_QP_SQ_PSN),
+		      "rdma_init_qp_attr: %s", strerror(errno));
+		req_psn = a.sq_psn;
+		a.qp_state = IBV_QPS_RTR;
+		CHECK(rdma_init_qp_attr(s, &a, &mask) == 0 && (mask & IBV_QP_RQ_PSN),
+		      "rdma_init_qp_attr: %s", strerror(errno));
+		rep_psn = a.rq_psn;
+	}
 	qp_for(s);
 	p.private_data = rep;
 	p.private_data_len = 197;
@@ -270,6 +287,20 @@ static void test_connect(void)
 		rdma_ack_cm_event(ev);
 	}
 	EXPECT_ACK(chs, RDMA_CM_EVENT_ESTABLISHED, s);
+	{
+		struct ibv_qp_attr ca, sa;
+		struct ibv_qp_init_attr ia;
+
+		CHECK(ibv_query_qp(c->qp, &ca, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) == 0 &&
+			      ibv_query_qp(s->qp, &sa, IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &ia) == 0,
+		      "ibv_query_qp");
+		CHECK(ca.rq_psn == req_psn && sa.sq_psn == req_psn,
+		      "the REQ's PSN %#x: the client's rq_psn %#x, the server's sq_psn %#x",
+		      req_psn, ca.rq_psn, sa.sq_psn);
+		CHECK(sa.rq_psn == rep_psn && ca.sq_psn == rep_psn,
+		      "the REP's PSN %#x: the server's rq_psn %#x, the client's sq_psn %#x",
+		      rep_psn, sa.rq_psn, ca.sq_psn);
+	}
 
 	/* The QPs are connected: a SEND from the client lands in the server's buffer. */
 	mr[0] = ibv_reg_mr(s->pd, buf[0], sizeof(buf[0]), IBV_ACCESS_LOCAL_WRITE);

@@ -25,6 +25,8 @@
 #   verbs   test_verbs' RC (SEND, WRITE, READ of up to 1 MiB), SRQ and tag-matching groups,
 #           dpv0 on NIC A and dpv1 on NIC B of one process, RoCEv2 between them through
 #           both PMDs and QEMU's hub
+#   rxe_*   rxe.sh's: NIC A back to its kernel driver with the kernel's Soft-RoCE on
+#           it, against dpverbs on NIC B (rping, ibv_rc_pingpong, udaddy; ucmatose by name)
 #
 # DPV_VM_CASES (space-separated) runs only those cases. Iteration counts are small: a
 # TCG guest runs some fifty times slower than the host.
@@ -234,4 +236,8 @@ elif want verbs; then
 	echo "no test_verbs in the build" >"$job/verbs.log"
 	result skip verbs 0
 fi
+
+# The kernel's Soft-RoCE on NIC A against dpverbs on NIC B (rxe.sh).
+# shellcheck source=rxe.sh
+. "$src/test/vm/rxe.sh"
 say "guest done"

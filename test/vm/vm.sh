@@ -15,7 +15,10 @@
 # The guest (init.sh, then guest.sh in the host's root) reserves hugepages, binds both
 # NICs to vfio-pci and runs the unmodified ibverbs-utils between two processes, one on
 # each NIC (test/dropin/dropin.sh's pci link), and test_verbs' RC, SRQ and tag-matching
-# groups with both NICs in one process. This script prints each case's result and log, and a
+# groups with both NICs in one process; then NIC A goes back to its kernel driver and
+# carries the kernel's Soft-RoCE (rdma_rxe), and rdmacm-utils' programs and
+# ibv_rc_pingpong run between it, on Debian's own libraries, and dpverbs on NIC B
+# (rxe.sh). This script prints each case's result and log, and a
 # cmocka-style tally of the cases ("[  PASSED  ] N test(s)."), which
 # devtools/test-summary.py counts.
 #
@@ -30,6 +33,8 @@
 #                   guest.sh lists them).
 #   DPV_VM_DEVBIND  1: the guest binds NIC B with dpdk-devbind.py (Debian package dpdk)
 #                   instead of sysfs.
+#   DPV_VM_CAPTURE  1: the rxe cases' dpverbs side writes what its device saw to
+#                   <case>.pcapng in the job directory (DPV_CAPTURE; DPV_VM_KEEP keeps it).
 #
 # Exit 77 (skipped), saying why, when QEMU, the kernel, busybox-static or the build's
 # drop-in is missing, or when QEMU does not start; 1 when the guest did not finish or
@@ -87,6 +92,20 @@ libdir=$build/lib/verbs
 test_verbs=$build/test/verbs/test_verbs
 command -v ibv_rc_pingpong >/dev/null || skip "no ibv_rc_pingpong (Debian package ibverbs-utils)"
 
+# What the rxe cases (rxe.sh) need, checked here, where a program starts fast: the
+# guest's root is this one.
+rxe_skip=
+for p in rdma:iproute2 rping:rdmacm-utils udaddy:rdmacm-utils ucmatose:rdmacm-utils; do
+	command -v "${p%:*}" >/dev/null || { rxe_skip="no ${p%:*} (Debian package ${p#*:})"; break; }
+done
+if [ -z "$rxe_skip" ] && ! compgen -G '/usr/lib/*/libibverbs/librxe-rdmav*.so' >/dev/null; then
+	rxe_skip="no librxe (Debian package ibverbs-providers)"
+elif [ -z "$rxe_skip" ] && ! modprobe -S "$kver" --show-depends rdma_rxe >/dev/null 2>&1; then
+	rxe_skip="no rdma_rxe module for Linux $kver"
+elif [ -z "$rxe_skip" ] && [ ! -e "$build/lib/rdmacm/librdmacm.so.1" ]; then
+	rxe_skip="no drop-in $build/lib/rdmacm/librdmacm.so.1 in this build"
+fi
+
 tmp=$(mktemp -d /tmp/dpv-vm.XXXXXX) || exit 1
 qemu_pid=
 cleanup() {
@@ -132,6 +151,9 @@ DPV_VM_GUEST=$src/test/vm/guest.sh
 DPV_VM_SRC=$src
 DPV_VM_BUILD=$build
 DPV_DROPIN_LIBDIR=$libdir
+DPV_VM_RDMACM_LIBDIR=$build/lib/rdmacm
+DPV_VM_CAPTURE=${DPV_VM_CAPTURE:-0}
+DPV_VM_RXE_SKIP='$rxe_skip'
 DPV_VM_TEST_VERBS=$test_verbs
 DPV_VM_PCI_A=0000:00:04.0
 DPV_VM_PCI_B=0000:00:05.0
@@ -140,6 +162,7 @@ DPV_VM_MAC_B=$mac_b
 DPV_VM_CASES='${DPV_VM_CASES:-}'
 DPV_VM_DEVBIND=${DPV_VM_DEVBIND:-0}
 export DPV_VM_GUEST DPV_VM_SRC DPV_VM_BUILD DPV_DROPIN_LIBDIR DPV_VM_TEST_VERBS
+export DPV_VM_RDMACM_LIBDIR DPV_VM_CAPTURE DPV_VM_RXE_SKIP
 export DPV_VM_PCI_A DPV_VM_PCI_B DPV_VM_MAC_A DPV_VM_MAC_B DPV_VM_CASES DPV_VM_DEVBIND
 EOF
 
