@@ -196,34 +196,40 @@ static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_le
  * AtomicAckETH, ImmDt). */
 static inline void write_ext(uint8_t *x, uint8_t info, const struct dpv_wire_pkt *p)
 {
-	if (info & DETH) {
-		put32(x, p->deth_qkey);
-		put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
-		x += DPV_WIRE_DETH_LEN;
-	}
-	if (info & RETH) {
-		put64(x, p->reth_va);
-		put32(x + 8, p->reth_rkey);
-		put32(x + 12, p->reth_len);
-		x += DPV_WIRE_RETH_LEN;
-	}
-	if (info & ATOMIC) {
-		put64(x, p->atomic_va);
-		put32(x + 8, p->atomic_rkey);
-		put64(x + 12, p->atomic_swap_add);
-		put64(x + 20, p->atomic_compare);
-		x += DPV_WIRE_ATOMIC_LEN;
+	/* One test for each group, as in dpv_wire_parse(): a SEND, a WRITE's MIDDLE and
+	 * LAST packets, an ACK pass two of them. */
+	if (info & (DETH | RETH | ATOMIC)) {
+		if (info & DETH) {
+			put32(x, p->deth_qkey);
+			put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
+			x += DPV_WIRE_DETH_LEN;
+		}
+		if (info & RETH) {
+			put64(x, p->reth_va);
+			put32(x + 8, p->reth_rkey);
+			put32(x + 12, p->reth_len);
+			x += DPV_WIRE_RETH_LEN;
+		}
+		if (info & ATOMIC) {
+			put64(x, p->atomic_va);
+			put32(x + 8, p->atomic_rkey);
+			put64(x + 12, p->atomic_swap_add);
+			put64(x + 20, p->atomic_compare);
+			x += DPV_WIRE_ATOMIC_LEN;
+		}
 	}
 	if (info & AETH) {
 		put32(x, (uint32_t)p->aeth_syndrome << 24 | (p->aeth_msn & 0xffffffu));
 		x += DPV_WIRE_AETH_LEN;
 	}
-	if (info & ATOMIC_ACK) {
-		put64(x, p->atomic_orig);
-		x += DPV_WIRE_ATOMIC_ACK_LEN;
+	if (info & (ATOMIC_ACK | IMM)) {
+		if (info & ATOMIC_ACK) {
+			put64(x, p->atomic_orig);
+			x += DPV_WIRE_ATOMIC_ACK_LEN;
+		}
+		if (info & IMM)
+			put32(x, p->imm);
 	}
-	if (info & IMM)
-		put32(x, p->imm);
 }
 
 static inline uint32_t bth_flags(const struct dpv_wire_pkt *p, uint32_t pad)
@@ -293,19 +299,21 @@ void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p)
 uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
 			     const struct dpv_wire_pkt *p, uint32_t payload_len)
 {
-	uint8_t info = opcode_info[p->opcode];
+	/* Read before the first store: @p buf may alias @p p for all the compiler knows. */
+	const uint8_t op = p->opcode, info = opcode_info[op];
+	const uint32_t ip_id = p->ip_id;
 	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *x = f + DPV_WIRE_BTH_OFF;
-	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+	uint32_t hdr = hdr_len_tab[op], ip_len = ip_len_of(info, hdr, payload_len);
 
 	if (ip_len == 0)
 		return 0;
 	memcpy(f, t->hdr, sizeof(t->hdr));
 	put16(ip + 2, ip_len);
-	put16(ip + 4, p->ip_id);
-	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + ((uint32_t)p->ip_id << 16)));
+	put16(ip + 4, ip_id);
+	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + (ip_id << 16)));
 	put16(x - 4, ip_len - DPV_WIRE_IPV4_LEN);
-	x[0] = p->opcode;
-	x[1] |= (uint8_t)bth_flags(p, dpv_wire_pad_len(payload_len));
+	x[0] = op;
+	x[1] = t->hdr[DPV_WIRE_BTH_OFF + 1] | (uint8_t)bth_flags(p, dpv_wire_pad_len(payload_len));
 	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
 	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
 	return hdr;
