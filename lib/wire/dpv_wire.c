@@ -412,7 +412,11 @@ static inline bool framing_ok(const uint8_t *f, uint32_t len, uint32_t *ip_len)
 	       ipv4_checksum_ok(f + DPV_WIRE_ETH_LEN);
 }
 
-enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+/* dpv_wire_parse(), and with @p all false dpv_wire_parse_rx(): the same checks, and
+ * the fields a receiving transport reads. Inlined into each, so the test of @p all
+ * costs neither anything. */
+static inline __attribute__((always_inline)) enum dpv_wire_err
+parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p, bool all)
 {
 	const uint8_t *f = frame, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
 	const uint8_t *x = f + DPV_WIRE_BTH_OFF;
@@ -439,21 +443,25 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	if (frame_len > fixed && !(info & P))
 		return DPV_WIRE_E_LENGTH;
 
-	memcpy(p->dst_mac, f, 6);
-	memcpy(p->src_mac, f + 6, 6);
-	p->tos = ip[1];
-	p->ip_id = get16(ip + 4);
-	p->ttl = ip[8];
+	if (all) {
+		memcpy(p->dst_mac, f, 6);
+		memcpy(p->src_mac, f + 6, 6);
+		p->tos = ip[1];
+		p->ip_id = get16(ip + 4);
+		p->ttl = ip[8];
+		p->udp_sport = get16(udp);
+		p->mig_req = x[1] & 0x40;
+	}
 	p->src_ip = get32(ip + 12);
 	p->dst_ip = get32(ip + 16);
-	p->udp_sport = get16(udp);
 	p->opcode = x[0];
 	p->solicited = x[1] & 0x80;
-	p->mig_req = x[1] & 0x40;
 	p->pkey = get16(x + 2);
 	w = get32(x + 4);
-	p->fecn = w & 0x80000000u;
-	p->becn = w & 0x40000000u;
+	if (all) {
+		p->fecn = w & 0x80000000u;
+		p->becn = w & 0x40000000u;
+	}
 	p->dest_qp = w & DPV_WIRE_QPN_MASK;
 	w = get32(x + 8);
 	p->ack_req = w & 0x80000000u;
@@ -500,6 +508,16 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	/* Last: what the fields need is dead by now, so the call costs no saved registers. */
 	return dpv_wire_icrc(f, frame_len) == icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN) ?
 		       DPV_WIRE_OK : DPV_WIRE_E_ICRC;
+}
+
+enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+{
+	return parse(frame, len, p, true);
+}
+
+enum dpv_wire_err dpv_wire_parse_rx(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+{
+	return parse(frame, len, p, false);
 }
 
 const char *dpv_wire_strerror(enum dpv_wire_err err)
