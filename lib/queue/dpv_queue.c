@@ -137,15 +137,14 @@ uint32_t dpv_lanes_drain(struct dpv_lanes *l, uint32_t budget,
 			 bool (*fn)(void *slot, uint32_t lane, void *arg), void *arg)
 {
 	const uint32_t nlanes = l->nlanes, start = l->next;
-	uint32_t lane = start, first;
+	struct dpv_ring *const *r = l->lane, *const *end = l->lane + nlanes;
 
-	/* Most drains find every lane empty: one look at each, without a call. */
-	for (uint32_t visited = 0; visited < nlanes; visited++) {
-		if (dpv_ring_peek(l->lane[lane], 1, &first) != 0)
+	/* Most drains find every lane empty: one look at each producer index, in array
+	 * order (the order matters only to lanes_drain()), without a call and without
+	 * the store of the consumer's cached index that dpv_ring_peek() makes. */
+	for (; r != end; r++)
+		if (__atomic_load_n(&(*r)->prod_tail, __ATOMIC_ACQUIRE) != (*r)->cons_head)
 			return lanes_drain(l, budget, fn, arg);
-		if (++lane == nlanes)
-			lane = 0;
-	}
 	l->next = start + 1 == nlanes ? 0 : start + 1;
 	return 0;
 }

@@ -275,7 +275,7 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 		return;
 	}
 	frame = rte_pktmbuf_mtod(m, const uint8_t *);
-	err = dpv_wire_parse(frame, rte_pktmbuf_data_len(m), &p);
+	err = dpv_wire_parse_rx(frame, rte_pktmbuf_data_len(m), &p);
 	if (unlikely(err != DPV_WIRE_OK)) {
 		x->stats.rx_bad[err]++;
 		return;

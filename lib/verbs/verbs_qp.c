@@ -531,6 +531,58 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	return 0;
 }
 
+/* Whether write_send1() takes @p wr: a SEND of one buffer on a QP that is not UD, with
+ * no flag the general path would refuse. */
+static inline bool send1_fits(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr)
+{
+	return wr->opcode == IBV_WR_SEND && wr->num_sge == 1 && wr->sg_list != NULL &&
+	       qp->max_send_sge != 0 && qp->ibqp.qp_type != IBV_QPT_UD &&
+	       !(wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+				    IBV_SEND_INLINE));
+}
+
+/* A copy of up to 16 bytes (inline data of a small message) in two overlapping words
+ * where it has 8 or more, without the call memcpy() of a length known only at run
+ * time costs. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	if (len >= 8 && len <= 16) {
+		memcpy(dst, src, 8);
+		memcpy(dst + len - 8, src + len - 8, 8);
+	} else {
+		memcpy(dst, src, len);
+	}
+}
+
+/* write_swqe() for the WR of send1_fits(): the same checks and the same slot, without
+ * the opcode table, the scatter loops and the remote fields a SEND has none of. */
+static inline int write_send1(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr,
+			      struct dpv_swqe *w)
+{
+	const struct ibv_sge *sge = wr->sg_list;
+
+	if ((wr->send_flags & IBV_SEND_INLINE) && sge->length > qp->max_inline)
+		return EINVAL;
+	w->wr_id = wr->wr_id;
+	w->opcode = DPV_WR_SEND;
+	w->flags = (wr->send_flags & IBV_SEND_SIGNALED ? DPV_WR_F_SIGNALED : 0) |
+		   (wr->send_flags & IBV_SEND_SOLICITED ? DPV_WR_F_SOLICITED : 0) |
+		   (wr->send_flags & IBV_SEND_FENCE ? DPV_WR_F_FENCE : 0) |
+		   (wr->send_flags & IBV_SEND_INLINE ? DPV_WR_F_INLINE : 0);
+	w->length = sge->length;
+	w->imm = rte_be_to_cpu_32(wr->imm_data);
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		w->num_sge = 0;
+		copy_small(w->inline_data, (const uint8_t *)(uintptr_t)sge->addr, sge->length);
+	} else {
+		w->num_sge = 1;
+		w->sge[0].addr = sge->addr;
+		w->sge[0].length = sge->length;
+		w->sge[0].lkey = sge->lkey;
+	}
+	return 0;
+}
+
 int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct dpv_qp_v *qp = to_qp(ibqp);
@@ -550,7 +602,8 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 			ret = ENOMEM;
 			break;
 		}
-		ret = write_swqe(qp, wr, dpv_ring_slot(sq, first + n));
+		ret = likely(send1_fits(qp, wr)) ? write_send1(qp, wr, dpv_ring_slot(sq, first + n)) :
+						   write_swqe(qp, wr, dpv_ring_slot(sq, first + n));
 		if (ret != 0)
 			break;
 	}

@@ -198,34 +198,40 @@ static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_le
  * AtomicAckETH, ImmDt). */
 static inline void write_ext(uint8_t *x, uint8_t info, const struct dpv_wire_pkt *p)
 {
-	if (info & DETH) {
-		put32(x, p->deth_qkey);
-		put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
-		x += DPV_WIRE_DETH_LEN;
-	}
-	if (info & RETH) {
-		put64(x, p->reth_va);
-		put32(x + 8, p->reth_rkey);
-		put32(x + 12, p->reth_len);
-		x += DPV_WIRE_RETH_LEN;
-	}
-	if (info & ATOMIC) {
-		put64(x, p->atomic_va);
-		put32(x + 8, p->atomic_rkey);
-		put64(x + 12, p->atomic_swap_add);
-		put64(x + 20, p->atomic_compare);
-		x += DPV_WIRE_ATOMIC_LEN;
+	/* One test for each group, as in dpv_wire_parse(): a SEND, a WRITE's MIDDLE and
+	 * LAST packets, an ACK pass two of them. */
+	if (info & (DETH | RETH | ATOMIC)) {
+		if (info & DETH) {
+			put32(x, p->deth_qkey);
+			put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
+			x += DPV_WIRE_DETH_LEN;
+		}
+		if (info & RETH) {
+			put64(x, p->reth_va);
+			put32(x + 8, p->reth_rkey);
+			put32(x + 12, p->reth_len);
+			x += DPV_WIRE_RETH_LEN;
+		}
+		if (info & ATOMIC) {
+			put64(x, p->atomic_va);
+			put32(x + 8, p->atomic_rkey);
+			put64(x + 12, p->atomic_swap_add);
+			put64(x + 20, p->atomic_compare);
+			x += DPV_WIRE_ATOMIC_LEN;
+		}
 	}
 	if (info & AETH) {
 		put32(x, (uint32_t)p->aeth_syndrome << 24 | (p->aeth_msn & 0xffffffu));
 		x += DPV_WIRE_AETH_LEN;
 	}
-	if (info & ATOMIC_ACK) {
-		put64(x, p->atomic_orig);
-		x += DPV_WIRE_ATOMIC_ACK_LEN;
+	if (info & (ATOMIC_ACK | IMM)) {
+		if (info & ATOMIC_ACK) {
+			put64(x, p->atomic_orig);
+			x += DPV_WIRE_ATOMIC_ACK_LEN;
+		}
+		if (info & IMM)
+			put32(x, p->imm);
 	}
-	if (info & IMM)
-		put32(x, p->imm);
 }
 
 static inline uint32_t bth_flags(const struct dpv_wire_pkt *p, uint32_t pad)
@@ -295,19 +301,21 @@ void dpv_wire_tmpl_init(struct dpv_wire_tmpl *t, const struct dpv_wire_pkt *p)
 uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
 			     const struct dpv_wire_pkt *p, uint32_t payload_len)
 {
-	uint8_t info = opcode_info[p->opcode];
+	/* Read before the first store: @p buf may alias @p p for all the compiler knows. */
+	const uint8_t op = p->opcode, info = opcode_info[op];
+	const uint32_t ip_id = p->ip_id;
 	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *x = f + DPV_WIRE_BTH_OFF;
-	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
+	uint32_t hdr = hdr_len_tab[op], ip_len = ip_len_of(info, hdr, payload_len);
 
 	if (ip_len == 0)
 		return 0;
 	memcpy(f, t->hdr, sizeof(t->hdr));
 	put16(ip + 2, ip_len);
-	put16(ip + 4, p->ip_id);
-	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + ((uint32_t)p->ip_id << 16)));
+	put16(ip + 4, ip_id);
+	put16(ip + 10, ~csum_fold((uint64_t)t->ip_sum + ip_len + (ip_id << 16)));
 	put16(x - 4, ip_len - DPV_WIRE_IPV4_LEN);
-	x[0] = p->opcode;
-	x[1] |= (uint8_t)bth_flags(p, dpv_wire_pad_len(payload_len));
+	x[0] = op;
+	x[1] = t->hdr[DPV_WIRE_BTH_OFF + 1] | (uint8_t)bth_flags(p, dpv_wire_pad_len(payload_len));
 	put32(x + 8, (p->ack_req ? 0x80000000u : 0) | (p->psn & DPV_WIRE_PSN_MASK));
 	write_ext(x + DPV_WIRE_BTH_LEN, info, p);
 	return hdr;
@@ -406,7 +414,11 @@ static inline bool framing_ok(const uint8_t *f, uint32_t len, uint32_t *ip_len)
 	       ipv4_checksum_ok(f + DPV_WIRE_ETH_LEN);
 }
 
-enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+/* dpv_wire_parse(), and with @p all false dpv_wire_parse_rx(): the same checks, and
+ * the fields a receiving transport reads. Inlined into each, so the test of @p all
+ * costs neither anything. */
+static inline __attribute__((always_inline)) enum dpv_wire_err
+parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p, bool all)
 {
 	const uint8_t *f = frame, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
 	const uint8_t *x = f + DPV_WIRE_BTH_OFF;
@@ -433,21 +445,25 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	if (frame_len > fixed && !(info & P))
 		return DPV_WIRE_E_LENGTH;
 
-	memcpy(p->dst_mac, f, 6);
-	memcpy(p->src_mac, f + 6, 6);
-	p->tos = ip[1];
-	p->ip_id = get16(ip + 4);
-	p->ttl = ip[8];
+	if (all) {
+		memcpy(p->dst_mac, f, 6);
+		memcpy(p->src_mac, f + 6, 6);
+		p->tos = ip[1];
+		p->ip_id = get16(ip + 4);
+		p->ttl = ip[8];
+		p->udp_sport = get16(udp);
+		p->mig_req = x[1] & 0x40;
+	}
 	p->src_ip = get32(ip + 12);
 	p->dst_ip = get32(ip + 16);
-	p->udp_sport = get16(udp);
 	p->opcode = x[0];
 	p->solicited = x[1] & 0x80;
-	p->mig_req = x[1] & 0x40;
 	p->pkey = get16(x + 2);
 	w = get32(x + 4);
-	p->fecn = w & 0x80000000u;
-	p->becn = w & 0x40000000u;
+	if (all) {
+		p->fecn = w & 0x80000000u;
+		p->becn = w & 0x40000000u;
+	}
 	p->dest_qp = w & DPV_WIRE_QPN_MASK;
 	w = get32(x + 8);
 	p->ack_req = w & 0x80000000u;
@@ -494,6 +510,16 @@ enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wir
 	/* Last: what the fields need is dead by now, so the call costs no saved registers. */
 	return dpv_wire_icrc(f, frame_len) == icrc_get(f + frame_len - DPV_WIRE_ICRC_LEN) ?
 		       DPV_WIRE_OK : DPV_WIRE_E_ICRC;
+}
+
+enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+{
+	return parse(frame, len, p, true);
+}
+
+enum dpv_wire_err dpv_wire_parse_rx(const void *frame, uint32_t len, struct dpv_wire_pkt *p)
+{
+	return parse(frame, len, p, false);
 }
 
 const char *dpv_wire_strerror(enum dpv_wire_err err)

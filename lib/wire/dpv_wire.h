@@ -298,6 +298,18 @@ uint32_t dpv_wire_icrc_get(const void *src);
  */
 enum dpv_wire_err dpv_wire_parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p);
 
+/**
+ * dpv_wire_parse() for a receiver that needs only what the transport reads: the same
+ * checks, the same answer for every frame, and the same fields filled but for the ones
+ * no receiver reads, which are left as they were: dst_mac, src_mac, tos, ttl, ip_id,
+ * udp_sport, mig_req, fecn and becn. Anything else the frame holds stays readable in it.
+ * @param frame  the frame from its Ethernet header
+ * @param len    bytes in the frame
+ * @param[out] p the fields but those above, hdr_len and payload_len
+ * @return DPV_WIRE_OK or why the frame was refused (as dpv_wire_parse()).
+ */
+enum dpv_wire_err dpv_wire_parse_rx(const void *frame, uint32_t len, struct dpv_wire_pkt *p);
+
 /** Short words for an enum dpv_wire_err, for counters and logs. */
 const char *dpv_wire_strerror(enum dpv_wire_err err);
 

@@ -205,6 +205,35 @@ static void rc_send_inline_buffer_reusable_at_once(void **state)
 	expect_send_ok(p.acq, 2, IBV_WC_SEND);
 }
 
+/* Inline data of every small length, around the 8 and 16 bytes at which the post
+ * copies it in words rather than by memcpy(), arrives byte for byte and no longer. */
+static void rc_send_inline_small_lengths_arrive_whole(void **state)
+{
+	static const uint32_t lens[] = {1, 7, 8, 9, 12, 15, 16, 17, 24};
+	struct ibv_mr *rmr;
+	struct rc_pair p;
+	struct ibv_wc wc;
+	uint8_t msg[32];
+	size_t i;
+
+	(void)state;
+	rc_pair(&p, &conn_default);
+	rmr = new_mr(&B, 64, LW);
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		memset(rmr->addr, 0xee, 64);
+		assert_int_equal(post_recv(p.b, 1, rmr->addr, 64, rmr->lkey), 0);
+		fill_pattern(msg, sizeof(msg), (uint32_t)i + 20);
+		assert_int_equal(post_send(p.a, IBV_WR_SEND, 2, msg, lens[i], 0,
+					   IBV_SEND_SIGNALED | IBV_SEND_INLINE), 0);
+		expect_wc(p.bcq, &wc);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.byte_len, lens[i]);
+		assert_memory_equal(rmr->addr, msg, lens[i]);
+		assert_int_equal(((uint8_t *)rmr->addr)[lens[i]], 0xee);
+		expect_send_ok(p.acq, 2, IBV_WC_SEND);
+	}
+}
+
 static void rc_many_large_messages_in_flight(void **state)
 {
 	enum { N = 16, LEN = 65536 };
@@ -362,6 +391,7 @@ int run_rc_tests(void)
 		VT(rc_rdma_write_with_imm_consumes_a_receive),
 		VT(rc_rdma_read_multi_packet),
 		VT(rc_send_inline_buffer_reusable_at_once),
+		VT(rc_send_inline_small_lengths_arrive_whole),
 		VT(rc_many_large_messages_in_flight),
 		VT(rc_rdma_read_one_mib),
 		VT(rc_counters_by_name_per_device_and_qp),

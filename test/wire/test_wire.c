@@ -357,6 +357,66 @@ static void every_truncation_is_refused_without_overread(void **state)
 	}
 }
 
+/* The fields dpv_wire_parse_rx() fills equal dpv_wire_parse()'s; the others keep what
+ * @p rx held before. */
+static void assert_rx_fields(const struct dpv_wire_pkt *all, const struct dpv_wire_pkt *rx)
+{
+	struct dpv_wire_pkt want = *all;
+	static const uint8_t untouched[6] = {0xa5, 0xa5, 0xa5, 0xa5, 0xa5, 0xa5};
+
+	assert_memory_equal(rx->dst_mac, untouched, 6);
+	assert_memory_equal(rx->src_mac, untouched, 6);
+	assert_int_equal(rx->ttl, 0xa5);
+	assert_int_equal(rx->ip_id, 0xa5a5);
+	memcpy(want.dst_mac, rx->dst_mac, 6);
+	memcpy(want.src_mac, rx->src_mac, 6);
+	want.tos = rx->tos;
+	want.ttl = rx->ttl;
+	want.ip_id = rx->ip_id;
+	want.udp_sport = rx->udp_sport;
+	want.mig_req = rx->mig_req;
+	want.fecn = rx->fecn;
+	want.becn = rx->becn;
+	assert_memory_equal(&want, rx, sizeof(want));
+}
+
+static void receive_parse_answers_as_the_full_parse(void **state)
+{
+	static const uint32_t lens[] = {0, 1, 3, 8, 1024};
+	uint8_t f[FRAME_MAX], g[FRAME_MAX];
+	struct dpv_wire_pkt in, all, rx;
+	uint32_t len, i, bit;
+	size_t k, j;
+
+	(void)state;
+	for (k = 0; k < sizeof(known_opcodes); k++) {
+		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+			if (lens[j] && !(dpv_wire_opcode_info(known_opcodes[k]) & DPV_WIRE_EXT_PAYLOAD))
+				continue;
+			sample_pkt(&in, known_opcodes[k]);
+			len = build(f, &in, lens[j]);
+			memset(&all, 0xa5, sizeof(all));
+			memset(&rx, 0xa5, sizeof(rx));
+			assert_int_equal(dpv_wire_parse(f, len, &all), DPV_WIRE_OK);
+			assert_int_equal(dpv_wire_parse_rx(f, len, &rx), DPV_WIRE_OK);
+			assert_rx_fields(&all, &rx);
+		}
+	}
+	/* Every flipped bit and every truncation of a SEND: the same answer. */
+	sample_pkt(&in, DPV_OP_RC_SEND_ONLY);
+	len = build(f, &in, 8);
+	for (i = 0; i < len; i++) {
+		for (bit = 0; bit < 8; bit++) {
+			memcpy(g, f, len);
+			g[i] ^= (uint8_t)(1u << bit);
+			memset(&all, 0xa5, sizeof(all));
+			memset(&rx, 0xa5, sizeof(rx));
+			assert_int_equal(dpv_wire_parse_rx(g, len, &rx), dpv_wire_parse(g, len, &all));
+		}
+		assert_int_equal(dpv_wire_parse_rx(f, i, &rx), dpv_wire_parse(f, i, &all));
+	}
+}
+
 static void icrc_in_pieces_equals_icrc_whole(void **state)
 {
 	uint8_t f[FRAME_MAX];
@@ -513,6 +573,7 @@ int main(void)
 		cmocka_unit_test(any_flipped_bit_is_refused),
 		cmocka_unit_test(refusals_name_their_reason),
 		cmocka_unit_test(every_truncation_is_refused_without_overread),
+		cmocka_unit_test(receive_parse_answers_as_the_full_parse),
 		cmocka_unit_test(icrc_in_pieces_equals_icrc_whole),
 		cmocka_unit_test(template_writes_what_write_headers_writes),
 		cmocka_unit_test(template_reads_only_per_packet_fields),
