@@ -72,6 +72,8 @@ enum dpv_wire_opcode {
 	DPV_OP_RC_ATOMIC_ACK = 0x12,
 	DPV_OP_RC_CMP_SWAP = 0x13,
 	DPV_OP_RC_FETCH_ADD = 0x14,
+	/** IBTA 1.5: a RETH (DMA length 8) and the 8 bytes to store, in one store. */
+	DPV_OP_RC_ATOMIC_WRITE = 0x1d,
 	/* UC (IBTA 9.7.7): the RC SEND and WRITE opcodes with the UC transport bits. */
 	DPV_OP_UC_SEND_FIRST = 0x20,
 	DPV_OP_UC_SEND_MIDDLE = 0x21,
