@@ -4,7 +4,7 @@
  * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC and UD queue pairs,
  * the QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND /
  * SEND_WITH_IMM / RDMA WRITE (WITH_IMM) / RDMA READ / atomic compare-and-swap and
- * fetch-and-add (RC, IBTA 9.4.5), memory-region checks, SRQs and tag-matching SRQs
+ * fetch-and-add (RC, IBTA 9.4.5) / atomic write (RC, IBTA 1.5), memory-region checks, SRQs and tag-matching SRQs
  * (through lib/tm), completions into CQ rings.
  *
  * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
@@ -23,8 +23,9 @@
  * QP's timeout attribute), retried retry_cnt times without progress before the WQE
  * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
  * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
- * atomic gets the result it had the first time, from the responder's replay cache of
- * the last max_dest_rd_atomic atomics, and is not executed again. A destroyed RC QP
+ * atomic (an atomic write too) gets the answer it had the first time, from the
+ * responder's replay cache of the last max_dest_rd_atomic atomics, and is not executed
+ * again. A destroyed RC QP
  * lingers for about twice its ACK timeout, acknowledging its peer's duplicates again
  * (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no acknowledgements: a gap
  * ends the message it falls in, nothing is resent.
@@ -253,6 +254,7 @@ enum dpv_wc_opcode {
 	DPV_WC_TM_NO_TAG,
 	DPV_WC_COMP_SWAP,
 	DPV_WC_FETCH_ADD,
+	DPV_WC_ATOMIC_WRITE,
 };
 
 enum dpv_wc_flags {
@@ -366,6 +368,8 @@ enum dpv_wr_opcode {
 	DPV_WR_ATOMIC_CMP_SWP,   /**< RC: 8 bytes at remote_addr; one 8-byte SGE gets the
 	                              value before the operation */
 	DPV_WR_ATOMIC_FETCH_ADD,
+	DPV_WR_ATOMIC_WRITE,     /**< RC (IBTA 1.5): the 8 bytes in swap, as they are to lie
+	                              in memory, stored at remote_addr in one store; no SGE */
 };
 
 enum dpv_wr_flags {
@@ -395,7 +399,8 @@ struct dpv_swqe {
 	uint8_t ud_ttl;
 	uint8_t pad1[2];
 	uint64_t compare_add;  /**< CMP_SWP: the compare value; FETCH_ADD: the addend */
-	uint64_t swap;         /**< CMP_SWP: the value stored when the compare matched */
+	uint64_t swap;         /**< CMP_SWP: the value stored when the compare matched;
+	                            ATOMIC_WRITE: the bytes to store */
 	union {
 		struct dpv_sge sge[DPV_MAX_SGE];
 		uint8_t inline_data[DPV_MAX_INLINE];

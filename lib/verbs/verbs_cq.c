@@ -47,6 +47,7 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 	[DPV_WC_TM_NO_TAG] = IBV_WC_TM_NO_TAG,
 	[DPV_WC_COMP_SWAP] = IBV_WC_COMP_SWAP,
 	[DPV_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+	[DPV_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
 static unsigned int wc_flags_of(uint8_t f)

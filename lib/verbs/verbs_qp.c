@@ -400,6 +400,7 @@ static const uint8_t wr_opcode[] = {
 	[IBV_WR_RDMA_READ] = DPV_WR_RDMA_READ + 1,
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = DPV_WR_ATOMIC_CMP_SWP + 1,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = DPV_WR_ATOMIC_FETCH_ADD + 1,
+	[IBV_WR_ATOMIC_WRITE] = DPV_WR_ATOMIC_WRITE + 1,
 };
 
 /* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ or atomics, UD sends
@@ -411,10 +412,21 @@ static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 		return true;
 	case IBV_QPT_UC:
 		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
-		       op != DPV_WR_ATOMIC_FETCH_ADD;
+		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_ATOMIC_WRITE;
 	default:
 		return op == DPV_WR_SEND || op == DPV_WR_SEND_WITH_IMM;
 	}
+}
+
+/* An atomic write (IBTA 1.5) WR: one of the extended API's batch (ibv_wr_atomic_write()
+ * put its 8 bytes in wr.atomic.swap), with no scatter list. ibv_post_send(3)'s WR has no
+ * field for the 8 bytes, and providers refuse the opcode there: EINVAL. */
+static bool atomic_write_ok(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr)
+{
+	const struct dpv_wr_batch *b = qp->batch;
+
+	return b != NULL && (uintptr_t)wr >= (uintptr_t)b->wr &&
+	       (uintptr_t)wr < (uintptr_t)(b->wr + b->cap) && wr->num_sge == 0;
 }
 
 /* Check one send WR and write it into its SQ slot. */
@@ -429,7 +441,8 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	if ((unsigned int)wr->opcode >= sizeof(wr_opcode) || wr_opcode[wr->opcode] == 0)
 		return EINVAL;
 	op = wr_opcode[wr->opcode] - 1;
-	if (!opcode_fits(qp->ibqp.qp_type, op))
+	if (!opcode_fits(qp->ibqp.qp_type, op) ||
+	    (op == DPV_WR_ATOMIC_WRITE && !atomic_write_ok(qp, wr)))
 		return EINVAL;
 	atomic = op == DPV_WR_ATOMIC_CMP_SWP || op == DPV_WR_ATOMIC_FETCH_ADD;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
@@ -488,7 +501,7 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 		w->ud_ttl = ah->ttl;
 		w->ud_remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud_remote_qkey = wr->wr.ud.remote_qkey;
-	} else if (atomic) {
+	} else if (atomic || op == DPV_WR_ATOMIC_WRITE) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
