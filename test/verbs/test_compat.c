@@ -116,7 +116,7 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	qp_init(&attr, cq, IBV_QPT_RC);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
-	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	assert_int_equal(create_qp_errno(&attr), 0);
 	attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
@@ -127,11 +127,15 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	assert_int_equal(create_qp_errno(&attr), 0);
 	qp_init(&attr, cq, IBV_QPT_UD);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	assert_int_equal(create_qp_errno(&attr), 0);
