@@ -82,9 +82,9 @@ def atomic_write_problems(index, plen, row):
     return [f"RETH {got}"] if got != (want_va, 0x1234, plen) else []
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
 # READ request, READ response first/middle/last/only, ACK, ATOMIC ACK, CMP_SWAP,
-# FETCH_ADD, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
+# FETCH_ADD, ATOMIC WRITE, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
 CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                   32, 33, 34, 42, 101}
+                   29, 32, 33, 34, 42, 101}
 
 
 def tshark_rows(pcap, extra=()):
