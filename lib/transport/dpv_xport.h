@@ -4,8 +4,8 @@
  * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC and UD queue pairs,
  * the QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND /
  * SEND_WITH_IMM / RDMA WRITE (WITH_IMM) / RDMA READ / atomic compare-and-swap and
- * fetch-and-add (RC, IBTA 9.4.5) / atomic write (RC, IBTA 1.5), memory-region checks, SRQs and tag-matching SRQs
- * (through lib/tm), completions into CQ rings.
+ * fetch-and-add (RC, IBTA 9.4.5) / atomic write (RC, IBTA 1.5), memory-region checks,
+ * SRQs and tag-matching SRQs (through lib/tm), completions into CQ rings.
  *
  * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
  * responder and completer are separate state machines (dpv_xport_req.c, _resp.c,
@@ -25,10 +25,9 @@
  * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
  * atomic (an atomic write too) gets the answer it had the first time, from the
  * responder's replay cache of the last max_dest_rd_atomic atomics, and is not executed
- * again. A destroyed RC QP
- * lingers for about twice its ACK timeout, acknowledging its peer's duplicates again
- * (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no acknowledgements: a gap
- * ends the message it falls in, nothing is resent.
+ * again. A destroyed RC QP lingers for about twice its ACK timeout, acknowledging its
+ * peer's duplicates again (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no
+ * acknowledgements: a gap ends the message it falls in, nothing is resent.
  *
  * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
  * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an

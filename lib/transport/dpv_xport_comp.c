@@ -2,8 +2,8 @@
 /*
  * The completer (IBTA 9.7.5.2 and 9.9): reads ACKs, NAKs, READ responses and atomic
  * acknowledgements on the requester side (and the READ responses of no data that
- * answer atomic writes), completes send WQEs in order, places READ
- * data and atomics' original values, waits out RNR NAKs,
+ * answer atomic writes), completes send WQEs in order, places READ data and atomics'
+ * original values, waits out RNR NAKs,
  * goes back N after a PSN sequence error NAK or a local ACK timeout (IBTA 9.7.6.1),
  * asks again for READ responses that went missing, and fails the oldest WQE when the
  * retries run out.

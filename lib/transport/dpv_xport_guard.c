@@ -2,8 +2,8 @@
 /*
  * The guarded copy: every access of the device to registered memory (copies, scatter
  * and gather through a scatter list, the atomics of IBTA 9.4.5 and the atomic write of
- * IBTA 1.5) and the SIGSEGV /
- * SIGBUS handler that turns a fault inside one into an error (doc/guides/memory.md).
+ * IBTA 1.5) and the SIGSEGV / SIGBUS handler that turns a fault inside one into an
+ * error (doc/guides/memory.md).
  */
 #include <pthread.h>
 #include <setjmp.h>

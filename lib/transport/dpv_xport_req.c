@@ -360,8 +360,8 @@ static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire
  * XP_REASK_BURST of them, and @p quota. Nothing sent after them goes again: the
  * responder goes on with the responses it was sending, and the requester keeps what
  * comes. An atomic (or atomic write) whose answer was lost is sent again alike
- * (answered from the replay cache). @return the requests sent. Not inlined: it runs after a loss
- * only, and inlined into rc_tx() it costs the send path of every message.
+ * (answered from the replay cache). @return the requests sent. Not inlined: it runs
+ * after a loss only, and inlined into rc_tx() it costs the send path of every message.
  */
 static __attribute__((noinline)) uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q,
 						     uint32_t quota)

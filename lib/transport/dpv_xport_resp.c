@@ -3,9 +3,9 @@
  * The responder (IBTA 9.7.5.1): checks each request's PSN against the expected PSN,
  * places SENDs into receive WQEs (the QP's RQ, its SRQ, or what a tag-matching SRQ's
  * tag list matched, dpv_xport_tm.c), executes RDMA WRITEs, READs, atomics and atomic
- * writes against the key table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
- * PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through xp_recv_place() and
- * xp_recv_done() here.
+ * writes against the key table, and answers with ACKs, NAKs, READ responses and atomic
+ * acknowledgements in PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through
+ * xp_recv_place() and xp_recv_done() here.
  */
 #include <string.h>
 
