@@ -441,8 +441,7 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	if ((unsigned int)wr->opcode >= sizeof(wr_opcode) || wr_opcode[wr->opcode] == 0)
 		return EINVAL;
 	op = wr_opcode[wr->opcode] - 1;
-	if (!opcode_fits(qp->ibqp.qp_type, op) ||
-	    (op == DPV_WR_ATOMIC_WRITE && !atomic_write_ok(qp, wr)))
+	if (!opcode_fits(qp->ibqp.qp_type, op))
 		return EINVAL;
 	atomic = op == DPV_WR_ATOMIC_CMP_SWP || op == DPV_WR_ATOMIC_FETCH_ADD;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge ||
@@ -501,14 +500,24 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 		w->ud_ttl = ah->ttl;
 		w->ud_remote_qpn = wr->wr.ud.remote_qpn;
 		w->ud_remote_qkey = wr->wr.ud.remote_qkey;
-	} else if (atomic || op == DPV_WR_ATOMIC_WRITE) {
+	} else if (atomic) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
+		/* An atomic write is checked here, not with the opcode: a SEND pays for
+		 * none of it. */
+		if (op == DPV_WR_ATOMIC_WRITE) {
+			if (!atomic_write_ok(qp, wr))
+				return EINVAL;
+			w->remote_addr = wr->wr.atomic.remote_addr;
+			w->rkey = wr->wr.atomic.rkey;
+			w->swap = wr->wr.atomic.swap;
+		} else {
+			w->remote_addr = wr->wr.rdma.remote_addr;
+			w->rkey = wr->wr.rdma.rkey;
+		}
 	}
 	return 0;
 }
