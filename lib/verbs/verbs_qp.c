@@ -420,7 +420,7 @@ static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 
 /* An atomic write (IBTA 1.5) WR: one of the extended API's batch (ibv_wr_atomic_write()
  * put its 8 bytes in wr.atomic.swap), with no scatter list. ibv_post_send(3)'s WR has no
- * field for the 8 bytes, and providers refuse the opcode there: EINVAL. */
+ * field for the 8 bytes: there the opcode is EINVAL. */
 static bool atomic_write_ok(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr)
 {
 	const struct dpv_wr_batch *b = qp->batch;
