@@ -18,6 +18,7 @@ static const struct perf_cmd *const perf_cmds[] = {
 #ifdef DPV_PERF_VERBS
 	&perf_cmd_srq_post,
 	&perf_cmd_pingpong,
+	&perf_cmd_rate,
 	&perf_cmd_idle,
 	&perf_cmd_loss,
 	&perf_cmd_rndv,

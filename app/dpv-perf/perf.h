@@ -30,6 +30,7 @@ extern const struct perf_cmd perf_cmd_tm;
 /* The verbs benchmarks: built when DPDK (and so the verbs facade) is. */
 extern const struct perf_cmd perf_cmd_srq_post;
 extern const struct perf_cmd perf_cmd_pingpong;
+extern const struct perf_cmd perf_cmd_rate;
 extern const struct perf_cmd perf_cmd_idle;
 extern const struct perf_cmd perf_cmd_loss;
 extern const struct perf_cmd perf_cmd_rndv;

@@ -47,13 +47,14 @@ static const char *const lk_names[LK_NB_KINDS] = {
 	[LK_WRITE_BW] = "RC WRITE bw",
 	[LK_SEND_BW] = "RC SEND bw",
 	[LK_RNDV_BW] = "rendezvous bw",
+	[LK_READ_BW] = "RC READ bw",
 };
 
 static const char *const lk_keys[LK_NB_KINDS] = {
 	[LK_RAW_PP] = "raw_pingpong", [LK_RAW_STREAM] = "raw_stream",
 	[LK_SEND_LAT] = "send_lat", [LK_WRITE_LAT] = "write_lat", [LK_TM_LAT] = "tm_lat",
 	[LK_SEND_RATE] = "send_rate", [LK_WRITE_BW] = "write_bw", [LK_SEND_BW] = "send_bw",
-	[LK_RNDV_BW] = "rndv_bw",
+	[LK_RNDV_BW] = "rndv_bw", [LK_READ_BW] = "read_bw",
 };
 
 const char *
@@ -94,6 +95,7 @@ lk_plan(const struct lk_opts *o, struct lk_case *c, unsigned int cap)
 		if (cnt < 4)
 			cnt = 4;
 		ADD(LK_WRITE_BW, o->sizes[i], cnt);
+		ADD(LK_READ_BW, o->sizes[i], cnt);
 		ADD(LK_SEND_BW, o->sizes[i], cnt);
 		ADD(LK_RNDV_BW, o->sizes[i], cnt);
 	}
@@ -1037,14 +1039,16 @@ write_plots(const struct lk_run *run)
 	f = fopen(path, "w");
 	if (f == NULL)
 		goto fail;
-	fprintf(f, "# bytes write_MBps send_MBps rndv_MBps\n");
+	fprintf(f, "# bytes write_MBps send_MBps rndv_MBps read_MBps\n");
 	for (i = 0; i < o->nb_sizes; i++) {
 		const struct lk_result *w = find_case(run, LK_WRITE_BW, o->sizes[i]);
 		const struct lk_result *s = find_case(run, LK_SEND_BW, o->sizes[i]);
 		const struct lk_result *r = find_case(run, LK_RNDV_BW, o->sizes[i]);
+		const struct lk_result *rd = find_case(run, LK_READ_BW, o->sizes[i]);
 
-		if (w != NULL && s != NULL && r != NULL)
-			fprintf(f, "%u %.2f %.2f %.2f\n", o->sizes[i], w->mbps, s->mbps, r->mbps);
+		if (w != NULL && s != NULL && r != NULL && rd != NULL)
+			fprintf(f, "%u %.2f %.2f %.2f %.2f\n", o->sizes[i], w->mbps, s->mbps,
+				r->mbps, rd->mbps);
 	}
 	fclose(f);
 	raw = find_case(run, LK_RAW_STREAM, LK_FRAME(LK_FULL_PAYLOAD));
@@ -1079,6 +1083,7 @@ write_plots(const struct lk_run *run)
 		"set format x '%%.0b %%BB'\n"
 		"plot 'link-bw.dat' using 1:2 with linespoints title 'RC WRITE', \\\n"
 		"     'link-bw.dat' using 1:3 with linespoints title 'RC SEND', \\\n"
+		"     'link-bw.dat' using 1:5 with linespoints title 'RC READ', \\\n"
 		"     'link-bw.dat' using 1:4 with linespoints title 'rendezvous (TM-SRQ)'",
 		link_name(run), o->rounds);
 	if (raw != NULL)
@@ -1154,7 +1159,8 @@ lk_help(void)
 	       "Two processes, each pinned to a core of its own, joined by a link (memif unless\n"
 	       "ports are given): in interleaved rounds, raw DPDK frames (rte_eth_tx_burst /\n"
 	       "rte_eth_rx_burst) on the link against verbs on it (RC SEND, RC WRITE and tagged\n"
-	       "eager latency; 8-byte message rate; WRITE, SEND and rendezvous bandwidth), and\n"
+	       "eager latency; 8-byte message rate; WRITE, READ, SEND and rendezvous\n"
+	       "bandwidth), and\n"
 	       "where installed perftest (ib_send_lat, ib_send_bw, ib_write_bw) and UCX's\n"
 	       "ucx_perftest (tag_lat, tag_bw over rc_verbs) on the drop-in. Medians of the\n"
 	       "rounds and their ratios to raw, as a table, JSON and SVG plots.\n\n"
@@ -1163,7 +1169,8 @@ lk_help(void)
 	       "  --warmup N       round trips before those measured (default 1000)\n"
 	       "  --size N         latency and message-rate payload, 8 to 1000 bytes (default 8)\n"
 	       "  --msgs N         messages (and raw frames) of the rate cases (default 1000000)\n"
-	       "  --window N       SENDs / WRITEs in flight (perftest's tx depth; default 128)\n"
+	       "  --window N       SENDs / WRITEs / READs in flight (perftest's tx depth;\n"
+	       "                   default 128; a QP reads 16 at a time)\n"
 	       "  --bw-bytes N     bytes each bandwidth case moves (default 67108864)\n"
 	       "  --sizes LIST     bandwidth message sizes (default 4096,16384,65536,262144,\n"
 	       "                   1048576,4194304)\n"

@@ -34,6 +34,7 @@ enum lk_kind {
 	LK_WRITE_BW,    /* RC WRITEs of a size with a window */
 	LK_SEND_BW,     /* RC SENDs of a size with a window */
 	LK_RNDV_BW,     /* tagged rendezvous (TMH RNDV; the receiver's device READs) */
+	LK_READ_BW,     /* RC READs of a size with a window, A reading B's memory */
 	LK_NB_KINDS
 };
 

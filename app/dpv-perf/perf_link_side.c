@@ -45,6 +45,8 @@
 #define LK_BW_RQ 128u
 #define LK_CQ_DEPTH 4096
 #define LK_MAX_INLINE 256u
+/* READs a QP has in flight in the READ and rendezvous cases: the device's maximum. */
+#define LK_RD_ATOMIC 16u
 /* One WR in so many asks for a completion (and the last one of a case). */
 #define LK_SIGNAL_EVERY 16u
 #define LK_TM_SPARE_WRS 16u
@@ -618,6 +620,7 @@ ctx_setup(struct lk_ctx *x, struct lk_side *sd, const struct lk_case *c)
 		data_len = c->size;
 		break;
 	case LK_WRITE_BW:
+	case LK_READ_BW:
 		data_len = c->size;
 		break;
 	default:
@@ -665,7 +668,9 @@ ctx_setup(struct lk_ctx *x, struct lk_side *sd, const struct lk_case *c)
 		return -1;
 	x->peer_addr = theirs.addr;
 	x->peer_rkey = theirs.rkey;
-	return pv_rc_connect(x->s.qp, theirs.qpn, &sd->peer_gid);
+	/* READs in flight as many as the device takes, as ib_read_bw and UCX ask. */
+	return pv_rc_connect_rd(x->s.qp, theirs.qpn, &sd->peer_gid,
+				c->kind == LK_READ_BW || c->kind == LK_RNDV_BW ? LK_RD_ATOMIC : 1);
 }
 
 /* ---- verbs: completions ---- */
@@ -727,7 +732,8 @@ rc_poll(struct lk_ctx *x)
 		if (wc[i].status != IBV_WC_SUCCESS)
 			return wc_wrong(x, "a", wc[i].status, wc[i].opcode, wc[i].wr_id,
 					wc[i].byte_len);
-		if (wc[i].opcode == IBV_WC_SEND || wc[i].opcode == IBV_WC_RDMA_WRITE)
+		if (wc[i].opcode == IBV_WC_SEND || wc[i].opcode == IBV_WC_RDMA_WRITE ||
+		    wc[i].opcode == IBV_WC_RDMA_READ)
 			send_done(x, wc[i].wr_id);
 		else if (wc[i].opcode != IBV_WC_RECV || recv_done(x, &wc[i]) != 0)
 			return wc[i].opcode != IBV_WC_RECV ?
@@ -858,11 +864,11 @@ post_one(struct lk_ctx *x, enum ibv_wr_opcode opcode, void *buf, uint32_t len, u
 	uint32_t calls = 0;
 	int ret;
 
-	if (len <= LK_MAX_INLINE)
+	if (len <= LK_MAX_INLINE && opcode != IBV_WR_RDMA_READ)
 		wr.send_flags |= IBV_SEND_INLINE;
 	if (last || x->s.sends % LK_SIGNAL_EVERY == LK_SIGNAL_EVERY - 1)
 		wr.send_flags |= IBV_SEND_SIGNALED;
-	if (opcode == IBV_WR_RDMA_WRITE) {
+	if (opcode == IBV_WR_RDMA_WRITE || opcode == IBV_WR_RDMA_READ) {
 		wr.wr.rdma.remote_addr = raddr;
 		wr.wr.rdma.rkey = x->peer_rkey;
 	}
@@ -1121,7 +1127,8 @@ rndv_recv(struct lk_ctx *x)
 /*
  * A message rate or bandwidth case. A times from its first post to the last
  * completion (rendezvous: the last FIN, the receiver's READ done); B takes part, then
- * checks what it received; the two swap verdicts and B's count.
+ * checks what it received (A, for READs: B's buffer is the source, filled before B says
+ * go); the two swap verdicts and B's count.
  */
 static int
 stream_case(struct lk_ctx *x, struct lk_result *r)
@@ -1134,9 +1141,11 @@ stream_case(struct lk_ctx *x, struct lk_result *r)
 	int64_t bad;
 
 	if (sd->me == 0) {
-		if (x->s.data != NULL)
+		if (c->kind == LK_READ_BW)
+			memset(x->s.data, 0, c->size);
+		else if (x->s.data != NULL)
 			data_fill(x->s.data, c->size, seed);
-		if (c->kind == LK_RNDV_BW && ctl_read(sd, &theirs) != 0)
+		if ((c->kind == LK_RNDV_BW || c->kind == LK_READ_BW) && ctl_read(sd, &theirs) != 0)
 			return -1;
 		t0 = perf_now_ns();
 		switch (c->kind) {
@@ -1147,11 +1156,18 @@ stream_case(struct lk_ctx *x, struct lk_result *r)
 		case LK_WRITE_BW:
 			rc = stream_post(x, IBV_WR_RDMA_WRITE, c->size);
 			break;
+		case LK_READ_BW:
+			rc = stream_post(x, IBV_WR_RDMA_READ, c->size);
+			break;
 		default:
 			rc = rndv_post(x);
 			break;
 		}
 		t1 = perf_now_ns();
+		if (rc == 0 && c->kind == LK_READ_BW &&
+		    (bad = data_check(x->s.data, c->size, seed)) >= 0)
+			rc = side_fail(sd, "%s of %u bytes: byte %" PRId64 " wrong",
+				       lk_kind_name(c->kind), c->size, bad);
 		mine.status = rc;
 		if (ctl_swap(sd, &mine, &theirs) != 0)
 			return -1;
@@ -1168,16 +1184,23 @@ stream_case(struct lk_ctx *x, struct lk_result *r)
 	case LK_WRITE_BW:
 		rc = poll_until_peer(x);
 		break;
+	case LK_READ_BW: {
+		struct lk_msg go = { 0 };
+
+		data_fill(x->s.data, c->size, seed);
+		rc = ctl_write(sd, &go) != 0 ? -1 : poll_until_peer(x);
+		break;
+	}
 	default:
 		rc = rndv_recv(x);
 		break;
 	}
-	if (rc == 0 && x->s.data != NULL && (bad = data_check(x->s.data, c->size, seed)) >= 0)
+	if (rc == 0 && x->s.data != NULL && c->kind != LK_READ_BW && (bad = data_check(x->s.data, c->size, seed)) >= 0)
 		rc = side_fail(sd, "%s of %u bytes: byte %" PRId64 " wrong", lk_kind_name(c->kind),
 			       c->size, bad);
 	mine.status = rc;
-	mine.val = c->kind == LK_RNDV_BW ? x->valid : c->kind == LK_WRITE_BW ? c->count :
-		   x->s.recvs;
+	mine.val = c->kind == LK_RNDV_BW ? x->valid :
+		   c->kind == LK_WRITE_BW || c->kind == LK_READ_BW ? c->count : x->s.recvs;
 	return ctl_swap(sd, &mine, &theirs);
 }
 

@@ -61,6 +61,8 @@ struct dpv_dev_stats {
 	uint64_t cm_tx_failed;   /**< MADs the port could not take (dpv_xport_gsi_send()):
 	                              the CM's retries stand for them */
 	uint64_t cm_events_lost; /**< events that found the event queue full */
+	uint64_t cm_resent;      /**< REQs, REPs, DREQs and SIDR_REQs sent again because
+	                              the wait for their answer ran out */
 };
 
 struct dpv_dev_cm;
@@ -624,6 +626,19 @@ int dpv_dev_cm_sidr_request(struct dpv_dev *dev, uint32_t dst_ip, uint64_t servi
  */
 int dpv_dev_cm_sidr_accept(struct dpv_dev *dev, uint32_t id, uint32_t qpn, uint32_t qkey,
 			   const void *pdata, uint8_t len);
+
+/**
+ * Whether a DREQ of the device waits for its DREP (control thread, not the owner: it
+ * takes the device for the look, dpv_dev_own()): a connection in DREQ_SENT, whose
+ * DREQ is sent again until the DREP comes or its retries are spent. False while the
+ * link is down (no DREP can come, and a memif link goes down when the peer's process
+ * ends). A process that ends keeps such a device running (the drop-in's exit hook), so
+ * that its last DREQ, lost on the wire, still reaches a peer that waits for nothing
+ * else and would never learn of the disconnection.
+ * @param skip_ips, n_skip  IPv4 addresses (host order) whose DREQs do not count: the
+ *        process's own devices, which end with it
+ */
+bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev, const uint32_t *skip_ips, unsigned int n_skip);
 
 /** One connection, listener, SIDR request or address resolution of a device
  *  (dpv_dev_cm_list()). */

@@ -432,7 +432,10 @@ void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
 		if (!k->used)
 			continue;
 		if (dpv_cm_deadline(&k->c) <= now) {
+			const uint8_t retries = k->c.retries;
+
 			dpv_cm_timer(&k->c, now, &o);
+			dev->stats.cm_resent += k->c.retries != retries;
 			cm_out(dev, k, &o);
 		} else {
 			next_deadline(dev, k);
@@ -441,6 +444,32 @@ void dpv_dev_cm_tick(struct dpv_dev *dev, uint64_t now_tsc)
 	for (i = 0; i < DPV_DEV_CM_RESOLVES; i++)
 		if (cm->resolve[i].id != 0)
 			resolve_look(dev, &cm->resolve[i], now_tsc);
+}
+
+static bool skipped_ip(uint32_t ip, const uint32_t *skip_ips, unsigned int n_skip)
+{
+	for (unsigned int i = 0; i < n_skip; i++)
+		if (skip_ips[i] == ip)
+			return true;
+	return false;
+}
+
+bool dpv_dev_cm_dreq_waits(struct dpv_dev *dev, const uint32_t *skip_ips, unsigned int n_skip)
+{
+	struct dpv_dev_cm *cm = dev->cm;
+	bool waits = false;
+
+	if (!__atomic_load_n(&dev->link_up, __ATOMIC_RELAXED))
+		return false;
+	dpv_dev_own(dev);
+	for (uint32_t i = 0; i < DPV_DEV_CM_MAX && !waits; i++) {
+		const struct cm_conn *k = &cm->conns[i];
+
+		waits = k->used && dpv_cm_state(&k->c) == DPV_CM_DREQ_SENT &&
+			!skipped_ip(k->peer_ip, skip_ips, n_skip);
+	}
+	dpv_dev_disown(dev);
+	return waits;
 }
 
 int dpv_dev_cm_set_timing(struct dpv_dev *dev, const struct dpv_dev_cm_timing *t)

@@ -88,6 +88,7 @@ enum dpv_access {
 	DPV_ACCESS_REMOTE_WRITE = 1u << 1,
 	DPV_ACCESS_REMOTE_READ = 1u << 2,
 	DPV_ACCESS_REMOTE_ATOMIC = 1u << 3,
+	DPV_ACCESS_MW_BIND = 1u << 4,  /**< windows may be bound to the region */
 };
 
 struct dpv_mr {
@@ -97,6 +98,25 @@ struct dpv_mr {
 	uint32_t rkey;    /**< == lkey */
 	uint32_t access;  /**< enum dpv_access */
 	uint32_t pd;      /**< protection domain id */
+	/** Memory windows bound to it (device side: the binds and invalidations of the
+	 *  requester and responder; the control path reads it while it owns the device). */
+	uint32_t windows;
+};
+
+/**
+ * A memory window (IBTA 10.6.7): an entry of the key table, in a slot of its own, with
+ * keys of the same layout as a region's (dpv_mr_key()) whose bits 7..0 are the
+ * consumer's tag (ibv_inc_rkey(3)). mr.lkey is 0, so no window is ever a local key or a
+ * region dpv_mr_find(), dpv_mr_next() or dpv_mr_check() names; mr.rkey is its key,
+ * mr.pd its protection domain. The rest is the device's: the bound range and rights in
+ * mr.addr, mr.length and mr.access, the region bound to and, for type 2 (2B), the QP
+ * bound through. Only the device's owner thread binds and invalidates a window.
+ */
+struct dpv_mw {
+	struct dpv_mr mr;
+	struct dpv_mr *region;  /**< the region it is bound to; NULL: not bound */
+	uint32_t qpn;           /**< type 2: the QP it was bound through */
+	uint8_t type;           /**< 1 or 2 (IBV_MW_TYPE_*) */
 };
 
 /**
@@ -219,6 +239,60 @@ const struct dpv_mr *dpv_mr_next(const struct dpv_mr_table *t, uint32_t *slot);
 const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
 				  uint64_t addr, uint64_t len, uint32_t access);
 
+/**
+ * Give window @p mw (type and pd set by the caller, not bound) a key slot and its first
+ * key, in mw->mr.rkey, and publish it. Control path, as dpv_mr_register().
+ * @return 0; ENOMEM every slot is taken.
+ */
+int dpv_mw_register(struct dpv_mr_table *t, struct dpv_mw *mw);
+
+/**
+ * Take window @p mw out of the table, unbound first: its keys name nothing from now on.
+ * Control path, while the device's owner thread does not run (as dpv_mr_deregister()).
+ */
+void dpv_mw_deregister(struct dpv_mr_table *t, struct dpv_mw *mw);
+
+/**
+ * The window whose current key is @p key, bound, covering [addr, addr + len) with
+ * @p access, of protection domain @p pd and, for type 2, bound through QP @p qpn; NULL
+ * otherwise. The remote check made where dpv_mr_check() found no region: device side.
+ */
+const struct dpv_mr *dpv_mw_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				  uint32_t qpn, uint64_t addr, uint64_t len, uint32_t access);
+
+/**
+ * IBTA 10.6.7.2: bind the window whose index @p key names (its bits 31..8 must be the
+ * window's own) to [addr, addr + len) of the region whose lkey is @p lkey, with @p access
+ * (REMOTE_* bits), through a QP of protection domain @p pd and number @p qpn. The
+ * window's key becomes @p key (a type 1 window's tag is the caller's choice too). A type
+ * 1 window with @p len 0 and @p lkey 0 is unbound instead. Device side (the requester).
+ * @return DPV_WC_SUCCESS; DPV_WC_MW_BIND_ERR: no such window or region, another PD, a
+ *         type 2 window already bound, a region without MW_BIND, remote write or atomic
+ *         on a region without local write, a range outside the region or (type 2) empty.
+ */
+uint8_t dpv_mw_bind(struct dpv_mr_table *t, uint32_t key, uint32_t lkey, uint64_t addr,
+		    uint64_t len, uint32_t access, uint32_t pd, uint32_t qpn);
+
+/**
+ * IBTA 10.6.7.2.5 / 9.4.3: the window an invalidation of @p key unbinds: the bound type
+ * 2 window whose key is @p key, of protection domain @p pd, bound through QP @p qpn;
+ * NULL if there is none. Device side (a LOCAL_INV at the requester, a SEND with
+ * Invalidate at the responder, which checks before it accepts the message).
+ */
+struct dpv_mw *dpv_mw_inv_target(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				 uint32_t qpn);
+
+/** Unbind window @p mw: its key names nothing until it is bound again. Device side. */
+void dpv_mw_unbind(struct dpv_mw *mw);
+
+/**
+ * Unbind the type 2 windows bound through QP @p qpn, which is being destroyed: QP
+ * numbers come back, and a window bound to the old QP must not open to the new one.
+ * Control path, while the device's owner thread does not run, serialised with
+ * registration (a scan of the table while it holds windows).
+ */
+void dpv_mw_unbind_qp(struct dpv_mr_table *t, uint32_t qpn);
+
 /* ---- completions ---- */
 
 /** Completion status (IBTA 11.4.2.1 names; lib/verbs maps them onto IBV_WC_*). */
@@ -238,6 +312,7 @@ enum dpv_wc_status {
 	DPV_WC_GENERAL_ERR,
 	DPV_WC_TM_ERR,
 	DPV_WC_TM_RNDV_INCOMPLETE,
+	DPV_WC_MW_BIND_ERR,
 };
 
 enum dpv_wc_opcode {
@@ -253,6 +328,8 @@ enum dpv_wc_opcode {
 	DPV_WC_TM_NO_TAG,
 	DPV_WC_COMP_SWAP,
 	DPV_WC_FETCH_ADD,
+	DPV_WC_BIND_MW,
+	DPV_WC_LOCAL_INV,
 	DPV_WC_ATOMIC_WRITE,
 };
 
@@ -262,6 +339,7 @@ enum dpv_wc_flags {
 	DPV_WC_F_TM_SYNC_REQ = 1u << 2,
 	DPV_WC_F_TM_MATCH = 1u << 3,
 	DPV_WC_F_TM_DATA_VALID = 1u << 4,
+	DPV_WC_F_INV = 1u << 5,  /**< a SEND with Invalidate: imm is the key invalidated */
 	/** The poll side gives tm_handle of SRQ srq_id back when it reads this cqe
 	 *  (dpv_xport_tm_release()) */
 	DPV_WC_F_TM_RELEASE = 1u << 6,
@@ -278,7 +356,10 @@ struct dpv_cqe {
 	uint32_t byte_len;
 	uint32_t qp_num;
 	uint32_t src_qp;
-	uint32_t imm;        /**< host order; lib/verbs hands it out big-endian */
+	/** host order; lib/verbs hands it out big-endian. With DPV_WC_F_INV the key
+	 *  invalidated, stored big-endian so that the same conversion gives it in host
+	 *  order, as ibv_wc's invalidated_rkey (which shares imm_data's place) has it. */
+	uint32_t imm;
 	uint32_t tm_priv;    /**< TM_RECV with MATCH: the TMH app_ctx */
 	uint32_t tm_handle;  /**< TM ops and TM_RECV: the entry's handle (for release) */
 	uint8_t status;      /**< enum dpv_wc_status */
@@ -367,6 +448,12 @@ enum dpv_wr_opcode {
 	DPV_WR_ATOMIC_CMP_SWP,   /**< RC: 8 bytes at remote_addr; one 8-byte SGE gets the
 	                              value before the operation */
 	DPV_WR_ATOMIC_FETCH_ADD,
+	/** IBTA 10.6.7.2: a window bind, done by the device and never sent: rkey the key the
+	 *  window gets (bits 31..8 name it), imm the region's lkey, remote_addr and
+	 *  compare_add the range, swap the window's access (enum dpv_access). */
+	DPV_WR_BIND_MW,
+	DPV_WR_LOCAL_INV,        /**< imm: the key of the type 2 window to invalidate */
+	DPV_WR_SEND_WITH_INV,    /**< RC: a SEND whose IETH (imm) the responder invalidates */
 	DPV_WR_ATOMIC_WRITE,     /**< RC (IBTA 1.5): the 8 bytes in swap, as they are to lie
 	                              in memory, stored at remote_addr in one store; no SGE */
 };

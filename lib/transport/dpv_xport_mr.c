@@ -3,7 +3,8 @@
  * Memory regions (IBTA 10.6), as Linux rxe's rxe_mr.c keeps them: the key table of a
  * device, its slots and key generations, registration and deregistration on the
  * control path, and the check the device makes of every key a WQE or a peer names
- * (the key, the PD, the range, the access). lib/verbs checks and pins the pages and
+ * (the key, the PD, the range, the access). Memory windows (IBTA 10.6.7) are entries of
+ * the same table, bound and invalidated here too. lib/verbs checks and pins the pages and
  * gives ibv_reg_mr(3) its shape; the table is written here only.
  */
 #include <errno.h>
@@ -30,6 +31,7 @@ struct dpv_mr_table {
 	uint16_t free_slot[DPV_MAX_MR]; /**< ring of free slot indexes, oldest first */
 	uint32_t free_head;             /**< ring index of the next slot to hand out */
 	uint32_t free_count;
+	uint32_t windows;               /**< memory windows in the table */
 	bool seeded;                    /**< gen and free_slot drawn */
 };
 
@@ -134,6 +136,7 @@ int dpv_mr_register(struct dpv_mr_table *t, struct dpv_mr *mr)
 		return ret;
 	mr->lkey = dpv_mr_key(slot, dpv_mr_gen(t->gen_secret, slot, t->gen[slot]));
 	mr->rkey = mr->lkey;
+	mr->windows = 0;
 	/* The region is whole before the device can find it. */
 	__atomic_store_n(&t->slot[slot], mr, __ATOMIC_RELEASE);
 	return 0;
@@ -162,7 +165,8 @@ const struct dpv_mr *dpv_mr_next(const struct dpv_mr_table *t, uint32_t *slot)
 
 	while (++*slot < DPV_MAX_MR) {
 		mr = __atomic_load_n(&t->slot[*slot], __ATOMIC_ACQUIRE);
-		if (mr != NULL)
+		/* A window's entry (lkey 0) is no region. */
+		if (mr != NULL && mr->lkey != 0)
 			return mr;
 	}
 	return NULL;
@@ -186,4 +190,144 @@ const struct dpv_mr *dpv_mr_check(const struct dpv_mr_table *t, uint32_t key, ui
 	if (addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
 		return NULL;
 	return mr;
+}
+
+/* ---- memory windows (IBTA 10.6.7) ---- */
+
+int dpv_mw_register(struct dpv_mr_table *t, struct dpv_mw *mw)
+{
+	uint32_t slot;
+	int ret;
+
+	ret = slot_alloc(t, &slot);
+	if (ret != 0)
+		return ret;
+	mw->mr.lkey = 0;
+	mw->mr.rkey = dpv_mr_key(slot, dpv_mr_gen(t->gen_secret, slot, t->gen[slot]));
+	mw->mr.addr = mw->mr.length = 0;
+	mw->mr.access = 0;
+	mw->mr.windows = 0;
+	mw->region = NULL;
+	mw->qpn = 0;
+	__atomic_store_n(&t->slot[slot], &mw->mr, __ATOMIC_RELEASE);
+	t->windows++;
+	return 0;
+}
+
+void dpv_mw_unbind(struct dpv_mw *mw)
+{
+	if (mw->region != NULL)
+		mw->region->windows--;
+	mw->region = NULL;
+	mw->mr.addr = mw->mr.length = 0;
+	mw->mr.access = 0;
+}
+
+void dpv_mw_deregister(struct dpv_mr_table *t, struct dpv_mw *mw)
+{
+	uint32_t slot = dpv_mr_key_slot(mw->mr.rkey);
+
+	dpv_mw_unbind(mw);
+	__atomic_store_n(&t->slot[slot], NULL, __ATOMIC_RELEASE);
+	t->gen[slot]++;
+	slot_free(t, slot);
+	t->windows--;
+}
+
+void dpv_mw_unbind_qp(struct dpv_mr_table *t, uint32_t qpn)
+{
+	for (uint32_t slot = 1; t->windows != 0 && slot < DPV_MAX_MR; slot++) {
+		struct dpv_mr *e = t->slot[slot];
+		struct dpv_mw *mw;
+
+		if (e == NULL || e->lkey != 0)
+			continue;
+		mw = container_of(e, struct dpv_mw, mr);
+		if (mw->type == 2 && mw->region != NULL && mw->qpn == qpn)
+			dpv_mw_unbind(mw);
+	}
+}
+
+/* The window in the slot @p key names, whatever its tag; NULL if the slot holds none. */
+static struct dpv_mw *mw_of(const struct dpv_mr_table *t, uint32_t key)
+{
+	struct dpv_mr *e = __atomic_load_n(&t->slot[dpv_mr_key_slot(key)], __ATOMIC_ACQUIRE);
+
+	if (e == NULL || e->lkey != 0)
+		return NULL;
+	return container_of(e, struct dpv_mw, mr);
+}
+
+const struct dpv_mr *dpv_mw_check(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				  uint32_t qpn, uint64_t addr, uint64_t len, uint32_t access)
+{
+	const struct dpv_mw *mw = mw_of(t, key);
+
+	/* IBTA 10.6.7.2 / C10-82: the whole key, the rights the bind gave, the window's PD
+	 * and, for type 2B, the QP it was bound through. */
+	if (mw == NULL || mw->region == NULL || mw->mr.rkey != key || mw->mr.pd != pd ||
+	    (mw->type == 2 && mw->qpn != qpn) || (mw->mr.access & access) != access)
+		return NULL;
+	if (len == 0)
+		return &mw->mr;
+	if (addr < mw->mr.addr || len > mw->mr.length || addr - mw->mr.addr > mw->mr.length - len)
+		return NULL;
+	/* ibv_rereg_mr(3) may have moved the region since the bind: the window opens only
+	 * what the region still holds. */
+	if (addr < mw->region->addr || len > mw->region->length ||
+	    addr - mw->region->addr > mw->region->length - len)
+		return NULL;
+	return &mw->mr;
+}
+
+uint8_t dpv_mw_bind(struct dpv_mr_table *t, uint32_t key, uint32_t lkey, uint64_t addr,
+		    uint64_t len, uint32_t access, uint32_t pd, uint32_t qpn)
+{
+	struct dpv_mw *mw = mw_of(t, key);
+	struct dpv_mr *mr;
+
+	/* The window named by index and generation: the tag (bits 7..0) is the new one. */
+	if (mw == NULL || (mw->mr.rkey & ~0xffu) != (key & ~0xffu) || mw->mr.pd != pd)
+		return DPV_WC_MW_BIND_ERR;
+	/* o10-37.2.30: a type 2 window is bound once, until it is invalidated. */
+	if (mw->type == 2 && mw->region != NULL)
+		return DPV_WC_MW_BIND_ERR;
+	/* A type 1 window bound with no length is unbound (ibv_bind_mw(3)). */
+	if (mw->type == 1 && len == 0) {
+		dpv_mw_unbind(mw);
+		mw->mr.rkey = key;
+		return DPV_WC_SUCCESS;
+	}
+	mr = __atomic_load_n(&t->slot[dpv_mr_key_slot(lkey)], __ATOMIC_ACQUIRE);
+	/* C10-72..C10-75: a region of the PD, bindable, writable by the device where the
+	 * window grants remote writes or atomics, that holds the range; o10-37.2.40: a
+	 * type 2 window is not bound empty. */
+	if (mr == NULL || mr->lkey != lkey || mr->pd != pd ||
+	    !(mr->access & DPV_ACCESS_MW_BIND) ||
+	    ((access & (DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_ATOMIC)) &&
+	     !(mr->access & DPV_ACCESS_LOCAL_WRITE)) ||
+	    len == 0 || addr < mr->addr || len > mr->length || addr - mr->addr > mr->length - len)
+		return DPV_WC_MW_BIND_ERR;
+	dpv_mw_unbind(mw);
+	mw->region = mr;
+	mr->windows++;
+	mw->mr.addr = addr;
+	mw->mr.length = len;
+	mw->mr.access = access & (DPV_ACCESS_REMOTE_WRITE | DPV_ACCESS_REMOTE_READ |
+				  DPV_ACCESS_REMOTE_ATOMIC);
+	mw->qpn = qpn;
+	mw->mr.rkey = key;
+	return DPV_WC_SUCCESS;
+}
+
+struct dpv_mw *dpv_mw_inv_target(const struct dpv_mr_table *t, uint32_t key, uint32_t pd,
+				 uint32_t qpn)
+{
+	struct dpv_mw *mw = mw_of(t, key);
+
+	/* IBTA 10.6.7.2.5: a type 1 window is unbound by a bind, never invalidated. */
+	if (mw == NULL || mw->type != 2 || mw->region == NULL || mw->mr.rkey != key ||
+	    mw->mr.pd != pd || mw->qpn != qpn)
+		return NULL;
+	return mw;
 }

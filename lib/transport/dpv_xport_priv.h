@@ -120,6 +120,13 @@ static inline bool xp_wr_answered(uint8_t opcode)
 	       opcode == DPV_WR_ATOMIC_WRITE;
 }
 
+/* IBTA 10.6.7.2: a bind or a local invalidation, which the requester does itself and
+ * never sends; it completes in order, when everything posted before it has. */
+static inline bool xp_wr_local(uint8_t opcode)
+{
+	return opcode == DPV_WR_BIND_MW || opcode == DPV_WR_LOCAL_INV;
+}
+
 /* Who made a WQE of a QP's device ring (dpv_swqe.origin). */
 enum xp_wqe_origin {
 	XP_WQE_APP = 0,     /**< the application's: the slot holds only its qp.sq index,
@@ -479,6 +486,15 @@ uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *dat
 void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		  const struct dpv_wire_pkt *p, uint8_t wc_opcode, uint32_t src_qp,
 		  uint8_t flags);
+/* IBTA 10.6: @p rkey covers [va, va + len) with @p access for QP @p q: a region's key
+ * (dpv_mr_check()) or, where no region has it, a window's (dpv_mw_check(), IBTA
+ * 10.6.7), so a region's key costs what the region check costs. */
+static inline bool xp_rkey_ok(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
+			      uint64_t va, uint64_t len, uint32_t access)
+{
+	return likely(dpv_mr_check(x->mrs, rkey, q->qp.init.pd, va, len, access) != NULL) ||
+	       dpv_mw_check(x->mrs, rkey, q->qp.init.pd, q->qp.qpn, va, len, access) != NULL;
+}
 /* IBTA 9.4 / 10.6: the QP may be written remotely and @p rkey covers the range. */
 bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
 		      uint64_t va, uint32_t len);
@@ -498,6 +514,7 @@ static inline bool xp_op_first(uint8_t op)
 	case DPV_OP_RC_SEND_FIRST:
 	case DPV_OP_RC_SEND_ONLY:
 	case DPV_OP_RC_SEND_ONLY_IMM:
+	case DPV_OP_RC_SEND_ONLY_INV:
 	case DPV_OP_RC_WRITE_FIRST:
 	case DPV_OP_RC_WRITE_ONLY:
 	case DPV_OP_RC_WRITE_ONLY_IMM:
@@ -523,7 +540,7 @@ static inline bool xp_op_in_sequence(uint8_t cur, uint8_t op)
 	switch (cur) {
 	case XP_OP_SEND:
 		return op == DPV_OP_RC_SEND_MIDDLE || op == DPV_OP_RC_SEND_LAST ||
-		       op == DPV_OP_RC_SEND_LAST_IMM;
+		       op == DPV_OP_RC_SEND_LAST_IMM || op == DPV_OP_RC_SEND_LAST_INV;
 	case XP_OP_WRITE:
 		return op == DPV_OP_RC_WRITE_MIDDLE || op == DPV_OP_RC_WRITE_LAST ||
 		       op == DPV_OP_RC_WRITE_LAST_IMM;

@@ -218,6 +218,9 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 		[DPV_WR_RDMA_READ] = DPV_WC_RDMA_READ,
 		[DPV_WR_ATOMIC_CMP_SWP] = DPV_WC_COMP_SWAP,
 		[DPV_WR_ATOMIC_FETCH_ADD] = DPV_WC_FETCH_ADD,
+		[DPV_WR_BIND_MW] = DPV_WC_BIND_MW,
+		[DPV_WR_LOCAL_INV] = DPV_WC_LOCAL_INV,
+		[DPV_WR_SEND_WITH_INV] = DPV_WC_SEND,
 		[DPV_WR_ATOMIC_WRITE] = DPV_WC_ATOMIC_WRITE,
 	};
 	struct dpv_ring *sq = q->xq;

@@ -16,6 +16,21 @@ static uint32_t npkts_of(uint32_t len, uint32_t mtu)
 	return len == 0 ? 1 : (len + mtu - 1) / mtu;
 }
 
+/* Not a status: swqe_check()'s answer for a WQE the requester does itself. */
+#define XP_WC_LOCAL_OP 0xffu
+
+/* The memory-window opcodes, out of the way of the others: SEND with Invalidate is RC's
+ * (and XRC's) only (IBTA Table 38); a bind or local invalidation is done by the
+ * requester itself (XP_WC_LOCAL_OP), on RC and UC. Any other opcode is no WQE's. */
+static __attribute__((noinline)) uint8_t mw_opcode_check(uint8_t type, uint8_t opcode)
+{
+	if (opcode == DPV_WR_SEND_WITH_INV)
+		return type == DPV_QPT_RC ? DPV_WC_SUCCESS : DPV_WC_LOC_QP_OP_ERR;
+	if (xp_wr_local(opcode))
+		return type == DPV_QPT_UD ? DPV_WC_LOC_QP_OP_ERR : XP_WC_LOCAL_OP;
+	return DPV_WC_LOC_QP_OP_ERR;
+}
+
 /* IBTA 10.8: what the device checks when it starts a WQE. The scatter list of a READ,
  * and the 8 bytes that get an atomic's original value, are written by the device, so
  * they need LOCAL_WRITE (IBTA 10.6). */
@@ -25,6 +40,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	const uint8_t type = q->qp.init.type;
 	uint64_t total = 0;
 	uint32_t i, access;
+	uint8_t st;
 
 	switch (w->opcode) {
 	case DPV_WR_SEND:
@@ -43,7 +59,10 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 			return DPV_WC_LOC_QP_OP_ERR;
 		break;
 	default:
-		return DPV_WC_LOC_QP_OP_ERR;
+		st = mw_opcode_check(type, w->opcode);
+		if (st != DPV_WC_SUCCESS)
+			return st;
+		break;
 	}
 	/* IBTA 1.5: an atomic write's 8 bytes travel in the WQE; it has no local buffer. */
 	if (w->opcode == DPV_WR_ATOMIC_WRITE) {
@@ -110,7 +129,8 @@ static void psn_sent(struct dpv_xport *x, struct xp_qp *q, uint32_t n)
 }
 
 /* The RC opcode of packet i of n of a SEND or WRITE; UC's are the same with the UC
- * transport bits (IBTA Table 38). */
+ * transport bits (IBTA Table 38). A SEND with Invalidate is RC's only, its IETH on its
+ * last packet. */
 static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
 {
 	const bool imm = wr == DPV_WR_SEND_WITH_IMM || wr == DPV_WR_RDMA_WRITE_WITH_IMM;
@@ -124,6 +144,9 @@ static uint8_t send_opcode(uint8_t wr, uint32_t i, uint32_t n)
 			return imm ? DPV_OP_RC_SEND_LAST_IMM : DPV_OP_RC_SEND_LAST;
 		return DPV_OP_RC_SEND_MIDDLE;
 	}
+	if (unlikely(wr == DPV_WR_SEND_WITH_INV))
+		return n == 1 ? DPV_OP_RC_SEND_ONLY_INV : i == 0 ? DPV_OP_RC_SEND_FIRST
+			: i == n - 1 ? DPV_OP_RC_SEND_LAST_INV : DPV_OP_RC_SEND_MIDDLE;
 	if (n == 1)
 		return imm ? DPV_OP_RC_WRITE_ONLY_IMM : DPV_OP_RC_WRITE_ONLY;
 	if (i == 0)
@@ -441,6 +464,49 @@ static __attribute__((noinline)) uint32_t send_reasks(struct dpv_xport *x, struc
 	return sent;
 }
 
+/*
+ * IBTA 10.6.7.2: a bind or local invalidation runs when the requester reaches it, after
+ * everything posted before it has started and before anything after it does. It takes
+ * no PSN and is never sent, so nothing is done twice when the requester goes back N:
+ * an RC one is complete when every PSN before its place is acknowledged (npkts 0 at
+ * the next PSN, xp_comp_acked()), a UC one at once. A failure ends the QP in its turn,
+ * as a WQE refused at its start does. false: rc_tx() stops this visit; the QP is
+ * kicked for the WQEs behind it.
+ */
+static __attribute__((noinline)) bool local_op(struct dpv_xport *x, struct xp_qp *q,
+					       const struct dpv_swqe *w, struct xp_swqe_meta *m)
+{
+	uint8_t st = DPV_WC_SUCCESS;
+	struct dpv_mw *mw;
+
+	if (w->opcode == DPV_WR_BIND_MW)
+		st = dpv_mw_bind(x->mrs, w->rkey, w->imm, w->remote_addr, w->compare_add,
+				 (uint32_t)w->swap, q->qp.init.pd, q->qp.qpn);
+	else if ((mw = dpv_mw_inv_target(x->mrs, w->imm, q->qp.init.pd, q->qp.qpn)) != NULL)
+		dpv_mw_unbind(mw);
+	else
+		st = DPV_WC_LOC_QP_OP_ERR;
+	if (st != DPV_WC_SUCCESS) {
+		q->blocked_err = st;
+		return false;
+	}
+	m->first_psn = q->psn;
+	m->len = 0;
+	m->npkts = 0;
+	m->rd_pkts = 0;
+	m->rd_done = false;
+	m->req_sent = false;
+	if (idx_diff(q->next_wqe + 1, q->wqe_hi) > 0)
+		q->wqe_hi = q->next_wqe + 1;
+	q->next_wqe++;
+	if (q->qp.init.type == DPV_QPT_UC)
+		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
+	else
+		xp_comp_acked(x, q);
+	xp_kick(q);
+	return false;
+}
+
 /* Start next_wqe: check it and give it its PSNs. false: it cannot start now. */
 static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 		     struct xp_swqe_meta *m)
@@ -458,6 +524,8 @@ static bool rc_start(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe
 	m->pd = xp_xq_dev(q, q->next_wqe) ? q->qp.init.srq->pd : q->qp.init.pd;
 	st = swqe_check(x, q, w, m->pd, &len);
 	if (st != DPV_WC_SUCCESS) {
+		if (st == XP_WC_LOCAL_OP)
+			return local_op(x, q, w, m);
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
 		/* Completions stay in order: the WQE fails when the completer reaches it. */
@@ -520,7 +588,7 @@ static __attribute__((noinline)) uint32_t rc_tx(struct dpv_xport *x, struct xp_q
 			/* Going back N: a WQE already started keeps its PSNs; a READ whose
 			 * responses are all in, or an atomic whose result came, is not asked
 			 * for again. */
-			if (xp_wr_answered(w->opcode) && m->rd_done) {
+			if ((xp_wr_answered(w->opcode) && m->rd_done) || m->npkts == 0) {
 				q->psn = psn_add(m->first_psn, m->npkts);
 				q->next_wqe++;
 				continue;

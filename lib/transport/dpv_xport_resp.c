@@ -297,10 +297,12 @@ uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *dat
 }
 
 /* The opcodes that carry ImmDt, by their low five bits, which say the operation
- * whatever the transport (IBTA Table 38): RC's values stand for UC's and UD's too. */
+ * whatever the transport (IBTA Table 38): RC's values stand for UC's and UD's too; and
+ * RC's SENDs with an IETH in its place, whose R_Key the completion reports. */
 #define IMM_OPS                                                                    \
 	(1u << DPV_OP_RC_SEND_LAST_IMM | 1u << DPV_OP_RC_SEND_ONLY_IMM |           \
-	 1u << DPV_OP_RC_WRITE_LAST_IMM | 1u << DPV_OP_RC_WRITE_ONLY_IMM)
+	 1u << DPV_OP_RC_WRITE_LAST_IMM | 1u << DPV_OP_RC_WRITE_ONLY_IMM |         \
+	 1u << DPV_OP_RC_SEND_LAST_INV | 1u << DPV_OP_RC_SEND_ONLY_INV)
 
 /* The completion of the receive in progress; it ends it. */
 void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
@@ -349,8 +351,10 @@ void xp_recv_done(struct dpv_xport *x, struct xp_qp *q, uint8_t status,
 		break;
 	}
 	if (p != NULL && (IMM_OPS >> (p->opcode & 0x1f) & 1u)) {
-		cqe.flags |= DPV_WC_F_IMM;
-		cqe.imm = p->imm;
+		cqe.flags |= p->opcode == DPV_OP_RC_SEND_LAST_INV ||
+				     p->opcode == DPV_OP_RC_SEND_ONLY_INV
+			     ? DPV_WC_F_INV : DPV_WC_F_IMM;
+		cqe.imm = cqe.flags & DPV_WC_F_INV ? rte_cpu_to_be_32(p->imm) : p->imm;
 	}
 	r->active = false;
 	xp_cq_put(x, xp_recv_cq(q), &cqe, p != NULL && p->solicited);
@@ -401,8 +405,10 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 
 /* ---- RC requests ---- */
 
-static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
-		    const uint8_t *payload)
+/* Inlined into both its callers: the SEND path pays no call for send_inv_rx()'s use. */
+static inline __attribute__((always_inline)) void
+send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+	const uint8_t *payload)
 {
 	const struct dpv_srq *srq = q->qp.init.srq;
 	uint8_t st;
@@ -439,14 +445,36 @@ static void send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 		unasked(x, q, p->psn);
 }
 
+/*
+ * IBTA 9.4.3 / 10.6.7.2.5: a SEND with Invalidate unbinds the window its IETH names
+ * once the responder accepts the message's last packet (ePSN moves past it): a packet
+ * refused for want of a receive WQE, and sent again, invalidates once, and a duplicate
+ * never comes here. A key that names no type 2 window bound through this QP is an
+ * invalid request, checked before anything of the packet is placed.
+ */
+static void send_inv_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+			const uint8_t *payload)
+{
+	struct dpv_mw *mw = dpv_mw_inv_target(x->mrs, p->imm, q->qp.init.pd, q->qp.qpn);
+	const uint32_t epsn = q->epsn;
+
+	if (mw == NULL) {
+		x->stats.access_errors++;
+		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, !q->rcv.active);
+		return;
+	}
+	send_rx(x, q, p, payload);
+	if (q->epsn != epsn)
+		dpv_mw_unbind(mw);
+}
+
 /* IBTA 9.4 / 10.6: an RDMA WRITE needs the QP's remote-write permission and an
  * R_Key covering the range with remote write; a zero-length one checks no key. */
 bool xp_write_allowed(const struct dpv_xport *x, const struct xp_qp *q, uint32_t rkey,
 		      uint64_t va, uint32_t len)
 {
 	return (q->qp.attr.access & DPV_ACCESS_REMOTE_WRITE) &&
-	       (len == 0 || dpv_mr_check(x->mrs, rkey, q->qp.init.pd, va, len,
-					 DPV_ACCESS_REMOTE_WRITE) != NULL);
+	       (len == 0 || xp_rkey_ok(x, q, rkey, va, len, DPV_ACCESS_REMOTE_WRITE));
 }
 
 static void write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
@@ -508,8 +536,8 @@ static bool read_allowed(const struct dpv_xport *x, const struct xp_qp *q,
 			 const struct dpv_wire_pkt *p)
 {
 	return (q->qp.attr.access & DPV_ACCESS_REMOTE_READ) &&
-	       (p->reth_len == 0 || dpv_mr_check(x->mrs, p->reth_rkey, q->qp.init.pd, p->reth_va,
-						 p->reth_len, DPV_ACCESS_REMOTE_READ) != NULL);
+	       (p->reth_len == 0 || xp_rkey_ok(x, q, p->reth_rkey, p->reth_va, p->reth_len,
+					       DPV_ACCESS_REMOTE_READ));
 }
 
 /* A response entry for the request at @p psn, counted as a first answer or a repeat;
@@ -619,8 +647,8 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		return;
 	}
 	if (!(q->qp.attr.access & DPV_ACCESS_REMOTE_ATOMIC) ||
-	    dpv_mr_check(x->mrs, p->atomic_rkey, q->qp.init.pd, p->atomic_va, sizeof(orig),
-			 DPV_ACCESS_REMOTE_ATOMIC) == NULL ||
+	    !xp_rkey_ok(x, q, p->atomic_rkey, p->atomic_va, sizeof(orig),
+			DPV_ACCESS_REMOTE_ATOMIC) ||
 	    !xp_atomic(x, p->atomic_va, cas, cas ? p->atomic_compare : p->atomic_swap_add,
 		       p->atomic_swap_add, &orig)) {
 		access_nak(x, q, p->psn, true);
@@ -849,6 +877,10 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	case DPV_OP_RC_SEND_ONLY_IMM:
 		send_rx(x, q, p, payload);
 		break;
+	case DPV_OP_RC_SEND_LAST_INV:
+	case DPV_OP_RC_SEND_ONLY_INV:
+		send_inv_rx(x, q, p, payload);
+		break;
 	case DPV_OP_RC_READ_REQUEST:
 		read_rx(x, q, p);
 		break;
@@ -884,8 +916,8 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 		    a->ttl);
 	p.aeth_syndrome = ACK_SYNDROME;
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
-	if (plen != 0 && dpv_mr_check(x->mrs, e->rkey, q->qp.init.pd, e->va + e->sent, plen,
-				      DPV_ACCESS_REMOTE_READ) == NULL) {
+	if (plen != 0 &&
+	    !xp_rkey_ok(x, q, e->rkey, e->va + e->sent, plen, DPV_ACCESS_REMOTE_READ)) {
 		access_nak(x, q, psn, true);
 		return false;
 	}

@@ -32,6 +32,7 @@ static const enum ibv_wc_status wc_status[] = {
 	[DPV_WC_GENERAL_ERR] = IBV_WC_GENERAL_ERR,
 	[DPV_WC_TM_ERR] = IBV_WC_TM_ERR,
 	[DPV_WC_TM_RNDV_INCOMPLETE] = IBV_WC_TM_RNDV_INCOMPLETE,
+	[DPV_WC_MW_BIND_ERR] = IBV_WC_MW_BIND_ERR,
 };
 
 static const enum ibv_wc_opcode wc_opcode[] = {
@@ -47,6 +48,8 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 	[DPV_WC_TM_NO_TAG] = IBV_WC_TM_NO_TAG,
 	[DPV_WC_COMP_SWAP] = IBV_WC_COMP_SWAP,
 	[DPV_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
+	[DPV_WC_BIND_MW] = IBV_WC_BIND_MW,
+	[DPV_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
 	[DPV_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
@@ -55,7 +58,8 @@ static unsigned int wc_flags_of(uint8_t f)
 	return (f & DPV_WC_F_GRH ? IBV_WC_GRH : 0) | (f & DPV_WC_F_IMM ? IBV_WC_WITH_IMM : 0) |
 	       (f & DPV_WC_F_TM_SYNC_REQ ? IBV_WC_TM_SYNC_REQ : 0) |
 	       (f & DPV_WC_F_TM_MATCH ? IBV_WC_TM_MATCH : 0) |
-	       (f & DPV_WC_F_TM_DATA_VALID ? IBV_WC_TM_DATA_VALID : 0);
+	       (f & DPV_WC_F_TM_DATA_VALID ? IBV_WC_TM_DATA_VALID : 0) |
+	       (f & DPV_WC_F_INV ? IBV_WC_WITH_INV : 0);
 }
 
 /*

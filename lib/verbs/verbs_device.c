@@ -73,6 +73,20 @@ static bool any_lingers(uint64_t now)
 	return false;
 }
 
+/* Whether a device's DREQ to a peer outside the process still waits for its DREP
+ * (dpv_dev_cm_dreq_waits()). */
+static bool any_dreq_waits(void)
+{
+	uint32_t own[DPV_MAX_DEVS];
+	unsigned int n = own_ips(own);
+
+	for (unsigned int i = 0; i < dpv_verbs_n_devices; i++)
+		if (dpv_verbs_devices[i]->dev != NULL &&
+		    dpv_dev_cm_dreq_waits(dpv_verbs_devices[i]->dev, own, n))
+			return true;
+	return false;
+}
+
 /*
  * At exit, let what the devices sent reach their peers: a NIC has put a program's
  * last ACKs on the wire before the program sees the completions they answer, but a
@@ -85,7 +99,11 @@ static bool any_lingers(uint64_t now)
  * gone for LINGER_QUIET_MS, which also answers a peer's last resends, and while a QP
  * lingers (reliability.md, "Lingering QPs": an ACK lost on the wire is answered again
  * when its peer resends, within about twice its ACK timeout), at most LINGER_MAX_MS or
- * twice DPV_LINGER_MS.
+ * twice DPV_LINGER_MS; and, beyond that, while a DREQ waits for its DREP: a program
+ * that disconnects and exits at once (rping's client) would otherwise take the resends
+ * of a DREQ lost on the wire with it, and leave a peer that waits for nothing but the
+ * disconnection waiting for ever. That wait ends with the DREP (a round trip; one CM
+ * wait more per DREQ lost), or when the DREQ's retries are spent (rdma-cm.md).
  */
 static void linger(void)
 {
@@ -98,8 +116,8 @@ static void linger(void)
 
 	pthread_mutex_lock(&dpv_verbs_devices_lock);
 	last = frames_moved();
-	while (last >= 0 && (now - quiet < quiet_for || any_lingers(now)) &&
-	       now - start < at_most) {
+	while (last >= 0 && (((now - quiet < quiet_for || any_lingers(now)) &&
+			      now - start < at_most) || any_dreq_waits())) {
 		struct timespec ts = {0, 100000};
 
 		dpv_engine_progress();
@@ -221,6 +239,9 @@ static void fill_ops(struct dpv_context *c)
 	v->create_qp_ex = dpv_verbs_create_qp_ex;
 	v->create_srq_ex = dpv_verbs_create_srq_ex;
 	v->advise_mr = dpv_verbs_advise_mr;
+	v->context.ops.alloc_mw = dpv_verbs_alloc_mw;
+	v->context.ops.dealloc_mw = dpv_verbs_dealloc_mw;
+	v->context.ops.bind_mw = dpv_verbs_bind_mw;
 	v->alloc_td = dpv_verbs_alloc_td;
 	v->dealloc_td = dpv_verbs_dealloc_td;
 	v->alloc_parent_domain = dpv_verbs_alloc_parent_domain;
@@ -327,13 +348,18 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_qp = DPV_MAX_QP - 2;
 	a->max_qp_wr = DPV_MAX_QP_WR;
 	/* No IBV_DEVICE_SRQ_RESIZE: ibv_modify_srq() does not resize (verbs_srq.c). */
+	/* Memory windows of type 1 and 2B (IBTA 10.6.7: type 2 windows are bound to the QP
+	 * they were bound through, as rxe's are), in the regions' key table. */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_CHANGE_PHY_PORT;
+			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = DPV_MAX_SGE;
 	a->max_sge_rd = DPV_MAX_SGE;
 	a->max_cq = 65536;
 	a->max_cqe = DPV_MAX_CQE;
 	a->max_mr = DPV_MAX_MR;
+	/* Windows take slots of the regions' table (slot 0 is never used). */
+	a->max_mw = DPV_MAX_MR - 1;
 	a->max_pd = 65536;
 	a->max_qp_rd_atom = DPV_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DPV_MAX_RD_ATOMIC;

@@ -304,7 +304,8 @@ struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uin
 
 /*
  * When this returns, the device copies nothing through the region any more, so the
- * program may unmap its memory; not before (doc/guides/memory.md).
+ * program may unmap its memory; not before (doc/guides/memory.md). EINVAL while a
+ * memory window is bound to it.
  */
 int ibv_dereg_mr(struct ibv_mr *mr)
 {
@@ -312,8 +313,15 @@ int ibv_dereg_mr(struct ibv_mr *mr)
 	struct dpv_mr_table *t = c->dev->mrs;
 	struct dpv_mr_v *m = to_mr(mr);
 
-	/* Owning the device means no packet is being copied through the region. */
+	/* Owning the device means no packet is being copied through the region, and no
+	 * window is being bound to it. */
 	dpv_dev_own(c->dev);
+	/* ibv_alloc_mw(3): it fails while a window is bound to the region; EINVAL as rxe
+	 * answers (IBTA 10.6.7.2.6). */
+	if (m->mr.windows != 0) {
+		dpv_dev_disown(c->dev);
+		return EINVAL;
+	}
 	pthread_mutex_lock(&mr_lock);
 	dpv_mr_deregister(t, &m->mr);
 	unpin(to_full(m));
@@ -411,6 +419,150 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	}
 	if (flags & IBV_REREG_MR_CHANGE_PD)
 		ibmr->pd = pd;
+	return 0;
+}
+
+/* ---- memory windows (ibv_alloc_mw(3), ibv_bind_mw(3); IBTA 10.6.7) ---- */
+
+struct dpv_mw_v {
+	struct ibv_mw ibmw;
+	struct dpv_mw mw;             /* in the device's key table */
+};
+
+static struct dpv_mw_v *to_mw(struct ibv_mw *m) { return container_of(m, struct dpv_mw_v, ibmw); }
+
+/*
+ * A window of @p pd, not bound, with its first key in rkey. EINVAL for a type other
+ * than IBV_MW_TYPE_1 and IBV_MW_TYPE_2 (2B: bound to the QP it is bound through); ENOMEM
+ * when every key slot holds a region or a window. It counts as a user of the PD.
+ */
+struct ibv_mw *dpv_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct dpv_mr_table *t = to_ctx(pd->context)->dev->mrs;
+	struct dpv_mw_v *w;
+	int ret;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	w->mw.type = (uint8_t)type;
+	w->mw.mr.pd = to_pd(pd)->id;
+	pthread_mutex_lock(&mr_lock);
+	ret = dpv_mw_register(t, &w->mw);
+	pthread_mutex_unlock(&mr_lock);
+	if (ret != 0) {
+		free(w);
+		errno = ret;
+		return NULL;
+	}
+	__atomic_add_fetch(&to_pd(pd)->users, 1, __ATOMIC_RELAXED);
+	w->ibmw.context = pd->context;
+	w->ibmw.pd = pd;
+	w->ibmw.rkey = w->mw.mr.rkey;
+	w->ibmw.handle = dpv_mr_key_slot(w->mw.mr.rkey);
+	w->ibmw.type = type;
+	return &w->ibmw;
+}
+
+/*
+ * ibv_dealloc_mw(3): a bound window is unbound first, so its key is refused from the
+ * moment this returns (the device is owned meanwhile: no access through it is under
+ * way). A bind of it still queued fails (IBV_WC_MW_BIND_ERR). 0.
+ */
+int dpv_verbs_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct dpv_dev *dev = to_ctx(ibmw->context)->dev;
+	struct dpv_mw_v *w = to_mw(ibmw);
+
+	dpv_dev_own(dev);
+	pthread_mutex_lock(&mr_lock);
+	dpv_mw_deregister(dev->mrs, &w->mw);
+	pthread_mutex_unlock(&mr_lock);
+	dpv_dev_disown(dev);
+	__atomic_sub_fetch(&to_pd(ibmw->pd)->users, 1, __ATOMIC_RELAXED);
+	free(w);
+	return 0;
+}
+
+void dpv_verbs_mw_qp_gone(struct dpv_dev *dev, uint32_t qpn)
+{
+	pthread_mutex_lock(&mr_lock);
+	dpv_mw_unbind_qp(dev->mrs, qpn);
+	pthread_mutex_unlock(&mr_lock);
+}
+
+/* The access bits a bind may name: a window's remote rights, and local write, which a
+ * window has no use for and the suites of rdma-core pass. */
+#define MW_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		   IBV_ACCESS_REMOTE_ATOMIC)
+
+int dpv_verbs_bind_wqe(const struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info, struct dpv_swqe *w)
+{
+	/* Zero-based windows (IBV_ACCESS_ZERO_BASED) are not offered, as zero-based
+	 * regions are not. */
+	if ((info->mw_access_flags & ~(unsigned int)MW_ACCESS) != 0)
+		return EINVAL;
+	w->opcode = DPV_WR_BIND_MW;
+	w->num_sge = 0;
+	w->length = 0;
+	/* The window is named by its index and generation (bits 31..8); the tag is the
+	 * caller's (ibv_inc_rkey(3)). */
+	w->rkey = (mw->rkey & ~0xffu) | (rkey & 0xffu);
+	w->imm = info->mr != NULL ? info->mr->lkey : 0;
+	w->remote_addr = info->addr;
+	w->compare_add = info->length;
+	w->swap = dpv_verbs_access_kept(info->mw_access_flags) & ~(uint32_t)IBV_ACCESS_LOCAL_WRITE;
+	return 0;
+}
+
+/*
+ * ibv_bind_mw(3), type 1 (the inline wrapper has checked the type, and that the region
+ * is of the window's PD: EPERM): the bind is posted to @p qp as a BIND_MW WR with the
+ * window's next key (ibv_inc_rkey(3)), which mw->rkey holds when this returns. As mlx5
+ * answers at once: EINVAL for a QP that is not RC or UC, access flags a window cannot
+ * have, a region without IBV_ACCESS_MW_BIND, remote write or atomic on a region without
+ * local write, or a range outside the region; and ibv_post_send(3)'s errors (EINVAL
+ * before RTS, ENOMEM for a full SQ). A zero length unbinds the window.
+ */
+int dpv_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind)
+{
+	const struct ibv_mw_bind_info *b = &mw_bind->bind_info;
+	struct ibv_send_wr wr, *bad;
+	int ret;
+
+	if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UC)
+		return EINVAL;
+	if ((b->mw_access_flags & ~(unsigned int)MW_ACCESS) != 0)
+		return EINVAL;
+	if (b->mr != NULL && b->length != 0) {
+		const struct dpv_mr *m = &to_mr(b->mr)->mr;
+
+		if (!(m->access & DPV_ACCESS_MW_BIND) ||
+		    ((b->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+		     !(m->access & DPV_ACCESS_LOCAL_WRITE)) ||
+		    b->addr < (uintptr_t)b->mr->addr || b->length > b->mr->length ||
+		    b->addr - (uintptr_t)b->mr->addr > b->mr->length - b->length)
+			return EINVAL;
+	}
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = mw_bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = mw_bind->send_flags;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = *b;
+	ret = dpv_verbs_post_send(qp, &wr, &bad);
+	if (ret != 0)
+		return ret;
+	/* ibv_bind_mw(3): the caller keeps the old key, should the bind complete in error. */
+	mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 

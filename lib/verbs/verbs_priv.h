@@ -311,6 +311,19 @@ struct ibv_cq_ex *dpv_verbs_create_cq_ex(struct ibv_context *c, struct ibv_cq_in
 int dpv_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 int dpv_verbs_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 			struct ibv_sge *sg_list, uint32_t num_sge);
+/* Memory windows (verbs_mem.c): ibv_alloc_mw(3), ibv_dealloc_mw(3), ibv_bind_mw(3). */
+struct ibv_mw *dpv_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int dpv_verbs_dealloc_mw(struct ibv_mw *mw);
+int dpv_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+/* A QP of @p dev numbered @p qpn is being destroyed, the device owned: the type 2
+ * windows bound through it are unbound (dpv_mw_unbind_qp()). */
+void dpv_verbs_mw_qp_gone(struct dpv_dev *dev, uint32_t qpn);
+/* The bind of window @p mw that @p info describes, with key @p rkey (its tag, bits 7..0,
+ * the caller's), into send WQE @p w (ibv_post_send(3) IBV_WR_BIND_MW, ibv_wr_bind_mw(3)):
+ * 0, or EINVAL for access flags other than remote read, write, atomic and local write,
+ * or zero-based. The device checks the rest when it binds (IBV_WC_MW_BIND_ERR). */
+int dpv_verbs_bind_wqe(const struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info, struct dpv_swqe *w);
 /* The extended send API (verbs_qp_ex.c): whether @p ops (IBV_QP_EX_WITH_*) are offered
  * on a QP of @p type (0, or EOPNOTSUPP); set it up on a new QP (0 or ENOMEM); free it. */
 int dpv_verbs_qp_ex_check(enum ibv_qp_type type, uint64_t ops);
@@ -376,7 +389,8 @@ void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst, struct ibv_sa_path_
  * ibv_reg_mr(3)'s rules for access flags, shared by ibv_reg_mr and ibv_rereg_mr:
  * EINVAL for bits libibverbs does not define, or remote write or atomic without local
  * write; EOPNOTSUPP for what is defined but dpverbs does not offer, as providers answer
- * it: memory windows (IBV_ACCESS_MW_BIND) and zero-based regions (IBV_ACCESS_ZERO_BASED).
+ * it: zero-based regions (IBV_ACCESS_ZERO_BASED). IBV_ACCESS_MW_BIND lets memory windows
+ * be bound to the region (verbs_mem.c).
  * IBV_ACCESS_HUGETLB is a hint that changes nothing here: accepted. On-demand paging
  * (IBV_ACCESS_ON_DEMAND) is offered: the device copies with the CPU, which faults pages
  * in (verbs_mem.c). 0 when the flags are good.
@@ -386,8 +400,9 @@ static inline int dpv_verbs_access_check(unsigned int access)
 	const unsigned int offered = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
 				     IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB |
-				     IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
-	const unsigned int not_offered = IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED;
+				     IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE |
+				     IBV_ACCESS_MW_BIND;
+	const unsigned int not_offered = IBV_ACCESS_ZERO_BASED;
 
 	if ((access & ~(offered | not_offered)) != 0 ||
 	    ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -400,7 +415,7 @@ static inline int dpv_verbs_access_check(unsigned int access)
 static inline uint32_t dpv_verbs_access_kept(unsigned int access)
 {
 	return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+			 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
 }
 
 #endif /* DPV_VERBS_PRIV_H */

@@ -224,6 +224,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct dpv_dev *dev = qp->ctx->dev;
 
 	dpv_dev_own(dev);
+	dpv_verbs_mw_qp_gone(dev, ibqp->qp_num);
 	dpv_qp_destroy(dev->xport, qp->qp);
 	to_cq(ibqp->send_cq)->users--;
 	to_cq(ibqp->recv_cq)->users--;
@@ -400,11 +401,14 @@ static const uint8_t wr_opcode[] = {
 	[IBV_WR_RDMA_READ] = DPV_WR_RDMA_READ + 1,
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = DPV_WR_ATOMIC_CMP_SWP + 1,
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = DPV_WR_ATOMIC_FETCH_ADD + 1,
+	[IBV_WR_LOCAL_INV] = DPV_WR_LOCAL_INV + 1,
+	[IBV_WR_BIND_MW] = DPV_WR_BIND_MW + 1,
+	[IBV_WR_SEND_WITH_INV] = DPV_WR_SEND_WITH_INV + 1,
 	[IBV_WR_ATOMIC_WRITE] = DPV_WR_ATOMIC_WRITE + 1,
 };
 
-/* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ or atomics, UD sends
- * only); a provider refuses the others at post with EINVAL. */
+/* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ, atomics or SEND with
+ * Invalidate, UD sends only); a provider refuses the others at post with EINVAL. */
 static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 {
 	switch (type) {
@@ -412,7 +416,8 @@ static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 		return true;
 	case IBV_QPT_UC:
 		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
-		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_ATOMIC_WRITE;
+		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_SEND_WITH_INV &&
+		       op != DPV_WR_ATOMIC_WRITE;
 	default:
 		return op == DPV_WR_SEND || op == DPV_WR_SEND_WITH_IMM;
 	}
@@ -427,6 +432,31 @@ static bool atomic_write_ok(const struct dpv_qp_v *qp, const struct ibv_send_wr 
 
 	return b != NULL && (uintptr_t)wr >= (uintptr_t)b->wr &&
 	       (uintptr_t)wr < (uintptr_t)(b->wr + b->cap) && wr->num_sge == 0;
+}
+
+#define MW_OPS (1u << DPV_WR_BIND_MW | 1u << DPV_WR_LOCAL_INV | 1u << DPV_WR_SEND_WITH_INV)
+
+/*
+ * The memory-window WRs of ibv_post_send(3): BIND_MW (bind_mw.mw, its new key's tag in
+ * bind_mw.rkey, bind_info: dpv_verbs_bind_wqe()), LOCAL_INV and SEND_WITH_INV
+ * (invalidate_rkey). A bind or local invalidation carries no data: EINVAL with
+ * IBV_SEND_INLINE, or for a bind without a window of this context.
+ */
+static __attribute__((noinline)) int write_mw_swqe(const struct ibv_send_wr *wr,
+						   struct dpv_swqe *w, uint8_t op)
+{
+	w->imm = wr->invalidate_rkey;
+	if (op == DPV_WR_SEND_WITH_INV)
+		return 0;
+	if (w->flags & DPV_WR_F_INLINE)
+		return EINVAL;
+	w->num_sge = 0;
+	w->length = 0;
+	if (op == DPV_WR_LOCAL_INV)
+		return 0;
+	if (wr->bind_mw.mw == NULL)
+		return EINVAL;
+	return dpv_verbs_bind_wqe(wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info, w);
 }
 
 /* Check one send WR and write it into its SQ slot. */
@@ -506,6 +536,8 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
+		if (unlikely((1u << op) & MW_OPS))
+			return write_mw_swqe(wr, w, op);
 		/* An atomic write is checked here, not with the opcode: a SEND pays for
 		 * none of it. */
 		if (op == DPV_WR_ATOMIC_WRITE) {

@@ -17,9 +17,11 @@
 
 /* What dpverbs' RC, UC and UD QPs send (ibv_post_send(3)'s opcodes they take). */
 #define UC_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | \
-		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define RC_OPS (UC_OPS | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE)
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
+		IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
 static struct dpv_qp_v *to_qp_x(struct ibv_qp_ex *q)
@@ -141,6 +143,36 @@ static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr,
 	wr->wr.atomic.rkey = rkey;
 	wr->wr.atomic.remote_addr = raddr;
 	memcpy(&wr->wr.atomic.swap, atomic_wire, sizeof(wr->wr.atomic.swap));
+}
+
+/* Memory windows (ibv_wr_post(3)): as ibv_post_send(3)'s BIND_MW, LOCAL_INV and
+ * SEND_WITH_INV, whose checks they get at ibv_wr_complete(). */
+static void wr_bind_mw(struct ibv_qp_ex *x, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct ibv_send_wr *wr = begin(x, IBV_WR_BIND_MW);
+
+	if (wr == NULL)
+		return;
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	wr->bind_mw.bind_info = *info;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = begin(x, IBV_WR_LOCAL_INV);
+
+	if (wr != NULL)
+		wr->invalidate_rkey = invalidate_rkey;
+}
+
+static void wr_send_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
+{
+	struct ibv_send_wr *wr = begin(x, IBV_WR_SEND_WITH_INV);
+
+	if (wr != NULL)
+		wr->invalidate_rkey = invalidate_rkey;
 }
 
 /* A setter with no WR begun, or one that breaks the QP's caps: the batch fails. */
@@ -271,8 +303,11 @@ int dpv_verbs_qp_ex_init(struct dpv_qp_v *qp)
 	if (qp->ibqp.qp_type != IBV_QPT_UD) {
 		x->wr_rdma_write = wr_rdma_write;
 		x->wr_rdma_write_imm = wr_rdma_write_imm;
+		x->wr_bind_mw = wr_bind_mw;
+		x->wr_local_inv = wr_local_inv;
 	}
 	if (qp->ibqp.qp_type == IBV_QPT_RC) {
+		x->wr_send_inv = wr_send_inv;
 		x->wr_rdma_read = wr_rdma_read;
 		x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 		x->wr_atomic_fetch_add = wr_atomic_fetch_add;

@@ -84,7 +84,7 @@ _Static_assert(sizeof(port_fields) / sizeof(port_fields[0]) ==
 #define DEV_STAT(f) {#f, offsetof(struct dpv_dev_stats, f)}
 static const struct stat_field dev_fields[] = {
 	DEV_STAT(polls), DEV_STAT(busy_polls), DEV_STAT(helper_polls), DEV_STAT(cm_rx_refused),
-	DEV_STAT(cm_tx_failed), DEV_STAT(cm_events_lost),
+	DEV_STAT(cm_tx_failed), DEV_STAT(cm_events_lost), DEV_STAT(cm_resent),
 };
 _Static_assert(sizeof(dev_fields) / sizeof(dev_fields[0]) ==
 		       sizeof(struct dpv_dev_stats) / sizeof(uint64_t),

@@ -41,6 +41,8 @@
 	X(DPV_OP_RC_ATOMIC_ACK, V | AETH | ATOMIC_ACK, "RC Atomic Acknowledge") \
 	X(DPV_OP_RC_CMP_SWAP, V | ATOMIC, "RC Compare Swap") \
 	X(DPV_OP_RC_FETCH_ADD, V | ATOMIC, "RC Fetch Add") \
+	X(DPV_OP_RC_SEND_LAST_INV, V | P | IMM, "RC Send Last Invalidate") \
+	X(DPV_OP_RC_SEND_ONLY_INV, V | P | IMM, "RC Send Only Invalidate") \
 	X(DPV_OP_RC_ATOMIC_WRITE, V | P | RETH, "RC RDMA Atomic Write") \
 	X(DPV_OP_UC_SEND_FIRST, V | P, "UC Send First") \
 	X(DPV_OP_UC_SEND_MIDDLE, V | P, "UC Send Middle") \

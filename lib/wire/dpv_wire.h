@@ -72,6 +72,10 @@ enum dpv_wire_opcode {
 	DPV_OP_RC_ATOMIC_ACK = 0x12,
 	DPV_OP_RC_CMP_SWAP = 0x13,
 	DPV_OP_RC_FETCH_ADD = 0x14,
+	/* IBTA 9.4.3: the IETH (the R_Key to invalidate) sits where ImmDt would, and has
+	 * its size; dpv_wire_pkt.imm holds it. */
+	DPV_OP_RC_SEND_LAST_INV = 0x16,
+	DPV_OP_RC_SEND_ONLY_INV = 0x17,
 	/** IBTA 1.5: a RETH (DMA length 8) and the 8 bytes to store, in one store. */
 	DPV_OP_RC_ATOMIC_WRITE = 0x1d,
 	/* UC (IBTA 9.7.7): the RC SEND and WRITE opcodes with the UC transport bits. */
@@ -149,7 +153,8 @@ struct dpv_wire_pkt {
 	uint32_t aeth_msn; /**< 24 bits */
 	uint32_t deth_qkey;
 	uint32_t deth_src_qp; /**< 24 bits */
-	uint32_t imm;      /**< ImmDt as a host-order number (verbs hands it big-endian) */
+	uint32_t imm;      /**< ImmDt as a host-order number (verbs hands it big-endian);
+	                        the IETH's R_Key for the *_INV opcodes */
 	/* AtomicETH (IBTA 9.3.5.2): the VA must be 8-byte aligned (the responder checks). */
 	uint64_t atomic_va;
 	uint32_t atomic_rkey;

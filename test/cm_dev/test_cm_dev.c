@@ -142,6 +142,7 @@ static void connect_to_nobody_is_unreachable_after_the_retries(void **state)
 {
 	/* each wait: 4.096 us * 2^12 + 2 * 4.096 us * 2^8 */
 	const uint64_t wait_ms = (4096ull * 4096 + 2 * 4096ull * 256) / 1000000;
+	const uint64_t resent0 = B->stats.cm_resent;
 	uint64_t t0 = now_ms();
 	uint32_t bid;
 
@@ -149,6 +150,8 @@ static void connect_to_nobody_is_unreachable_after_the_retries(void **state)
 	assert_int_equal(dpv_dev_cm_connect(B, IP_NOBODY, cm_dev_tcp(7473), &cm_dev_param_b, &bid), 0);
 	cm_dev_expect(B, DPV_CM_EV_UNREACHABLE, bid);
 	assert_true(now_ms() - t0 >= (1 + cm_dev_quick.max_retries) * wait_ms);
+	/* Each resend counted once (engine.cm_resent); the REJ Timeout after them is not. */
+	assert_int_equal(B->stats.cm_resent - resent0, cm_dev_quick.max_retries);
 	assert_int_equal(dpv_dev_cm_disconnect(B, bid), ENOENT);
 	cm_dev_no_event(B, 30);
 }

@@ -28,7 +28,8 @@ const struct conn_opts conn_default = {
 	.max_dest_rd_atomic = 16,
 };
 
-enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH, OBJ_TD, OBJ_PD };
+enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH, OBJ_TD, OBJ_PD,
+		OBJ_MW };
 
 static struct {
 	enum obj_kind kind;
@@ -76,6 +77,8 @@ static int destroy_one(enum obj_kind kind, void *p)
 		return ibv_dealloc_td(p);
 	case OBJ_PD:
 		return ibv_dealloc_pd(p);
+	case OBJ_MW:
+		return ibv_dealloc_mw(p);
 	}
 	return EINVAL;
 }
@@ -113,6 +116,15 @@ struct ibv_mr *new_mr(struct side *s, size_t len, unsigned int access)
 	assert_non_null(mr);
 	track(OBJ_MR, mr);
 	return mr;
+}
+
+struct ibv_mw *new_mw(struct side *s, enum ibv_mw_type type)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(s->pd, type);
+
+	assert_non_null(mw);
+	track(OBJ_MW, mw);
+	return mw;
 }
 
 struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void *cq_context)

@@ -77,6 +77,9 @@ int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
 
 void *new_buf(size_t len);
 struct ibv_mr *new_mr(struct side *s, size_t len, unsigned int access);
+/* A memory window of the side's PD (ibv_alloc_mw(3)); deallocated before the regions
+ * made before it, so a window still bound never keeps one registered. */
+struct ibv_mw *new_mw(struct side *s, enum ibv_mw_type type);
 struct ibv_cq *new_cq(struct side *s, int cqe, struct ibv_comp_channel *ch, void *cq_context);
 struct ibv_cq_ex *new_cq_ex(struct side *s, uint32_t cqe, uint64_t wc_flags);
 /* The same made with a parent domain (IBV_CQ_INIT_ATTR_MASK_PD), or none: NULL. */

@@ -57,10 +57,6 @@ ALLOWED_SKIPS = [
     (r"Huge pages of size 2M is not supported in this platform|"
      r"There are no huge pages of size 2M allocated",
      'no 2 MiB hugepages free on this machine'),
-    (r"Reg MR with MW access is not supported|Create memory window of type \d is not supported|"
-     r"Create custom mr with additional access flags \d+ is not supported|"
-     r"Create MW is not supported|Memory Window allocation is not supported",
-     'no memory windows (IBV_ACCESS_MW_BIND, ibv_alloc_mw: EOPNOTSUPP)'),
     (r"Importing a device is not supported|Some object imports are not supported",
      'no imports (ibv_import_device: EOPNOTSUPP): dpverbs objects have no kernel object '
      'to share with another context'),

@@ -37,7 +37,11 @@
 #                        needs RDMA_PS_IB and XRC QPs, which dpverbs has not
 #
 # What must hold besides: both sides exit 0 within their time, and no line says
-# "error", "fail", "unhandled" or "dpverbs:". DPV_DROPIN_LIBDIR is the drop-in
+# "error", "fail", "unhandled" or "dpverbs:". With DPV_FAULTS set (a fault spec,
+# doc/guides/configuration.md) both devices run through the faults port: frames must
+# have been dropped (both sides' counters, DPV_STATS_DUMP), and the script says how
+# many, how many MADs the CMs sent and sent again (engine.cm_resent) and how long the
+# two programs took. DPV_DROPIN_LIBDIR is the drop-in
 # libibverbs' directory, DPV_RDMACM_LIBDIR the drop-in librdmacm's (the same directory
 # once installed). DPV_COMPAT_NETNS (default dpv) starts the names of the namespaces and
 # veth ends, DPV_COMPAT_TMPDIR (default /tmp) is where the temporary directory goes.
@@ -107,6 +111,7 @@ rdma_xserver)
 	;;
 esac
 
+t0=$(date +%s%N)
 link_start 90 a "$out_a" "${server[@]}"
 spid=$last_pid
 # The client joins once the server can be: over memif once its socket is there (the
@@ -122,6 +127,7 @@ fi
 link_start 90 b "$out_b" "${client[@]}"
 finish_side "$last_pid" "client (${client[*]})"
 finish_side "$spid" "server (${server[*]})"
+took_ms=$((($(date +%s%N) - t0) / 1000000))
 
 # rping's data: "rdma-ping-N: " then characters from 'A' + N on, 'z' wrapping to 'A',
 # SIZE - 1 bytes in all (SIZE 64 unless -S).
@@ -177,6 +183,23 @@ rdma_xserver)
 	grep -q '^rdma_xclient: end 0' "$out_b" || fail "rdma_xclient did not end 0"
 	;;
 esac
+
+# Loss on the link: what the faults dropped and what the CMs sent again for it.
+if [ -n "${DPV_FAULTS:-}" ]; then
+	dropped=0 mads=0 resent=0
+	for f in "${out_a%.out}-dpv0.txt" "${out_b%.out}-dpv0.txt"; do
+		if [ ! -s "$f" ]; then
+			fail "no counters in $f (DPV_STATS_DUMP)"
+			continue
+		fi
+		dropped=$((dropped + $(counter "$f" faults.tx.dropped) + $(counter "$f" faults.rx.dropped)))
+		mads=$((mads + $(counter "$f" xport.tx_gsi)))
+		resent=$((resent + $(counter "$f" engine.cm_resent)))
+	done
+	echo "faults ($DPV_FAULTS): $dropped frames dropped; the CMs sent $mads MADs," \
+		"$resent of them again after a wait; both sides done in $took_ms ms"
+	[ "$dropped" -gt 0 ] || fail "DPV_FAULTS=$DPV_FAULTS, yet no frame was dropped"
+fi
 
 if [ "$failed" != 0 ]; then
 	echo "--- server:"; cat "$out_a"

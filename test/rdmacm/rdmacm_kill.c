@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A peer killed with SIGKILL, through the drop-in librdmacm, between real processes
- * over memif: a survivor (the memif server, the active side, alive throughout) and
- * peers that come one after the other (memif clients, the passive side), each killed
- * as a crash kills a process: no at-exit DREQ or REJ. This process starts them all
+ * over memif, or over af_packet on a veth pair between two network namespaces: a
+ * survivor (the memif server, or on the veth end of the first namespace; the active
+ * side, alive throughout) and peers that come one after the other (memif clients, or
+ * on the veth end of the second namespace; the passive side), each killed as a crash
+ * kills a process: no at-exit DREQ or REJ. This process starts them all
  * and calls no library itself (EAL is not for forked processes). Every process has
  * the short CM timing of DPV_CM_RESPONSE_TIMEOUT=17, DPV_CM_RETRIES=3,
  * DPV_CM_PACKET_LIFE_TIME=12: each wait for an answer (537 + 2 x 17 ms) four times; the
@@ -19,11 +21,19 @@
  *              CM id left (dpv_verbs_query_cm()); then a fresh peer connects, a SEND
  *              goes across, both disconnect with every event, and the device's list
  *              is empty at the end.
- * The EAL arguments of the memory mode come in DPV_EAL_ARGS; the memif port of each
- * process is added to them here.
+ * The EAL arguments of the memory mode come in DPV_EAL_ARGS; the port of each process
+ * is added to them here: memif by default, or, with the arguments
+ *   afpacket NETNS_SURVIVOR IFACE_SURVIVOR NETNS_PEER IFACE_PEER
+ * (rdmacm_kill.sh makes them), net_af_packet on IFACE in the network namespace NETNS
+ * (ip-netns(8)'s name), which the process enters before it starts EAL. The peers then
+ * share their veth end's MAC; their addresses differ, and a device takes no RoCEv2
+ * frame that is not to its own.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -184,7 +194,7 @@ static int cm_ids(struct ibv_context *ctx)
 static const struct rdma_conn_param conn_param = {
 	.responder_resources = 1, .initiator_depth = 1, .retry_count = 3, .rnr_retry_count = 7};
 
-/* ---- a peer: the passive side, a memif client ---- */
+/* ---- a peer: the passive side (a memif client over memif) ---- */
 
 static int peer(enum peer_mode mode, const char *ip, int report)
 {
@@ -231,7 +241,7 @@ static int peer(enum peer_mode mode, const char *ip, int report)
 	return failures ? 1 : 0;
 }
 
-/* ---- the survivor: the active side, the memif server ---- */
+/* ---- the survivor: the active side (the memif server over memif) ---- */
 
 /* An id connecting to peer @p n with a QP, its request sent. */
 static void survivor_connect(struct rdma_event_channel *ch, struct conn *k, int n)
@@ -330,7 +340,7 @@ static void survivor_fresh(struct rdma_event_channel *ch)
 /* Each step when the starter says 'G' (its peer listens); 'D' after each. */
 static int survivor(int cmd, int report)
 {
-	struct rdma_event_channel *ch = channel(); /* opens the device: the memif server */
+	struct rdma_event_channel *ch = channel(); /* opens the device */
 	struct ibv_context *ctx;
 
 	CHECK(hear(cmd, WAIT_MS) == 'G', "no first peer");
@@ -354,7 +364,26 @@ struct child {
 	int report; /* our end of its reports */
 };
 
-/* Start the survivor (@p n -1) or peer @p n of @p mode, with its memif port. */
+/* The af_packet link: the namespace and veth end of the survivor ([0]) and the peers'
+ * ([1]); netns[0] NULL for memif. */
+static const char *netns[2], *iface[2];
+
+/* Enter the network namespace @p name (ip-netns(8)'s), or end the process. */
+static void enter_netns(const char *name)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+		fprintf(stderr, "network namespace %s: %s\n", name, strerror(errno));
+		_exit(1);
+	}
+	close(fd);
+}
+
+/* Start the survivor (@p n -1) or peer @p n of @p mode, with its port. */
 static struct child start(const char *sock, int n, enum peer_mode mode)
 {
 	int to[2], from[2];
@@ -365,11 +394,16 @@ static struct child start(const char *sock, int n, enum peer_mode mode)
 		perror("pipe");
 		exit(1);
 	}
-	snprintf(eal, sizeof(eal),
-		 "%s --vdev=net_memif0,role=%s,socket=%s,socket-abstract=no,mac=%s "
-		 "--file-prefix=dpvkill-%d-%d",
-		 getenv("DPV_EAL_ARGS"), n < 0 ? "server" : "client", sock,
-		 n < 0 ? "02:dd:07:00:00:01" : peer_mac[n], (int)getpid(), n + 1);
+	if (netns[0] != NULL)
+		snprintf(eal, sizeof(eal),
+			 "%s --vdev=net_af_packet0,iface=%s,framecnt=4096 --file-prefix=dpvkill-%d-%d",
+			 getenv("DPV_EAL_ARGS"), iface[n >= 0], (int)getpid(), n + 1);
+	else
+		snprintf(eal, sizeof(eal),
+			 "%s --vdev=net_memif0,role=%s,socket=%s,socket-abstract=no,mac=%s "
+			 "--file-prefix=dpvkill-%d-%d",
+			 getenv("DPV_EAL_ARGS"), n < 0 ? "server" : "client", sock,
+			 n < 0 ? "02:dd:07:00:00:01" : peer_mac[n], (int)getpid(), n + 1);
 	c.pid = fork();
 	if (c.pid < 0) {
 		perror("fork");
@@ -378,6 +412,8 @@ static struct child start(const char *sock, int n, enum peer_mode mode)
 	if (c.pid == 0) {
 		close(to[1]);
 		close(from[0]);
+		if (netns[0] != NULL)
+			enter_netns(netns[n >= 0]);
 		setenv("DPV_EAL_ARGS", eal, 1);
 		setenv("DPV_PORT_IPV4", n < 0 ? IP_SURVIVOR : peer_ip[n], 1);
 		_exit(n < 0 ? survivor(to[0], from[1]) : peer(mode, peer_ip[n], from[1]));
@@ -413,12 +449,19 @@ static bool reap(struct child *c, int sig, const char *what)
 	return true;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/dpv-rdmacm-kill.XXXXXX", sock[64];
 	struct child s, p;
 	bool ok = true;
 
+	if (argc == 6 && strcmp(argv[1], "afpacket") == 0) {
+		netns[0] = argv[2], iface[0] = argv[3], netns[1] = argv[4], iface[1] = argv[5];
+	} else if (argc != 1) {
+		fprintf(stderr, "usage: %s [afpacket NETNS_SURVIVOR IFACE_SURVIVOR NETNS_PEER "
+			"IFACE_PEER]\n", argv[0]);
+		return 2;
+	}
 	if (getenv("DPV_EAL_ARGS") == NULL || mkdtemp(dir) == NULL) {
 		fprintf(stderr, "want DPV_EAL_ARGS (the memory mode's) and a /tmp\n");
 		return 1;

@@ -34,8 +34,9 @@ static void vendor_id_is_no_makers_oui(void **state)
 	assert_int_equal(ex.orig_attr.vendor_id, 0xffffff);
 }
 
-/* The capability flags say what the device does: it NAKs for RNR and raises port
- * events (link_changes_are_port_events); it does not resize an SRQ, and says so. */
+/* The capability flags say what the device does: it NAKs for RNR, raises port events
+ * (link_changes_are_port_events) and has memory windows of type 1 and 2B (test_mw.c);
+ * it does not resize an SRQ, nor has type 2A windows, and says so. */
 static void cap_flags_are_true(void **state)
 {
 	struct ibv_srq_init_attr init = {.attr = {.max_wr = 16, .max_sge = 1}};
@@ -48,6 +49,10 @@ static void cap_flags_are_true(void **state)
 	assert_true(attr.device_cap_flags & IBV_DEVICE_RC_RNR_NAK_GEN);
 	assert_true(attr.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT);
 	assert_false(attr.device_cap_flags & IBV_DEVICE_SRQ_RESIZE);
+	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
+	assert_true(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	assert_false(attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2A);
+	assert_true(attr.max_mw > 0);
 	srq = ibv_create_srq(A.pd, &init);
 	assert_non_null(srq);
 	assert_int_equal(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR), EINVAL);
@@ -117,8 +122,9 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
 	assert_int_equal(create_qp_errno(&attr), 0);
-	attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW;
-	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
+			      IBV_QP_EX_WITH_SEND_WITH_INV;
+	assert_int_equal(create_qp_errno(&attr), 0);
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	assert_int_equal(create_qp_errno(&attr), 0);
 	qp_init(&attr, cq, IBV_QPT_UC);
@@ -128,6 +134,8 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND_WITH_INV;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	assert_int_equal(create_qp_errno(&attr), 0);
@@ -381,8 +389,9 @@ static void reg_mr_unsupported_access_is_eopnotsupp(void **state)
 	struct ibv_mr *mr;
 
 	(void)state;
-	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_MW_BIND), EOPNOTSUPP);
 	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_ZERO_BASED), EOPNOTSUPP);
+	/* Memory windows are offered (test_mw.c). */
+	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_MW_BIND), 0);
 	/* A hint about the pages changes nothing: accepted. */
 	assert_int_equal(reg_mr_errno(buf, LW | IBV_ACCESS_HUGETLB), 0);
 	/* Undefined bits, and remote write without local write, stay EINVAL. */
@@ -392,7 +401,7 @@ static void reg_mr_unsupported_access_is_eopnotsupp(void **state)
 	mr = new_mr(&A, 4096, LW);
 	errno = 0;
 	assert_int_equal(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-				      LW | IBV_ACCESS_MW_BIND), IBV_REREG_MR_ERR_INPUT);
+				      LW | IBV_ACCESS_ZERO_BASED), IBV_REREG_MR_ERR_INPUT);
 	assert_int_equal(errno, EOPNOTSUPP);
 	/* A pinned region does not become an on-demand one. */
 	errno = 0;
