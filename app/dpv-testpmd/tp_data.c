@@ -155,6 +155,7 @@ static const char *opcode_name(enum ibv_wc_opcode op)
 	case IBV_WC_RDMA_READ: return "RDMA_READ";
 	case IBV_WC_COMP_SWAP: return "COMP_SWAP";
 	case IBV_WC_FETCH_ADD: return "FETCH_ADD";
+	case IBV_WC_ATOMIC_WRITE: return "ATOMIC_WRITE";
 	case IBV_WC_BIND_MW: return "BIND_MW";
 	case IBV_WC_LOCAL_INV: return "LOCAL_INV";
 	case IBV_WC_TSO: return "TSO";

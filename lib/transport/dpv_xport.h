@@ -4,8 +4,8 @@
  * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC and UD queue pairs,
  * the QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND /
  * SEND_WITH_IMM / RDMA WRITE (WITH_IMM) / RDMA READ / atomic compare-and-swap and
- * fetch-and-add (RC, IBTA 9.4.5), memory-region checks, SRQs and tag-matching SRQs
- * (through lib/tm), completions into CQ rings.
+ * fetch-and-add (RC, IBTA 9.4.5) / atomic write (RC, IBTA 1.5), memory-region checks,
+ * SRQs and tag-matching SRQs (through lib/tm), completions into CQ rings.
  *
  * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
  * responder and completer are separate state machines (dpv_xport_req.c, _resp.c,
@@ -23,11 +23,11 @@
  * QP's timeout attribute), retried retry_cnt times without progress before the WQE
  * fails with RETRY_EXC_ERR; RNR NAKs wait min_rnr_timer and retry rnr_retry times.
  * Duplicates are re-acknowledged (SEND, WRITE) or answered again (READ); a duplicate
- * atomic gets the result it had the first time, from the responder's replay cache of
- * the last max_dest_rd_atomic atomics, and is not executed again. A destroyed RC QP
- * lingers for about twice its ACK timeout, acknowledging its peer's duplicates again
- * (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no acknowledgements: a gap
- * ends the message it falls in, nothing is resent.
+ * atomic (an atomic write too) gets the answer it had the first time, from the
+ * responder's replay cache of the last max_dest_rd_atomic atomics, and is not executed
+ * again. A destroyed RC QP lingers for about twice its ACK timeout, acknowledging its
+ * peer's duplicates again (dpv_xport_set_linger_ms()). UC (IBTA 9.7.7) has PSNs but no
+ * acknowledgements: a gap ends the message it falls in, nothing is resent.
  *
  * Doorbells. A QP is visited by dpv_xport_tx() only when its doorbell bit is set: by
  * the poster after it commits WQEs (dpv_qp_doorbell()), and by the device whenever an
@@ -330,6 +330,7 @@ enum dpv_wc_opcode {
 	DPV_WC_FETCH_ADD,
 	DPV_WC_BIND_MW,
 	DPV_WC_LOCAL_INV,
+	DPV_WC_ATOMIC_WRITE,
 };
 
 enum dpv_wc_flags {
@@ -453,6 +454,8 @@ enum dpv_wr_opcode {
 	DPV_WR_BIND_MW,
 	DPV_WR_LOCAL_INV,        /**< imm: the key of the type 2 window to invalidate */
 	DPV_WR_SEND_WITH_INV,    /**< RC: a SEND whose IETH (imm) the responder invalidates */
+	DPV_WR_ATOMIC_WRITE,     /**< RC (IBTA 1.5): the 8 bytes in swap, as they are to lie
+	                              in memory, stored at remote_addr in one store; no SGE */
 };
 
 enum dpv_wr_flags {
@@ -482,7 +485,8 @@ struct dpv_swqe {
 	uint8_t ud_ttl;
 	uint8_t pad1[2];
 	uint64_t compare_add;  /**< CMP_SWP: the compare value; FETCH_ADD: the addend */
-	uint64_t swap;         /**< CMP_SWP: the value stored when the compare matched */
+	uint64_t swap;         /**< CMP_SWP: the value stored when the compare matched;
+	                            ATOMIC_WRITE: the bytes to store */
 	union {
 		struct dpv_sge sge[DPV_MAX_SGE];
 		uint8_t inline_data[DPV_MAX_INLINE];

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The completer (IBTA 9.7.5.2 and 9.9): reads ACKs, NAKs, READ responses and atomic
- * acknowledgements on the requester side, completes send WQEs in order, places READ
- * data and atomics' original values, waits out RNR NAKs,
+ * acknowledgements on the requester side (and the READ responses of no data that
+ * answer atomic writes), completes send WQEs in order, places READ data and atomics'
+ * original values, waits out RNR NAKs,
  * goes back N after a PSN sequence error NAK or a local ACK timeout (IBTA 9.7.6.1),
  * asks again for READ responses that went missing, and fails the oldest WQE when the
  * retries run out.
@@ -354,6 +355,20 @@ static void atomic_ack_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 	answered(x, q, m);
 }
 
+/* IBTA 1.5: the answer to the atomic write at the head, an RDMA READ response ONLY of no
+ * data; anything else is a bad response. */
+static void atomic_write_resp_rx(struct dpv_xport *x, struct xp_qp *q,
+				 const struct dpv_wire_pkt *p, struct xp_swqe_meta *m)
+{
+	if (p->opcode != DPV_OP_RC_READ_RESP_ONLY || p->payload_len != 0) {
+		fail_head(x, q, DPV_WC_BAD_RESP_ERR, false);
+		return;
+	}
+	ack_upto(x, q, p->psn);
+	m->rd_pkts = 1;
+	answered(x, q, m);
+}
+
 /* Place READ response @p idx of the READ @p w, @p m (checked against what that response
  * must be: its length, and that the READ's last one is last). false: the WQE failed. */
 static bool read_place(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
@@ -538,6 +553,8 @@ static __attribute__((noinline)) void read_resp_rx(struct dpv_xport *x, struct x
 	}
 	if (xp_wr_atomic(w->opcode)) {
 		atomic_ack_rx(x, q, p, w, m);
+	} else if (w->opcode == DPV_WR_ATOMIC_WRITE) {
+		atomic_write_resp_rx(x, q, p, m);
 	} else {
 		if (!read_place(x, q, p, payload, w, m, m->rd_pkts))
 			return;

@@ -220,14 +220,15 @@ const struct dpv_xport_stats *dpv_xport_stats_ref(const struct dpv_xport *x)
 }
 
 /* The RC opcodes of a request (bit set), as one mask over IBTA Table 38's RC rows:
- * SEND, WRITE, READ REQUEST, CMP_SWAP, FETCH_ADD, SEND with Invalidate. */
+ * SEND, WRITE, READ REQUEST, CMP_SWAP, FETCH_ADD, SEND with Invalidate, ATOMIC WRITE. */
 #define RC_REQUEST_MASK \
 	(((1u << (DPV_OP_RC_READ_REQUEST + 1)) - 1) | 1u << DPV_OP_RC_CMP_SWAP | \
-	 1u << DPV_OP_RC_FETCH_ADD | 1u << DPV_OP_RC_SEND_LAST_INV | 1u << DPV_OP_RC_SEND_ONLY_INV)
+	 1u << DPV_OP_RC_FETCH_ADD | 1u << DPV_OP_RC_SEND_LAST_INV | 1u << DPV_OP_RC_SEND_ONLY_INV | \
+	 1u << DPV_OP_RC_ATOMIC_WRITE)
 
 static bool rc_request(uint8_t opcode)
 {
-	return opcode <= DPV_OP_RC_SEND_ONLY_INV && (RC_REQUEST_MASK >> opcode & 1u);
+	return opcode < 32 && (RC_REQUEST_MASK >> opcode & 1u);
 }
 
 /* A frame for no QP of the device (QP 1 is never an application QP's: the GSI's

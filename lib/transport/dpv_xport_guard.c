@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The guarded copy: every access of the device to registered memory (copies, scatter
- * and gather through a scatter list, the atomics of IBTA 9.4.5) and the SIGSEGV /
- * SIGBUS handler that turns a fault inside one into an error (doc/guides/memory.md).
+ * and gather through a scatter list, the atomics of IBTA 9.4.5 and the atomic write of
+ * IBTA 1.5) and the SIGSEGV / SIGBUS handler that turns a fault inside one into an
+ * error (doc/guides/memory.md).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -108,6 +109,23 @@ bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_ad
 		v = __atomic_fetch_add(mem, compare_add, __ATOMIC_SEQ_CST);
 	xp_copy_env = NULL;
 	*orig = v;
+	return true;
+}
+
+/* A release store: what the QP placed before the atomic write (IBTA 1.5 orders it
+ * after the requests ahead of it) is visible before it. */
+bool xp_atomic_store(struct dpv_xport *x, uint64_t addr, uint64_t val)
+{
+	uint64_t *mem = (uint64_t *)(uintptr_t)addr;
+	sigjmp_buf env;
+
+	if (sigsetjmp(env, 0) != 0) {
+		x->stats.mem_faults++;
+		return false;
+	}
+	xp_copy_env = &env;
+	__atomic_store_n(mem, val, __ATOMIC_RELEASE);
+	xp_copy_env = NULL;
 	return true;
 }
 

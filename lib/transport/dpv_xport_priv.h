@@ -110,11 +110,14 @@ static inline bool xp_wr_atomic(uint8_t opcode)
 	return opcode == DPV_WR_ATOMIC_CMP_SWP || opcode == DPV_WR_ATOMIC_FETCH_ADD;
 }
 
-/* A READ or an atomic: the responder answers it with data (IBTA 9.4: responses, not
- * ACKs, complete it), and it holds one of the max_rd_atomic resources while it is out. */
+/* A READ, an atomic or an atomic write: the responder answers it with a response
+ * (IBTA 9.4: responses, not ACKs, complete it; IBTA 1.5: an atomic write's is an RDMA
+ * READ response of no data), and it holds one of the max_rd_atomic resources while it
+ * is out. */
 static inline bool xp_wr_answered(uint8_t opcode)
 {
-	return opcode == DPV_WR_RDMA_READ || xp_wr_atomic(opcode);
+	return opcode == DPV_WR_RDMA_READ || xp_wr_atomic(opcode) ||
+	       opcode == DPV_WR_ATOMIC_WRITE;
 }
 
 /* IBTA 10.6.7.2: a bind or a local invalidation, which the requester does itself and
@@ -420,6 +423,10 @@ bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
  * false (counted in mem_faults) when the memory faulted. */
 bool xp_atomic(struct dpv_xport *x, uint64_t addr, bool cas, uint64_t compare_add,
 	       uint64_t swap, uint64_t *orig);
+/* The atomic write of IBTA 1.5 at @p addr (8-byte aligned, in a registered region): one
+ * 64-bit store of @p val (its bytes as they are to lie in memory), which no reader sees
+ * half done, protected as xp_copy(). false (counted in mem_faults) when it faulted. */
+bool xp_atomic_store(struct dpv_xport *x, uint64_t addr, uint64_t val);
 /* The large-message path: the address of bytes [@p off, @p off + @p len) of a scatter
  * list when they lie in one of its pieces, whose key allows @p access over them (IBTA
  * 10.6), for a copy straight to or from them; NULL when they do not (they straddle
@@ -514,6 +521,7 @@ static inline bool xp_op_first(uint8_t op)
 	case DPV_OP_RC_READ_REQUEST:
 	case DPV_OP_RC_CMP_SWAP:
 	case DPV_OP_RC_FETCH_ADD:
+	case DPV_OP_RC_ATOMIC_WRITE:
 		return true;
 	default:
 		return false;

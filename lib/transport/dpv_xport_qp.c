@@ -221,6 +221,7 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 		[DPV_WR_BIND_MW] = DPV_WC_BIND_MW,
 		[DPV_WR_LOCAL_INV] = DPV_WC_LOCAL_INV,
 		[DPV_WR_SEND_WITH_INV] = DPV_WC_SEND,
+		[DPV_WR_ATOMIC_WRITE] = DPV_WC_ATOMIC_WRITE,
 	};
 	struct dpv_ring *sq = q->xq;
 	uint32_t head = sq->cons_head;

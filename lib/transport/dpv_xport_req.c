@@ -54,6 +54,7 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 	case DPV_WR_RDMA_READ:
 	case DPV_WR_ATOMIC_CMP_SWP:
 	case DPV_WR_ATOMIC_FETCH_ADD:
+	case DPV_WR_ATOMIC_WRITE:
 		if (type != DPV_QPT_RC)
 			return DPV_WC_LOC_QP_OP_ERR;
 		break;
@@ -62,6 +63,11 @@ static uint8_t swqe_check(const struct dpv_xport *x, struct xp_qp *q, const stru
 		if (st != DPV_WC_SUCCESS)
 			return st;
 		break;
+	}
+	/* IBTA 1.5: an atomic write's 8 bytes travel in the WQE; it has no local buffer. */
+	if (w->opcode == DPV_WR_ATOMIC_WRITE) {
+		*len = sizeof(w->swap);
+		return DPV_WC_SUCCESS;
 	}
 	if (w->flags & DPV_WR_F_INLINE) {
 		if (xp_wr_answered(w->opcode))
@@ -250,6 +256,17 @@ static bool send_bare(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt 
 	return true;
 }
 
+/* The request of next_wqe, which takes @p npsn PSNs, went out: its WQE is outstanding. */
+static void request_sent(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
+			 uint32_t npsn)
+{
+	XP_CNT(x, q, ackreq_sent);
+	psn_sent(x, q, npsn);
+	req_out(q, m);
+	q->next_wqe++;
+	q->next_off = 0;
+}
+
 /* Send a READ or atomic request, a packet with no payload that takes @p npsn PSNs,
  * and mark its WQE outstanding. false: no mbuf, nothing sent. */
 static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_meta *m,
@@ -257,11 +274,7 @@ static bool send_request(struct dpv_xport *x, struct xp_qp *q, struct xp_swqe_me
 {
 	if (!send_bare(x, q, p))
 		return false;
-	XP_CNT(x, q, ackreq_sent);
-	psn_sent(x, q, npsn);
-	req_out(q, m);
-	q->next_wqe++;
-	q->next_off = 0;
+	request_sent(x, q, m, npsn);
 	return true;
 }
 
@@ -297,12 +310,43 @@ static void atomic_req_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dp
 	p->atomic_compare = cas ? w->compare_add : 0;
 }
 
+/* IBTA 1.5: an atomic write is one request packet at @p psn, a RETH for 8 bytes and the
+ * 8 bytes, with AckReq; its answer is an RDMA READ response of no data. false: no
+ * mbuf, nothing sent. */
+static bool send_atomic_write(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
+			      uint32_t psn)
+{
+	const struct dpv_qp_attr *a = &q->qp.attr;
+	struct dpv_wire_pkt p;
+	struct rte_mbuf *mb;
+	uint8_t *payload;
+
+	xp_pkt_init(x, &p, DPV_OP_RC_ATOMIC_WRITE, a->dst_ip, q->qp.qpn, a->dest_qpn, psn,
+		    a->tos, a->ttl);
+	p.ack_req = true;
+	p.reth_va = w->remote_addr;
+	p.reth_rkey = w->rkey;
+	p.reth_len = sizeof(w->swap);
+	mb = xp_frame_alloc(x, &p, sizeof(w->swap), &payload);
+	if (mb == NULL)
+		return false;
+	memcpy(payload, &w->swap, sizeof(w->swap));
+	xp_frame_send(x, mb, a->dst_ip);
+	return true;
+}
+
 /* The READ or atomic request of next_wqe, for the rest of a READ from next_off. */
 static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct dpv_swqe *w,
 			      struct xp_swqe_meta *m)
 {
 	struct dpv_wire_pkt p;
 
+	if (w->opcode == DPV_WR_ATOMIC_WRITE) {
+		if (!send_atomic_write(x, q, w, q->psn))
+			return false;
+		request_sent(x, q, m, 1);
+		return true;
+	}
 	if (w->opcode != DPV_WR_RDMA_READ) {
 		atomic_req_pkt(x, q, w, q->psn, &p);
 		return send_request(x, q, m, &p, 1);
@@ -311,18 +355,23 @@ static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct
 	return send_request(x, q, m, &p, npkts_of(m->len - q->next_off, q->mtu));
 }
 
-/* One re-ask: the request @p p at an old PSN, taking none (@p probed: a probe's, which
- * counts as one in retrans_probe). false: no mbuf. */
-static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
-			   bool probed)
+/* A re-ask went out (@p probed: a probe's, which counts as one in retrans_probe). */
+static void reask_sent(struct dpv_xport *x, struct xp_qp *q, bool probed)
 {
-	if (!send_bare(x, q, p))
-		return false;
 	XP_CNT(x, q, tx_packets);
 	XP_CNT(x, q, ackreq_sent);
 	XP_CNT(x, q, retrans_packets);
 	if (!probed)
 		XP_CNT(x, q, retrans_read);
+}
+
+/* One re-ask: the request @p p at an old PSN, taking none. false: no mbuf. */
+static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+			   bool probed)
+{
+	if (!send_bare(x, q, p))
+		return false;
+	reask_sent(x, q, probed);
 	return true;
 }
 
@@ -333,9 +382,9 @@ static bool send_reask_pkt(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire
  * the responder takes as a duplicate READ for that range (IBTA 9.7.5.1); up to
  * XP_REASK_BURST of them, and @p quota. Nothing sent after them goes again: the
  * responder goes on with the responses it was sending, and the requester keeps what
- * comes. An atomic whose acknowledgement was lost is sent again alike (answered from
- * the replay cache). @return the requests sent. Not inlined: it runs after a loss
- * only, and inlined into rc_tx() it costs the send path of every message.
+ * comes. An atomic (or atomic write) whose answer was lost is sent again alike
+ * (answered from the replay cache). @return the requests sent. Not inlined: it runs
+ * after a loss only, and inlined into rc_tx() it costs the send path of every message.
  */
 static __attribute__((noinline)) uint32_t send_reasks(struct dpv_xport *x, struct xp_qp *q,
 						     uint32_t quota)
@@ -358,10 +407,19 @@ static __attribute__((noinline)) uint32_t send_reasks(struct dpv_xport *x, struc
 	if (q->rd_asked == first)
 		xp_comp_reask_wait(x, q);
 	if (w->opcode != DPV_WR_RDMA_READ) {
+		bool ok;
+
 		if (q->rd_asked != first)
 			return 0;
-		atomic_req_pkt(x, q, w, first, &p);
-		if (!send_reask_pkt(x, q, &p, probed)) {
+		if (w->opcode == DPV_WR_ATOMIC_WRITE) {
+			ok = send_atomic_write(x, q, w, first);
+			if (ok)
+				reask_sent(x, q, probed);
+		} else {
+			atomic_req_pkt(x, q, w, first, &p);
+			ok = send_reask_pkt(x, q, &p, probed);
+		}
+		if (!ok) {
 			q->rd_reask = true;
 			q->rd_probed = probed;
 			return 0;

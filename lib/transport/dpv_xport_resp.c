@@ -2,10 +2,10 @@
 /*
  * The responder (IBTA 9.7.5.1): checks each request's PSN against the expected PSN,
  * places SENDs into receive WQEs (the QP's RQ, its SRQ, or what a tag-matching SRQ's
- * tag list matched, dpv_xport_tm.c), executes RDMA WRITEs, READs and atomics against
- * the key table, and answers with ACKs, NAKs, READ responses and atomic acknowledgements in
- * PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through xp_recv_place() and
- * xp_recv_done() here.
+ * tag list matched, dpv_xport_tm.c), executes RDMA WRITEs, READs, atomics and atomic
+ * writes against the key table, and answers with ACKs, NAKs, READ responses and atomic
+ * acknowledgements in PSN order. UD and UC receive (dpv_xport_ud_uc.c) place through
+ * xp_recv_place() and xp_recv_done() here.
  */
 #include <string.h>
 
@@ -604,6 +604,30 @@ static void atomic_queue(struct xp_qp *q, uint32_t psn, uint64_t orig, bool dup)
 	xp_kick(q);
 }
 
+/* Keep the result of the atomic (or atomic write) at @p psn in the replay cache. It
+ * holds the last max_dest_rd_atomic results (more than 0 where an atomic executes): as
+ * many as the requester may have outstanding, so every duplicate it can send finds its
+ * own. A result kept from 2^24 PSNs ago under the same PSN is not it: it goes. */
+static void atomic_keep(struct xp_qp *q, uint32_t psn, uint64_t orig)
+{
+	struct xp_atomic_res *r;
+
+	for (uint32_t i = 0; i < DPV_MAX_RD_ATOMIC; i++)
+		if (q->atomics[i].psn == psn)
+			q->atomics[i].valid = false;
+	r = &q->atomics[q->atomic_next++ % q->qp.attr.max_dest_rd_atomic];
+	r->valid = true;
+	r->psn = psn;
+	r->orig = orig;
+}
+
+/* IBTA 1.5: the answer to an atomic write, an RDMA READ response ONLY of no data. */
+static void atomic_write_queue(struct xp_qp *q, uint32_t psn, bool dup)
+{
+	resp_queue(q, XP_RESP_READ, psn, dup);
+	xp_kick(q);
+}
+
 /*
  * IBTA 9.4.5: an atomic needs the QP's remote-atomic permission and an R_Key whose
  * region covers the 8 bytes with remote atomic; its address must be 8-byte aligned
@@ -616,7 +640,6 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 {
 	const uint8_t slots = q->qp.attr.max_dest_rd_atomic;
 	const bool cas = p->opcode == DPV_OP_RC_CMP_SWAP;
-	struct xp_atomic_res *r;
 	uint64_t orig;
 
 	if ((p->atomic_va & 7) != 0 || q->resp_reads >= slots) {
@@ -631,19 +654,43 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 		access_nak(x, q, p->psn, true);
 		return;
 	}
-	/* The cache holds the last max_dest_rd_atomic results (slots > 0 here): as many as
-	 * the requester may have outstanding, so every duplicate it can send finds its own.
-	 * A result kept from 2^24 PSNs ago under the same PSN is not it: it goes. */
-	for (uint32_t i = 0; i < DPV_MAX_RD_ATOMIC; i++)
-		if (q->atomics[i].psn == p->psn)
-			q->atomics[i].valid = false;
-	r = &q->atomics[q->atomic_next++ % slots];
-	r->valid = true;
-	r->psn = p->psn;
-	r->orig = orig;
+	atomic_keep(q, p->psn, orig);
 	ack_flush_one(x, q);
 	q->msn++;
 	atomic_queue(q, p->psn, orig, false);
+	q->epsn = psn_add(q->epsn, 1);
+}
+
+/*
+ * IBTA 1.5: an atomic write carries 8 bytes (its RETH says 8) to an 8-byte aligned
+ * address (an invalid request otherwise); it needs the QP's remote-write permission and
+ * an R_Key whose region covers the 8 bytes with remote write, as a WRITE does. It takes
+ * one of the max_dest_rd_atomic resources, as an atomic does, until its answer (an RDMA
+ * READ response of no data) is out, and stores the 8 bytes in one store, in PSN order
+ * with everything else the QP receives: a reader of the word sees the old value or the
+ * new one, never a mix. A duplicate is answered again and not stored again
+ * (atomic_dup_rx()): a store repeated after later ones would undo them.
+ */
+static void atomic_write_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
+			    const uint8_t *payload)
+{
+	uint64_t val;
+
+	if (p->reth_len != sizeof(val) || p->payload_len != sizeof(val) ||
+	    (p->reth_va & 7) != 0 || q->resp_reads >= q->qp.attr.max_dest_rd_atomic) {
+		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, true);
+		return;
+	}
+	memcpy(&val, payload, sizeof(val));
+	if (!xp_write_allowed(x, q, p->reth_rkey, p->reth_va, sizeof(val)) ||
+	    !xp_atomic_store(x, p->reth_va, val)) {
+		access_nak(x, q, p->psn, true);
+		return;
+	}
+	atomic_keep(q, p->psn, 0);
+	ack_flush_one(x, q);
+	q->msn++;
+	atomic_write_queue(q, p->psn, false);
 	q->epsn = psn_add(q->epsn, 1);
 }
 
@@ -657,12 +704,14 @@ static void atomic_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 static void atomic_dup_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
 	const uint32_t slots = q->qp.attr.max_dest_rd_atomic;
+	const bool aw = p->opcode == DPV_OP_RC_ATOMIC_WRITE;
 	uint32_t i;
 
 	for (i = q->resp_head; i != q->resp_tail; i++) {
 		const struct xp_resp *e = &q->respq[i & (XP_RESPQ - 1)];
 
-		if (e->kind == XP_RESP_ATOMIC && e->psn == p->psn)
+		if (e->psn == p->psn && (aw ? e->kind == XP_RESP_READ && e->len == 0
+					    : e->kind == XP_RESP_ATOMIC))
 			return;
 	}
 	for (i = 0; i < slots && i < DPV_MAX_RD_ATOMIC; i++) {
@@ -674,7 +723,10 @@ static void atomic_dup_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 			break;
 		XP_CNT(x, q, atomic_replays);
 		ack_flush_one(x, q);
-		atomic_queue(q, p->psn, r->orig, true);
+		if (aw)
+			atomic_write_queue(q, p->psn, true);
+		else
+			atomic_queue(q, p->psn, r->orig, true);
 		return;
 	}
 	XP_CNT(x, q, dup_atomics_dropped);
@@ -748,7 +800,8 @@ static bool read_restart(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
 {
 	XP_CNT(x, q, dup_requests);
-	if (p->opcode == DPV_OP_RC_CMP_SWAP || p->opcode == DPV_OP_RC_FETCH_ADD) {
+	if (p->opcode == DPV_OP_RC_CMP_SWAP || p->opcode == DPV_OP_RC_FETCH_ADD ||
+	    p->opcode == DPV_OP_RC_ATOMIC_WRITE) {
 		atomic_dup_rx(x, q, p);
 		return;
 	}
@@ -834,6 +887,9 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	case DPV_OP_RC_CMP_SWAP:
 	case DPV_OP_RC_FETCH_ADD:
 		atomic_rx(x, q, p);
+		break;
+	case DPV_OP_RC_ATOMIC_WRITE:
+		atomic_write_rx(x, q, p, payload);
 		break;
 	default:
 		write_rx(x, q, p, payload);

@@ -50,6 +50,7 @@ static const enum ibv_wc_opcode wc_opcode[] = {
 	[DPV_WC_FETCH_ADD] = IBV_WC_FETCH_ADD,
 	[DPV_WC_BIND_MW] = IBV_WC_BIND_MW,
 	[DPV_WC_LOCAL_INV] = IBV_WC_LOCAL_INV,
+	[DPV_WC_ATOMIC_WRITE] = IBV_WC_ATOMIC_WRITE,
 };
 
 static unsigned int wc_flags_of(uint8_t f)

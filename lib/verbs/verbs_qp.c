@@ -404,6 +404,7 @@ static const uint8_t wr_opcode[] = {
 	[IBV_WR_LOCAL_INV] = DPV_WR_LOCAL_INV + 1,
 	[IBV_WR_BIND_MW] = DPV_WR_BIND_MW + 1,
 	[IBV_WR_SEND_WITH_INV] = DPV_WR_SEND_WITH_INV + 1,
+	[IBV_WR_ATOMIC_WRITE] = DPV_WR_ATOMIC_WRITE + 1,
 };
 
 /* The opcodes a QP type carries (IBTA 9.7.7, 9.8: UC has no READ, atomics or SEND with
@@ -415,10 +416,22 @@ static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 		return true;
 	case IBV_QPT_UC:
 		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
-		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_SEND_WITH_INV;
+		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_SEND_WITH_INV &&
+		       op != DPV_WR_ATOMIC_WRITE;
 	default:
 		return op == DPV_WR_SEND || op == DPV_WR_SEND_WITH_IMM;
 	}
+}
+
+/* An atomic write (IBTA 1.5) WR: one of the extended API's batch (ibv_wr_atomic_write()
+ * put its 8 bytes in wr.atomic.swap), with no scatter list. ibv_post_send(3)'s WR has no
+ * field for the 8 bytes: there the opcode is EINVAL. */
+static bool atomic_write_ok(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr)
+{
+	const struct dpv_wr_batch *b = qp->batch;
+
+	return b != NULL && (uintptr_t)wr >= (uintptr_t)b->wr &&
+	       (uintptr_t)wr < (uintptr_t)(b->wr + b->cap) && wr->num_sge == 0;
 }
 
 #define MW_OPS (1u << DPV_WR_BIND_MW | 1u << DPV_WR_LOCAL_INV | 1u << DPV_WR_SEND_WITH_INV)
@@ -525,8 +538,18 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	} else if (op != DPV_WR_SEND && op != DPV_WR_SEND_WITH_IMM) {
 		if (unlikely((1u << op) & MW_OPS))
 			return write_mw_swqe(wr, w, op);
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
+		/* An atomic write is checked here, not with the opcode: a SEND pays for
+		 * none of it. */
+		if (op == DPV_WR_ATOMIC_WRITE) {
+			if (!atomic_write_ok(qp, wr))
+				return EINVAL;
+			w->remote_addr = wr->wr.atomic.remote_addr;
+			w->rkey = wr->wr.atomic.rkey;
+			w->swap = wr->wr.atomic.swap;
+		} else {
+			w->remote_addr = wr->wr.rdma.remote_addr;
+			w->rkey = wr->wr.rdma.rkey;
+		}
 	}
 	return 0;
 }

@@ -20,7 +20,8 @@
 		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV)
 #define RC_OPS (UC_OPS | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | \
-		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV)
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
+		IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
 static struct dpv_qp_v *to_qp_x(struct ibv_qp_ex *q)
@@ -127,6 +128,21 @@ static void wr_atomic_fetch_add(struct ibv_qp_ex *x, uint32_t rkey, uint64_t rad
 				uint64_t add)
 {
 	wr_atomic(x, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, raddr, add, 0);
+}
+
+/* IBTA 1.5: the 8 bytes of @p atomic_wire, as they are to lie in remote memory, stored
+ * at @p raddr in one store. The WR carries them in wr.atomic.swap (a copy: the caller's
+ * buffer is free on return), which only this batch's WRs may do (write_swqe()). */
+static void wr_atomic_write(struct ibv_qp_ex *x, uint32_t rkey, uint64_t raddr,
+			    const void *atomic_wire)
+{
+	struct ibv_send_wr *wr = begin(x, IBV_WR_ATOMIC_WRITE);
+
+	if (wr == NULL)
+		return;
+	wr->wr.atomic.rkey = rkey;
+	wr->wr.atomic.remote_addr = raddr;
+	memcpy(&wr->wr.atomic.swap, atomic_wire, sizeof(wr->wr.atomic.swap));
 }
 
 /* Memory windows (ibv_wr_post(3)): as ibv_post_send(3)'s BIND_MW, LOCAL_INV and
@@ -295,6 +311,7 @@ int dpv_verbs_qp_ex_init(struct dpv_qp_v *qp)
 		x->wr_rdma_read = wr_rdma_read;
 		x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 		x->wr_atomic_fetch_add = wr_atomic_fetch_add;
+		x->wr_atomic_write = wr_atomic_write;
 	}
 	x->wr_set_ud_addr = wr_set_ud_addr;
 	x->wr_set_sge = wr_set_sge;

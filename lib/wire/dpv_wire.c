@@ -16,8 +16,9 @@
 #define ATOMIC DPV_WIRE_EXT_ATOMIC
 #define ATOMIC_ACK DPV_WIRE_EXT_ATOMIC_ACK
 
-/* IBTA Table 38 (RC, UC, UD rows dpverbs uses): each opcode, the headers it carries and
- * its name as tshark spells it. The tables below are made from this one list. */
+/* IBTA Table 38 (RC, UC, UD rows dpverbs uses; ATOMIC WRITE from IBTA 1.5): each
+ * opcode, the headers it carries and its name as tshark spells it (tshark 4.0 has none
+ * for ATOMIC WRITE: "Unknown (29)"). The tables below are made from this one list. */
 #define OPCODES(X) \
 	X(DPV_OP_RC_SEND_FIRST, V | P, "RC Send First") \
 	X(DPV_OP_RC_SEND_MIDDLE, V | P, "RC Send Middle") \
@@ -42,6 +43,7 @@
 	X(DPV_OP_RC_FETCH_ADD, V | ATOMIC, "RC Fetch Add") \
 	X(DPV_OP_RC_SEND_LAST_INV, V | P | IMM, "RC Send Last Invalidate") \
 	X(DPV_OP_RC_SEND_ONLY_INV, V | P | IMM, "RC Send Only Invalidate") \
+	X(DPV_OP_RC_ATOMIC_WRITE, V | P | RETH, "RC RDMA Atomic Write") \
 	X(DPV_OP_UC_SEND_FIRST, V | P, "UC Send First") \
 	X(DPV_OP_UC_SEND_MIDDLE, V | P, "UC Send Middle") \
 	X(DPV_OP_UC_SEND_LAST, V | P, "UC Send Last") \

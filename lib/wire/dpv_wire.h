@@ -76,6 +76,8 @@ enum dpv_wire_opcode {
 	 * its size; dpv_wire_pkt.imm holds it. */
 	DPV_OP_RC_SEND_LAST_INV = 0x16,
 	DPV_OP_RC_SEND_ONLY_INV = 0x17,
+	/** IBTA 1.5: a RETH (DMA length 8) and the 8 bytes to store, in one store. */
+	DPV_OP_RC_ATOMIC_WRITE = 0x1d,
 	/* UC (IBTA 9.7.7): the RC SEND and WRITE opcodes with the UC transport bits. */
 	DPV_OP_UC_SEND_FIRST = 0x20,
 	DPV_OP_UC_SEND_MIDDLE = 0x21,

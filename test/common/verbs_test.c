@@ -256,6 +256,27 @@ struct ibv_ah *new_ah(struct side *s, const struct side *to)
 	return ah;
 }
 
+struct ibv_qp_ex *new_qp_ex(struct side *s, enum ibv_qp_type type, struct ibv_cq *cq,
+			    uint32_t max_send_wr, uint64_t send_ops)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = {.max_send_wr = max_send_wr, .max_recv_wr = 4, .max_send_sge = 4,
+			.max_recv_sge = 4, .max_inline_data = 64},
+		.qp_type = type,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.pd = s->pd,
+		.send_ops_flags = send_ops,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &attr);
+
+	assert_non_null(qp);
+	track(OBJ_QP, qp);
+	assert_int_equal(qp->state, IBV_QPS_RESET);
+	return ibv_qp_to_qp_ex(qp);
+}
+
 /* ---- connections ---- */
 
 struct side *side_of(struct ibv_qp *qp)

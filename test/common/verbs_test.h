@@ -98,6 +98,10 @@ struct ibv_qp *new_qp(struct side *s, enum ibv_qp_type type, struct ibv_cq *send
 		      struct ibv_cq *recv_cq, struct ibv_srq *srq, uint32_t max_send_wr,
 		      uint32_t max_recv_wr);
 struct ibv_ah *new_ah(struct side *s, const struct side *to);
+/* A QP of the extended send API (ibv_wr_post(3)) offering @p send_ops (IBV_QP_EX_WITH_*),
+ * its send and receive CQ @p cq, as new_qp() makes one otherwise. */
+struct ibv_qp_ex *new_qp_ex(struct side *s, enum ibv_qp_type type, struct ibv_cq *cq,
+			    uint32_t max_send_wr, uint64_t send_ops);
 /* Track an object a test created itself, so teardown destroys it. */
 void track_srq(struct ibv_srq *srq);
 /* A PD or parent domain, deallocated in its turn. */

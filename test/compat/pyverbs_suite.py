@@ -64,9 +64,6 @@ ALLOWED_SKIPS = [
      'no raw packet QPs: dpverbs is a RoCE device, not an Ethernet NIC to programs'),
     (r"Create XRCD is not supported",
      'no XRC (ibv_open_xrcd: EOPNOTSUPP)'),
-    (r"Extended QP is not supported on this device",
-     'atomic write (IBV_QP_EX_WITH_ATOMIC_WRITE, IBTA 1.5): not offered, EOPNOTSUPP',
-     r'atomic_write'),
     (r"All gid indices populated, cannot check bad flow",
      'one GID per port (gid_tbl_len 1, index 0 in use): no empty index to query'),
 ]

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, atomics (IBTA 9.4.5): the value before, the replay cache, key, access,
- * range and alignment checks, applied once over a lossy link.
+ * range and alignment checks, applied once over a lossy link; and the atomic write of
+ * IBTA 1.5, whose duplicates are answered again and never stored again.
  */
 #include <stdlib.h>
 
@@ -148,6 +149,91 @@ static void duplicate_atomic_is_answered_from_the_replay_cache(void **state)
 	mr_dereg(ta, kl);
 	free(remote);
 	free(local);
+}
+
+/* An atomic write of @p val to @p remote. */
+static struct dpv_swqe atomic_write_wqe(uint64_t wr_id, uint64_t *remote, uint32_t rkey,
+					uint64_t val)
+{
+	struct dpv_swqe w = swqe(DPV_WR_ATOMIC_WRITE, wr_id);
+
+	w.remote_addr = (uintptr_t)remote;
+	w.rkey = rkey;
+	w.swap = val;
+	return w;
+}
+
+/* IBTA 1.5: an atomic write completes with its RDMA READ response of no data; the same
+ * request again (the link copied it) after the program stored its own value in the
+ * word is answered again from the replay cache and not stored again, which would undo
+ * that store; its answer lost, the requester asks again and the word has the value
+ * once. A responder that takes no READ or atomic refuses it as an invalid request. */
+static void duplicate_atomic_write_is_answered_not_stored_again(void **state)
+{
+	uint64_t *remote = calloc(1, sizeof(*remote));
+	uint32_t kr = mr_reg(tb, remote, sizeof(*remote),
+			     DPV_ACCESS_LOCAL_WRITE | DPV_ACCESS_REMOTE_WRITE);
+	struct dpv_xport_stats sa, sb;
+	struct dropper *d;
+	struct dpv_cqe c;
+	struct dpv_swqe w;
+	struct end a, b;
+
+	(void)state;
+	rc_timeout = 10;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	rc_timeout = 14;
+	hook_saved = NULL;
+	hook_dup_opcode = DPV_OP_RC_ATOMIC_WRITE;
+	b_rx_hook = keep_a_copy;
+	w = atomic_write_wqe(1, remote, kr, 0x0102030405060708ULL);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	b_rx_hook = NULL;
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_int_equal(c.opcode, DPV_WC_ATOMIC_WRITE);
+	assert_true(*remote == 0x0102030405060708ULL);
+	assert_non_null(hook_saved);
+	*remote = 999;
+	sa = stats(xa);
+	sb = stats(xb);
+	dpv_xport_rx(xb, &hook_saved, 1);
+	pump(10);
+	assert_int_equal(DELTA(xb, atomic_replays, sb), 1);
+	assert_int_equal(DELTA(xb, dup_requests, sb), 1);
+	assert_int_equal(DELTA(xa, dup_responses, sa), 1);
+	assert_true(*remote == 999);
+	assert_int_equal(cq_left(a.scq), 0);
+	/* its answer lost: asked again, answered from the cache */
+	sa = stats(xa);
+	sb = stats(xb);
+	d = drop_next(true, DPV_OP_RC_READ_RESP_ONLY, 0);
+	w = atomic_write_wqe(2, remote, kr, 7);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	a_rx_hook = NULL;
+	assert_int_equal(d->done, 1);
+	assert_int_equal(c.wr_id, 2);
+	assert_int_equal(c.status, DPV_WC_SUCCESS);
+	assert_true(*remote == 7);
+	assert_true(DELTA(xb, atomic_replays, sb) >= 1);
+	assert_int_equal(DELTA(xb, dup_atomics_dropped, sb), 0);
+	assert_int_equal(a.qp->attr.state, DPV_QPS_RTS);
+	assert_int_equal(b.qp->attr.state, DPV_QPS_RTS);
+	end_close(&a);
+	end_close(&b);
+	rc_max_dest_rd = 0;
+	rc_pair(&a, &b, false, NULL, NULL, 7);
+	rc_max_dest_rd = DPV_MAX_RD_ATOMIC;
+	w = atomic_write_wqe(3, remote, kr, 8);
+	post_send(a.qp, &w);
+	assert_int_equal(poll_n(a.scq, &c, 1), 1);
+	assert_int_equal(c.status, DPV_WC_REM_INV_REQ_ERR);
+	assert_true(*remote == 7);
+	end_close(&a);
+	end_close(&b);
+	mr_dereg(tb, kr);
+	free(remote);
 }
 
 /* One atomic on a fresh connection: its completion status at the requester. The
@@ -304,6 +390,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(atomics_cmp_swap_and_fetch_add_return_the_value_before),
 		cmocka_unit_test(atomic_key_access_range_and_alignment_are_checked),
 		cmocka_unit_test(atomics_over_a_lossy_link_apply_once),
+		cmocka_unit_test(duplicate_atomic_write_is_answered_not_stored_again),
 		/* Last: with a 4 ms ACK timeout it counts exactly one replay, and the first run
 		 * of a code path under valgrind can outlast that timeout. */
 		cmocka_unit_test(duplicate_atomic_is_answered_from_the_replay_cache),

@@ -121,7 +121,7 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	qp_init(&attr, cq, IBV_QPT_RC);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
-	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	assert_int_equal(create_qp_errno(&attr), 0);
 	attr.send_ops_flags = IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
 			      IBV_QP_EX_WITH_SEND_WITH_INV;
 	assert_int_equal(create_qp_errno(&attr), 0);
@@ -133,6 +133,8 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND_WITH_INV;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
@@ -140,6 +142,8 @@ static void create_qp_ex_unsupported_is_eopnotsupp(void **state)
 	qp_init(&attr, cq, IBV_QPT_UD);
 	attr.comp_mask |= IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE;
+	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
+	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
 	assert_int_equal(create_qp_errno(&attr), EOPNOTSUPP);
 	attr.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
 	assert_int_equal(create_qp_errno(&attr), 0);

@@ -4,8 +4,8 @@
  * their ports send and receive into one pcapng file (DPV_CAPTURE), exchange every kind of message the
  * transport builds — RC SEND of one and of several packets, SEND with immediate, RDMA
  * WRITE (with immediate), RDMA READ of several packets, a tag-matching SEND, the two
- * atomics, UC SENDs and WRITEs, a UD SEND — with the ACKs, read responses and atomic
- * acknowledgements they draw. Then check_pcap.py has tshark and scapy
+ * atomics, an atomic write, UC SENDs and WRITEs, a UD SEND — with the ACKs, read
+ * responses and atomic acknowledgements they draw. Then check_pcap.py has tshark and scapy
  * judge the capture. Uses only <infiniband/verbs.h>.
  *
  * Usage: capture_verbs CAPTURE_FILE (a pcapng file: DPV_CAPTURE)
@@ -39,7 +39,12 @@ struct side {
 
 static void side_open(struct side *s, struct ibv_device *dev)
 {
-	struct ibv_qp_init_attr rc = {.cap = {64, 64, 1, 1, 64}, .qp_type = IBV_QPT_RC};
+	/* The extended send API too, for the atomic write (ibv_wr_atomic_write()). */
+	struct ibv_qp_init_attr_ex rc = {
+		.cap = {64, 64, 1, 1, 64}, .qp_type = IBV_QPT_RC,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE,
+	};
 	struct ibv_qp_init_attr ud = {.cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_UD};
 	struct ibv_qp_init_attr uc = {.cap = {64, 64, 1, 1, 0}, .qp_type = IBV_QPT_UC};
 
@@ -47,7 +52,8 @@ static void side_open(struct side *s, struct ibv_device *dev)
 	CHECK((s->pd = ibv_alloc_pd(s->ctx)) != NULL);
 	CHECK((s->cq = ibv_create_cq(s->ctx, 256, NULL, NULL, 0)) != NULL);
 	rc.send_cq = rc.recv_cq = ud.send_cq = ud.recv_cq = uc.send_cq = uc.recv_cq = s->cq;
-	CHECK((s->qp = ibv_create_qp(s->pd, &rc)) != NULL);
+	rc.pd = s->pd;
+	CHECK((s->qp = ibv_create_qp_ex(s->ctx, &rc)) != NULL);
 	CHECK((s->ud = ibv_create_qp(s->pd, &ud)) != NULL);
 	CHECK((s->uc = ibv_create_qp(s->pd, &uc)) != NULL);
 	CHECK((s->buf = calloc(1, BUF)) != NULL);
@@ -180,6 +186,19 @@ int main(int argc, char **argv)
 	wait_for(&a, &b, 1);
 	post_send(&a, a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 40960, 8, &b, NULL);
 	wait_for(&a, &b, 1);
+	/* An atomic write: its request, and the RDMA READ response of no data it draws. */
+	{
+		struct ibv_qp_ex *x = ibv_qp_to_qp_ex(a.qp);
+		const uint64_t v = 0x5eed;
+
+		ibv_wr_start(x);
+		x->wr_id = 1;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_atomic_write(x, b.mr->rkey, (uintptr_t)b.buf + 40968, &v);
+		CHECK(ibv_wr_complete(x) == 0);
+		wait_for(&a, &b, 1);
+		CHECK(memcmp(b.buf + 40968, &v, sizeof(v)) == 0);
+	}
 
 	/* UC: a SEND of three packets and a WRITE of one, nothing back. */
 	post_recv(&b, b.uc, 0, BUF / 2);

@@ -38,6 +38,13 @@ CAPTURE_FIELDS = ["frame.interface_name", "frame.packet_flags_direction", "frame
 ATOMIC_FIELDS = ["infiniband.reth.va", "infiniband.reth.r_key", "infiniband.atomiceth.swapdt",
                  "infiniband.atomiceth.cmpdt", "infiniband.atomicacketh.origremdt"]
 ATOMIC_ACK, CMP_SWAP, FETCH_ADD = 0x12, 0x13, 0x14
+# Of an atomic write (IBTA 1.5): the RETH's length, and what tshark cannot decode.
+# tshark 4.0 (Debian 12) does not know the opcode: it decodes the BTH ("Unknown (29)",
+# neither malformed nor an expert error) and shows the rest of the frame, ICRC included,
+# as unknown data, which must then be exactly the RETH and payload wire_pcap.c wrote.
+# A tshark that knows the opcode decodes the RETH instead.
+ATOMIC_WRITE_FIELDS = ["infiniband.reth.dmalen", "infiniband.vendor"]
+ATOMIC_WRITE = 0x1D
 
 
 def atomic_problems(opcode, index, row):
@@ -54,11 +61,30 @@ def atomic_problems(opcode, index, row):
     if opcode == ATOMIC_ACK and int(orig or "-1", 0) != 0x3333333300000000 + index:
         why.append(f"AtomicAckETH original data {orig}")
     return why
+
+
+def atomic_write_problems(index, plen, row):
+    """What tshark read from atomic write frame @p index (@p plen bytes of payload)
+    that is not what wire_pcap.c wrote."""
+    va, rkey = row[len(FIELDS):len(FIELDS) + 2]
+    dmalen, vendor = row[len(FIELDS) + len(ATOMIC_FIELDS):][:2]
+    want_va = 0x7F0000001000 + index
+    if vendor:
+        payload = bytes((0xD0 + index % 16 + k) & 0xFF for k in range(plen))
+        want = (f"{want_va:016x}{0x1234:08x}{plen:08x}" + payload.hex() +
+                "00" * ((4 - plen % 4) % 4))
+        # The last occurrence: the one after the BTH.
+        got = vendor.split(",")[-1].replace(":", "")
+        if not (got.startswith(want) and len(got) == len(want) + 8):
+            return [f"unknown data {got} != RETH and payload {want} + ICRC"]
+        return []
+    got = tuple(int(v or "-1", 0) for v in (va, rkey, dmalen))
+    return [f"RETH {got}"] if got != (want_va, 0x1234, plen) else []
 # RC SEND first/middle/last/last+imm/only, WRITE first/middle/last/only+imm,
 # READ request, READ response first/middle/last/only, ACK, ATOMIC ACK, CMP_SWAP,
-# FETCH_ADD, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
+# FETCH_ADD, ATOMIC WRITE, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
 CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
-                   32, 33, 34, 42, 101}
+                   29, 32, 33, 34, 42, 101}
 
 
 def tshark_rows(pcap, extra=()):
@@ -110,7 +136,7 @@ def check_generated(gen):
         manifest = subprocess.run([gen, pcap], check=True, capture_output=True, text=True)
         expected = [tuple(int(x) for x in line.split())
                     for line in manifest.stdout.split("\n") if line.strip()]
-        rows = tshark_rows(pcap, ATOMIC_FIELDS)
+        rows = tshark_rows(pcap, ATOMIC_FIELDS + ATOMIC_WRITE_FIELDS)
         packets = rdpcap(pcap)
     if len(rows) != len(expected) or len(packets) != len(expected):
         print(f"expected {len(expected)} frames, tshark saw {len(rows)}, scapy {len(packets)}")
@@ -125,6 +151,8 @@ def check_generated(gen):
         if row[4] != str((0xFFFFF0 + num - 1) & 0xFFFFFF):
             why.append(f"PSN {row[4]}")
         why += atomic_problems(opcode, num - 1, row)
+        if opcode == ATOMIC_WRITE:
+            why += atomic_write_problems(num - 1, plen, row)
         if why:
             bad += 1
             print(f"frame {num} (opcode {opcode}, {plen} bytes): " + "; ".join(why))
