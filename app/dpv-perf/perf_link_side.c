@@ -45,7 +45,7 @@
 #define LK_BW_RQ 128u
 #define LK_CQ_DEPTH 4096
 #define LK_MAX_INLINE 256u
-/* READs a QP has in flight in the READ and rendezvous cases: the device's maximum. */
+/* READs a QP has in flight in the READ case: the device's maximum, as ib_read_bw asks. */
 #define LK_RD_ATOMIC 16u
 /* One WR in so many asks for a completion (and the last one of a case). */
 #define LK_SIGNAL_EVERY 16u
@@ -668,9 +668,8 @@ ctx_setup(struct lk_ctx *x, struct lk_side *sd, const struct lk_case *c)
 		return -1;
 	x->peer_addr = theirs.addr;
 	x->peer_rkey = theirs.rkey;
-	/* READs in flight as many as the device takes, as ib_read_bw and UCX ask. */
 	return pv_rc_connect_rd(x->s.qp, theirs.qpn, &sd->peer_gid,
-				c->kind == LK_READ_BW || c->kind == LK_RNDV_BW ? LK_RD_ATOMIC : 1);
+				c->kind == LK_READ_BW ? LK_RD_ATOMIC : 1);
 }
 
 /* ---- verbs: completions ---- */

@@ -70,22 +70,6 @@ static void expect_ack(struct rdma_event_channel *ch, enum rdma_cm_event_type ty
 
 #define EXPECT_ACK(ch, type) expect_ack(ch, type, __LINE__)
 
-static void say(int fd, char c)
-{
-	if (write(fd, &c, 1) != 1)
-		_exit(3);
-}
-
-static char hear(int fd, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	char c;
-
-	if (poll(&p, 1, ms) != 1 || read(fd, &c, 1) != 1)
-		return 0;
-	return c;
-}
-
 /* The server: accepts, then waits for the disconnection alone. */
 static int server(int report)
 {

@@ -68,25 +68,6 @@ static const char *const peer_mac[] = {"02:dd:07:00:00:02", "02:dd:07:00:00:03",
 /* What a peer does with the connection request it gets. */
 enum peer_mode { PEER_DIE_AT_REQUEST, PEER_DIE_CONNECTED, PEER_LIVE };
 
-/* ---- the processes' signals to each other: one byte down a pipe ---- */
-
-static void say(int fd, char c)
-{
-	if (write(fd, &c, 1) != 1)
-		_exit(3);
-}
-
-/* The next byte from @p fd within @p ms; 0 for none (end of file or time out). */
-static char hear(int fd, int ms)
-{
-	struct pollfd p = {.fd = fd, .events = POLLIN};
-	char c;
-
-	if (poll(&p, 1, ms) != 1 || read(fd, &c, 1) != 1)
-		return 0;
-	return c;
-}
-
 /* ---- events ---- */
 
 #define EXPECT(ch, type, status) expect_event(ch, type, NULL, status, WAIT_MS, __LINE__)

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -46,6 +47,24 @@ static inline struct sockaddr_in sin_of(const char *ip, uint16_t port)
 
 	inet_pton(AF_INET, ip, &s.sin_addr);
 	return s;
+}
+
+/* Processes of a test signal each other with one byte down a pipe: send @p c. */
+static inline void say(int fd, char c)
+{
+	if (write(fd, &c, 1) != 1)
+		_exit(3);
+}
+
+/* The next byte from @p fd within @p ms; 0 for none (end of file or time out). */
+static inline char hear(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	if (poll(&p, 1, ms) != 1 || read(fd, &c, 1) != 1)
+		return 0;
+	return c;
 }
 
 /* An id on @p ch; the program ends if there is none. */
