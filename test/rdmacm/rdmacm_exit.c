@@ -151,11 +151,6 @@ static int peer(int cmd)
 	return failures ? 1 : 0;
 }
 
-struct child {
-	pid_t pid;
-	int cmd, report;
-};
-
 static struct child start(const char *sock, bool is_server)
 {
 	int to[2], from[2];
@@ -194,27 +189,6 @@ static struct child start(const char *sock, bool is_server)
 	return c;
 }
 
-static bool reap(struct child *c, const char *what)
-{
-	uint64_t end = now_ns() + WAIT_MS * 1000000ull;
-	int st = 0;
-	pid_t r;
-
-	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now_ns() < end)
-		usleep(10000);
-	if (r == 0) {
-		kill(c->pid, SIGKILL);
-		(void)waitpid(c->pid, &st, 0);
-		fprintf(stderr, "FAIL: %s did not end\n", what);
-		return false;
-	}
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-		fprintf(stderr, "FAIL: %s ended with status 0x%x\n", what, st);
-		return false;
-	}
-	return true;
-}
-
 int main(void)
 {
 	char dir[] = "/tmp/dpv-rdmacm-exit.XXXXXX", sock[64];
@@ -235,8 +209,8 @@ int main(void)
 	say(p.cmd, 'G');
 	ok = hear(s.report, WAIT_MS) == 'E' && ok;
 	say(p.cmd, 'E');
-	ok = reap(&p, "the peer") && ok;
-	ok = reap(&s, "the server") && ok;
+	ok = reap(&p, 0, "the peer", WAIT_MS) && ok;
+	ok = reap(&s, 0, "the server", WAIT_MS) && ok;
 	unlink(sock);
 	rmdir(dir);
 	fprintf(stderr, "%s\n", ok ? "ok" : "FAIL");

@@ -339,12 +339,6 @@ static int survivor(int cmd, int report)
 
 /* ---- the starter ---- */
 
-struct child {
-	pid_t pid;
-	int cmd;    /* our end of its commands (the survivor's only) */
-	int report; /* our end of its reports */
-};
-
 /* The af_packet link: the namespace and veth end of the survivor ([0]) and the peers'
  * ([1]); netns[0] NULL for memif. */
 static const char *netns[2], *iface[2];
@@ -406,30 +400,6 @@ static struct child start(const char *sock, int n, enum peer_mode mode)
 	return c;
 }
 
-/* Wait for @p c to end; whether it ended as @p sig says (0: exit 0). */
-static bool reap(struct child *c, int sig, const char *what)
-{
-	int st = 0;
-	uint64_t end = now_ns() + WAIT_MS * 1000000ull;
-	pid_t r;
-
-	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now_ns() < end)
-		usleep(10000);
-	if (r == 0) {
-		kill(c->pid, SIGKILL);
-		(void)waitpid(c->pid, &st, 0);
-		fprintf(stderr, "FAIL: %s did not end\n", what);
-		return false;
-	}
-	close(c->report);
-	if (sig != 0 ? !(WIFSIGNALED(st) && WTERMSIG(st) == sig)
-		     : !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-		fprintf(stderr, "FAIL: %s ended with status 0x%x\n", what, st);
-		return false;
-	}
-	return true;
-}
-
 int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/dpv-rdmacm-kill.XXXXXX", sock[64];
@@ -457,7 +427,7 @@ int main(int argc, char **argv)
 	p = start(sock, 0, PEER_DIE_AT_REQUEST);
 	ok = hear(p.report, WAIT_MS) == 'L' && ok;
 	say(s.cmd, 'G');
-	ok = reap(&p, SIGKILL, "the peer killed at the request") && ok;
+	ok = reap(&p, SIGKILL, "the peer killed at the request", WAIT_MS) && ok;
 	ok = hear(s.report, WAIT_MS) == 'D' && ok;
 	fprintf(stderr, "handshake: %s\n", ok ? "ok" : "FAIL");
 
@@ -467,7 +437,7 @@ int main(int argc, char **argv)
 	say(s.cmd, 'G');
 	ok = hear(s.report, WAIT_MS) == 'S' && hear(p.report, WAIT_MS) == 'E' && ok;
 	kill(p.pid, SIGKILL);
-	ok = reap(&p, SIGKILL, "the peer killed connected") && ok;
+	ok = reap(&p, SIGKILL, "the peer killed connected", WAIT_MS) && ok;
 	say(s.cmd, 'K');
 	ok = hear(s.report, WAIT_MS) == 'D' && ok;
 	fprintf(stderr, "connected: %s\n", ok ? "ok" : "FAIL");
@@ -477,8 +447,8 @@ int main(int argc, char **argv)
 	ok = hear(p.report, WAIT_MS) == 'L' && ok;
 	say(s.cmd, 'G');
 	ok = hear(s.report, WAIT_MS) == 'D' && ok;
-	ok = reap(&p, 0, "the fresh peer") && ok;
-	ok = reap(&s, 0, "the survivor") && ok;
+	ok = reap(&p, 0, "the fresh peer", WAIT_MS) && ok;
+	ok = reap(&s, 0, "the survivor", WAIT_MS) && ok;
 	fprintf(stderr, "fresh peer: %s\n", ok ? "ok" : "FAIL");
 	unlink(sock);
 	rmdir(dir);

@@ -18,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 
@@ -65,6 +68,38 @@ static inline char hear(int fd, int ms)
 	if (poll(&p, 1, ms) != 1 || read(fd, &c, 1) != 1)
 		return 0;
 	return c;
+}
+
+/* A test's child process and its pipes. */
+struct child {
+	pid_t pid;
+	int cmd;    /* our end of its commands */
+	int report; /* our end of its reports */
+};
+
+/* Wait up to @p wait_ms for @p c to end, then close its report pipe; whether it ended
+ * as @p sig says (0: exit 0). One that does not end is killed. */
+static inline bool reap(struct child *c, int sig, const char *what, int wait_ms)
+{
+	uint64_t end = now_ns() + (uint64_t)wait_ms * 1000000ull;
+	int st = 0;
+	pid_t r;
+
+	while ((r = waitpid(c->pid, &st, WNOHANG)) == 0 && now_ns() < end)
+		usleep(10000);
+	if (r == 0) {
+		kill(c->pid, SIGKILL);
+		(void)waitpid(c->pid, &st, 0);
+		fprintf(stderr, "FAIL: %s did not end\n", what);
+		return false;
+	}
+	close(c->report);
+	if (sig != 0 ? !(WIFSIGNALED(st) && WTERMSIG(st) == sig)
+		     : !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		fprintf(stderr, "FAIL: %s ended with status 0x%x\n", what, st);
+		return false;
+	}
+	return true;
 }
 
 /* An id on @p ch; the program ends if there is none. */
