@@ -45,16 +45,21 @@
 #define LK_BW_RQ 128u
 #define LK_CQ_DEPTH 4096
 #define LK_MAX_INLINE 256u
-/* READs a QP has in flight in the READ case: the device's maximum, as ib_read_bw asks. */
+/* READs a QP has in flight in the READ and rendezvous cases: the device's maximum, as
+ * ib_read_bw and UCX ask. */
 #define LK_RD_ATOMIC 16u
 /* One WR in so many asks for a completion (and the last one of a case). */
 #define LK_SIGNAL_EVERY 16u
 #define LK_TM_SPARE_WRS 16u
-#define LK_TM_TAGS 64u
-#define LK_TM_OPS 64u
-/* Rendezvous headers in flight, and tags ADDed ahead of them (three times as many). */
+/* Rendezvous headers in flight, and tags ADDed ahead of the receives done. The sender
+ * waits for FINs, which the receiver's device sends whether or not its application has
+ * caught up: while the application is off its core (the helper thread drives the device
+ * meanwhile) the device can run up to LK_RNDV_AHEAD - LK_RNDV_WINDOW rendezvous ahead of
+ * it before a header finds no tag; such a header is unexpected, and the case fails. */
 #define LK_RNDV_WINDOW 16u
-#define LK_RNDV_AHEAD (3u * LK_RNDV_WINDOW)
+#define LK_RNDV_AHEAD 4096u
+#define LK_TM_TAGS LK_RNDV_AHEAD
+#define LK_TM_OPS 64u
 #define LK_SPARE_WRID UINT64_C(0x5ba4e00000000000)
 #define LK_RAW_POOL 8191u
 #define LK_RAW_BURST 32u
@@ -669,7 +674,7 @@ ctx_setup(struct lk_ctx *x, struct lk_side *sd, const struct lk_case *c)
 	x->peer_addr = theirs.addr;
 	x->peer_rkey = theirs.rkey;
 	return pv_rc_connect_rd(x->s.qp, theirs.qpn, &sd->peer_gid,
-				c->kind == LK_READ_BW ? LK_RD_ATOMIC : 1);
+				(c->kind == LK_READ_BW || c->kind == LK_RNDV_BW) ? LK_RD_ATOMIC : 1);
 }
 
 /* ---- verbs: completions ---- */
@@ -748,8 +753,10 @@ tm_tag(uint64_t seq)
 	return UINT64_C(0x7a60000000000000) | seq;
 }
 
+/* ADD tag @p seq. @return 0, -1 (failed, said why), or 1 when @p may_wait and the SRQ
+ * has its max_ops outstanding: the device has not run them yet, and a poll lets it. */
 static int
-tm_add(struct lk_ctx *x, uint64_t seq, void *buf, uint32_t len, uint32_t lkey)
+tm_add(struct lk_ctx *x, uint64_t seq, void *buf, uint32_t len, uint32_t lkey, bool may_wait)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len, .lkey = lkey };
 	struct ibv_ops_wr op = {
@@ -760,6 +767,8 @@ tm_add(struct lk_ctx *x, uint64_t seq, void *buf, uint32_t len, uint32_t lkey)
 	}, *bad;
 	int ret = ibv_post_srq_ops(x->s.srq, &op, &bad);
 
+	if (ret == ENOMEM && may_wait)
+		return 1;
 	if (ret != 0)
 		return side_fail(x->sd, "ibv_post_srq_ops(TAG_ADD %" PRIu64 "): %s", seq,
 				 strerror(ret));
@@ -804,6 +813,11 @@ tm_wc(struct lk_ctx *x, struct ibv_cq_ex *cq)
 		x->s.recvs++;
 		return 0;
 	}
+	/* An unexpected header (no MATCH, no DATA_VALID): software would finish it; here
+	 * it means the receiver's application fell LK_RNDV_AHEAD behind its device. */
+	if ((flags & (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID)) == 0)
+		return side_fail(x->sd, "rendezvous %" PRIu64 ": a header came before its tag "
+				 "(%" PRIu64 " done): unexpected", x->matches, x->valid);
 	if (flags & IBV_WC_TM_MATCH) {
 		if (cq->wr_id != x->matches || info.tag != tm_tag(x->matches))
 			return side_fail(x->sd, "rendezvous %" PRIu64 ": MATCH of wr_id %#" PRIx64
@@ -986,7 +1000,7 @@ tagged_one(struct lk_ctx *x, uint64_t seq)
 	uint64_t next = seq + x->sd->me;
 
 	if (tm_add(x, next, slot(x, 1 + (uint32_t)(next % LK_LAT_RQ)), len,
-		   x->s.slot_mr->lkey) != 0)
+		   x->s.slot_mr->lkey, false) != 0)
 		return -1;
 	memset(tmh, 0, sizeof(*tmh));
 	tmh->opcode = IBV_TMH_EAGER;
@@ -1098,8 +1112,12 @@ rndv_recv(struct lk_ctx *x)
 
 	while (x->valid < count) {
 		while (added < count && added < x->valid + LK_RNDV_AHEAD) {
-			if (tm_add(x, added, x->s.data, x->c->size, x->s.data_mr->lkey) != 0)
+			int rc = tm_add(x, added, x->s.data, x->c->size, x->s.data_mr->lkey, true);
+
+			if (rc < 0)
 				return -1;
+			if (rc > 0)
+				break;
 			added++;
 		}
 		if (!told) {
@@ -1256,7 +1274,7 @@ verbs_case(struct lk_side *sd, const struct lk_case *c, struct lk_result *r)
 
 	rc = ctx_setup(&x, sd, c);
 	if (rc == 0 && c->kind == LK_TM_LAT && sd->me == 1)
-		rc = tm_add(&x, 0, slot(&x, 1), c->size, x.s.slot_mr->lkey);
+		rc = tm_add(&x, 0, slot(&x, 1), c->size, x.s.slot_mr->lkey, false);
 	mine.status = rc;
 	/* Both sides connected (and B's first tag ADDed) before the first message. */
 	rc = ctl_swap(sd, &mine, NULL);
