@@ -137,7 +137,10 @@
 #   fail MESSAGE...      prints "FAIL: MESSAGE" and sets failed=1 (the script sets
 #                        failed=0 first).
 #   finish_side PID NAME waits for PID and takes it out of pids; fails NAME when its status
-#                        is not 0: 124 and 137 (timeout's) say it hung.
+#                        is not 0 (side_status).
+#   side_status STATUS NAME
+#                        fails NAME when STATUS, a side's exit status, is not 0: 124 and
+#                        137 (timeout's) say it hung.
 #   counter DUMPFILE NAME
 #                        the counter NAME of a DPV_STATS_DUMP file (0 when it has none).
 #   opt_of OPTION DEFAULT
@@ -426,10 +429,14 @@ finish_side() { # pid name
 	wait "$1"
 	rc=$?
 	link_forget "$1"
-	case $rc in
+	side_status "$rc" "$2"
+}
+
+side_status() { # status name
+	case $1 in
 	0) ;;
 	124 | 137) fail "$2 did not finish in time (hung)" ;;
-	*) fail "$2 exited with status $rc" ;;
+	*) fail "$2 exited with status $1" ;;
 	esac
 }
 
