@@ -606,11 +606,27 @@ static inline int write_send1(const struct dpv_qp_v *qp, const struct ibv_send_w
 	return 0;
 }
 
+/*
+ * ibv_post_send() drives the device, and so sends what it posted at once, when fewer
+ * than this many WRs of the QP were unfinished (posted, not completed) before it. With
+ * more in flight, the program learns of their completions only from a later
+ * ibv_poll_cq() (or ibv_start_poll()), which drives the device: the new WRs wait in
+ * the SQ until then and leave with those posted meanwhile, one burst on the port and
+ * one pass of the device for the lot instead of one a post. A streaming sender
+ * (perftest's window of 128) so sends in bursts, and a ping-pong, request-response or
+ * small batch (up to this many in flight) as soon as it posts. A post that fails
+ * (ENOMEM: the SQ is full) drives the device all the same, for a program that retries
+ * the post instead of polling. A program that posts more than this many and then stops
+ * calling verbs has its last WRs sent by the helper thread, after
+ * DPV_INLINE_IDLE_US (doc/guides/configuration.md, "Progress and cores").
+ */
+#define POST_DRIVE_BELOW 16u
+
 int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct dpv_qp_v *qp = to_qp(ibqp);
 	struct dpv_ring *sq = qp->qp->sq;
-	uint32_t first, n = 0;
+	uint32_t first, n = 0, busy;
 	int ret = 0;
 	bool fast;
 
@@ -620,6 +636,7 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 		return EINVAL;
 	}
 	fast = dpv_vlock(&qp->sq_lock);
+	busy = sq->prod_tail - __atomic_load_n(&sq->cons_head, __ATOMIC_ACQUIRE);
 	for (; wr != NULL; wr = wr->next, n++) {
 		if (dpv_ring_reserve(sq, n + 1, &first) < n + 1) {
 			ret = ENOMEM;
@@ -638,7 +655,8 @@ int dpv_verbs_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_
 	dpv_vunlock(&qp->sq_lock, fast);
 	if (ret != 0)
 		*bad = wr;
-	dpv_engine_progress_dev(qp->ctx->dev);
+	if (busy < POST_DRIVE_BELOW || ret != 0)
+		dpv_engine_progress_dev(qp->ctx->dev);
 	return ret;
 }
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* RC between dpv0 and dpv1: SEND, SEND_WITH_IMM, RDMA WRITE (WITH_IMM), RDMA READ. */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dpv_verbs.h"
 #include "test_verbs.h"
@@ -269,6 +272,71 @@ static void rc_many_large_messages_in_flight(void **state)
 	}
 }
 
+/* The packets @p qp has sent, less those sent again. */
+static uint64_t new_packets(struct ibv_qp *qp)
+{
+	return qp_xstat(qp, "qp.tx_packets") - qp_xstat(qp, "qp.retrans_packets");
+}
+
+/* Wait, without calling verbs, until @p qp has sent @p n packets: a device on an lcore
+ * or service core, or the inline helper thread, sends them. */
+static uint64_t wait_packets(struct ibv_qp *qp, uint64_t n)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+
+	while (new_packets(qp) < n && now_ms() < end)
+		usleep(1000);
+	return new_packets(qp);
+}
+
+/* ibv_post_send() sends at once while fewer than 16 WRs of the QP are unfinished; past
+ * that its WRs wait for the next poll, or for the helper thread when the program calls
+ * no verbs (architecture.md, "Inline progress and the helper thread"). B's QP stays in
+ * RESET and drops what A sends: no ACK, so every WR A posts stays unfinished (its tail
+ * loss probes send the last packet again, counted in qp.retrans_packets). */
+static void rc_post_past_16_unfinished_waits_for_a_poll(void **state)
+{
+	enum { N = 20, MORE = 4 };
+	const char *mode = getenv("DPV_PROGRESS");
+	const char *idle = getenv("DPV_INLINE_IDLE_US");
+	bool inl = mode == NULL || strcmp(mode, "inline") == 0;
+	struct ibv_cq *acq = new_cq(&A, 64, NULL, NULL), *bcq = new_cq(&B, 4, NULL, NULL);
+	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 64, 1);
+	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 4, 1);
+	struct ibv_mr *mr = new_mr(&A, 64, LW);
+	/* No ACK timer (timeout 0): the WRs stay unfinished, however slow the host, and
+	 * the QP never gives up on them and flushes the rest. */
+	struct conn_opts o = conn_default;
+	int i;
+
+	(void)state;
+	o.timeout = 0;
+	rc_to_rts(a, b, &o);
+	/* The helper must not step in while the posts are counted. */
+	if (inl)
+		assert_int_equal(dpv_verbs_set_inline_idle_us(1000000), 0);
+	for (i = 0; i < N; i++)
+		assert_int_equal(post_send(a, IBV_WR_SEND, i, mr->addr, 8, mr->lkey,
+					   IBV_SEND_SIGNALED), 0);
+	if (!inl) {
+		/* The device's own core sends them all. */
+		assert_int_equal(wait_packets(a, N), N);
+		return;
+	}
+	assert_int_equal(new_packets(a), 16);
+	progress();
+	assert_int_equal(new_packets(a), N);
+	/* Posts no poll follows: the helper sends them once the program is idle. */
+	for (i = 0; i < MORE; i++)
+		assert_int_equal(post_send(a, IBV_WR_SEND, N + i, mr->addr, 8, mr->lkey,
+					   IBV_SEND_SIGNALED), 0);
+	assert_int_equal(new_packets(a), N);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(idle != NULL ? (uint32_t)atoi(idle) : 500),
+			 0);
+	if (idle == NULL || atoi(idle) != 0)
+		assert_int_equal(wait_packets(a, N + MORE), N + MORE);
+}
+
 static void rc_rdma_read_one_mib(void **state)
 {
 	const uint32_t len = 1u << 20;
@@ -393,6 +461,7 @@ int run_rc_tests(void)
 		VT(rc_send_inline_buffer_reusable_at_once),
 		VT(rc_send_inline_small_lengths_arrive_whole),
 		VT(rc_many_large_messages_in_flight),
+		VT(rc_post_past_16_unfinished_waits_for_a_poll),
 		VT(rc_rdma_read_one_mib),
 		VT(rc_counters_by_name_per_device_and_qp),
 		VT(rc_qp_reset_and_reconnect),
