@@ -337,6 +337,40 @@ static void rc_post_past_16_unfinished_waits_for_a_poll(void **state)
 		assert_int_equal(wait_packets(a, N + MORE), N + MORE);
 }
 
+/* A post that fails drives the device all the same: a program that retries a post on
+ * ENOMEM, without polling, still has what it posted before sent (and, with ACKs, its
+ * SQ emptied). As above, B's QP stays in RESET, so nothing A posts finishes. */
+static void rc_post_that_fails_drives_the_device(void **state)
+{
+	const char *mode = getenv("DPV_PROGRESS");
+	const char *idle = getenv("DPV_INLINE_IDLE_US");
+	struct ibv_cq *acq = new_cq(&A, 256, NULL, NULL), *bcq = new_cq(&B, 4, NULL, NULL);
+	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 32, 1);
+	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 4, 1);
+	struct ibv_mr *mr = new_mr(&A, 64, LW);
+	struct conn_opts o = conn_default;
+	uint32_t posted = 0;
+	int ret = 0;
+
+	(void)state;
+	o.timeout = 0;
+	rc_to_rts(a, b, &o);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(1000000), 0);
+	while (posted < 4096 && (ret = post_send(a, IBV_WR_SEND, posted, mr->addr, 8, mr->lkey,
+						 IBV_SEND_SIGNALED)) == 0)
+		posted++;
+	assert_int_equal(ret, ENOMEM);
+	/* The SQ holds at least the 32 asked for; past 16 the posts were left for a poll,
+	 * and the one that failed sent them. */
+	assert_true(posted >= 32);
+	if (mode == NULL || strcmp(mode, "inline") == 0)
+		assert_int_equal(new_packets(a), posted);
+	else /* the device's own core sends them */
+		assert_int_equal(wait_packets(a, posted), posted);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(idle != NULL ? (uint32_t)atoi(idle) : 500),
+			 0);
+}
+
 static void rc_rdma_read_one_mib(void **state)
 {
 	const uint32_t len = 1u << 20;
@@ -462,6 +496,7 @@ int run_rc_tests(void)
 		VT(rc_send_inline_small_lengths_arrive_whole),
 		VT(rc_many_large_messages_in_flight),
 		VT(rc_post_past_16_unfinished_waits_for_a_poll),
+		VT(rc_post_that_fails_drives_the_device),
 		VT(rc_rdma_read_one_mib),
 		VT(rc_counters_by_name_per_device_and_qp),
 		VT(rc_qp_reset_and_reconnect),
