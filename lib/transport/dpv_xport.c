@@ -79,9 +79,10 @@ int dpv_cq_resize(struct dpv_xport *x, struct dpv_cq *cq, uint32_t cqe)
 	return 0;
 }
 
-bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
+/* dpv_cq_push() without the arming's check, which the caller makes after it. */
+static bool cq_write(struct dpv_cq *cq, const struct dpv_cqe *cqe)
 {
-	uint32_t first, armed;
+	uint32_t first;
 
 	if (dpv_ring_reserve(cq->ring, 1, &first) == 0) {
 		cq->overflows++;
@@ -89,6 +90,27 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 	}
 	memcpy(dpv_ring_slot(cq->ring, first), cqe, sizeof(*cqe));
 	dpv_ring_commit(cq->ring, 1);
+	return true;
+}
+
+/* After a full fence that follows the completions' commit: tell the CQ's notify when
+ * it is armed for them. */
+static void cq_notify_armed(struct dpv_cq *cq, bool solicited)
+{
+	/* IBTA 11.4.2: an arming fires once, on any completion or (solicited-only) on
+	 * the next solicited one; it is cleared before the call so the callee may re-arm. */
+	uint32_t armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
+
+	if (armed == 1 || (armed == 2 && solicited)) {
+		__atomic_store_n(&cq->armed, 0, __ATOMIC_RELEASE);
+		cq->notify(cq, cq->notify_arg);
+	}
+}
+
+bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
+{
+	if (!cq_write(cq, cqe))
+		return false;
 	if (cq->notify == NULL)
 		return true;
 	/* The application arms, then polls; the device commits, then reads the arming.
@@ -96,13 +118,38 @@ bool dpv_cq_push(struct dpv_cq *cq, const struct dpv_cqe *cqe, bool solicited)
 	 * both, x86's store buffer lets both loads see the old values, and the
 	 * application sleeps on a completion that sits in its CQ unannounced. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	/* IBTA 11.4.2: an arming fires once, on any completion or (solicited-only) on
-	 * the next solicited one; it is cleared before the call so the callee may re-arm. */
-	armed = __atomic_load_n(&cq->armed, __ATOMIC_ACQUIRE);
-	if (armed == 1 || (armed == 2 && solicited)) {
-		__atomic_store_n(&cq->armed, 0, __ATOMIC_RELEASE);
-		cq->notify(cq, cq->notify_arg);
+	cq_notify_armed(cq, solicited);
+	return true;
+}
+
+/* The fence of dpv_cq_push() once for every CQ of the burst: it drains the store
+ * buffer of all the burst's work, which a fence a completion paid again and again. */
+void xp_cq_announce(struct dpv_xport *x)
+{
+	uint32_t i, n = x->nannounce;
+
+	x->nannounce = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (i = 0; i < n; i++)
+		cq_notify_armed(x->announce[i].cq, x->announce[i].solicited);
+}
+
+/* Put @p cq on the burst's list of CQs to announce; false when it is full. */
+static bool announce_later(struct dpv_xport *x, struct dpv_cq *cq, bool solicited)
+{
+	uint32_t i;
+
+	for (i = 0; i < x->nannounce; i++) {
+		if (x->announce[i].cq == cq) {
+			x->announce[i].solicited |= solicited;
+			return true;
+		}
 	}
+	if (i == XP_ANNOUNCE)
+		return false;
+	x->announce[i].cq = cq;
+	x->announce[i].solicited = solicited;
+	x->nannounce = (uint8_t)(i + 1);
 	return true;
 }
 
@@ -130,6 +177,7 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
 	       bool solicited)
 {
 	struct dpv_cqe stamped;
+	bool written;
 
 	/* The burst's time, read once at its start: stamping costs a CQ that asks for it
 	 * a copy, and no clock read. */
@@ -139,7 +187,17 @@ void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe
 		cqe = &stamped;
 	}
 	/* IBTA 11.4.2: a completion in error wakes a solicited-only waiter too. */
-	if (!dpv_cq_push(cq, cqe, solicited || cqe->status != DPV_WC_SUCCESS)) {
+	solicited = solicited || cqe->status != DPV_WC_SUCCESS;
+	if (cq->notify != NULL && x->announce_on) {
+		written = cq_write(cq, cqe);
+		if (written && !announce_later(x, cq, solicited)) {
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			cq_notify_armed(cq, solicited);
+		}
+	} else {
+		written = dpv_cq_push(cq, cqe, solicited);
+	}
+	if (!written) {
 		/* The completion is lost: the CQ says so once (CQ_ERR), and its QPs end
 		 * (xp_cq_overruns()), so the application cannot miss it. */
 		x->stats.cq_overflows++;

@@ -365,8 +365,12 @@ static inline void loop_drain(struct dpv_xport *x)
 void dpv_xport_rx(struct dpv_xport *x, struct rte_mbuf **pkts, uint16_t n)
 {
 	x->now = rte_get_tsc_cycles();
+	x->announce_on = true;
 	rx_burst(x, pkts, n);
 	loop_drain(x);
+	x->announce_on = false;
+	if (x->nannounce != 0)
+		xp_cq_announce(x);
 	if (unlikely(x->cq_overrun))
 		xp_cq_overruns(x);
 }

@@ -38,6 +38,8 @@
 #define XP_RX_CHUNK 32u
 /* Packets a QP may send in one visit of dpv_xport_tx(), so no QP starves the others. */
 #define XP_QUANTUM 16u
+/* CQs whose arming one receive burst reads at its end (more: read at once). */
+#define XP_ANNOUNCE 8u
 /* PSNs a requester keeps unacknowledged at most. Go-back-N resends everything after a
  * loss, and a virtual port's rings hold about a thousand frames: the window keeps what
  * one QP has in flight within what the peer's queues absorb, so a long message does
@@ -362,6 +364,15 @@ struct dpv_xport {
 	struct xp_qp *ackq[XP_ACKQ];
 	bool cq_overrun;                 /**< a completion found its CQ full since the last
 	                                      xp_cq_overruns() */
+	/* CQs of a completion channel written to during dpv_xport_rx(), whose arming is
+	 * read once at its end behind one fence (xp_cq_announce()) instead of a fence
+	 * a completion; announce_on while it runs. */
+	bool announce_on;
+	uint8_t nannounce;
+	struct {
+		struct dpv_cq *cq;
+		bool solicited;                  /**< one of its completions was */
+	} announce[XP_ANNOUNCE];
 	struct xp_tm_srqs tm_srqs;       /**< the TM SRQs (dpv_xport_tm.c) */
 	dpv_xport_gsi_fn gsi_fn;         /**< the GSI's consumer (dpv_xport_gsi.c) */
 	void *gsi_arg;
@@ -405,6 +416,8 @@ void xp_timer_stop(struct dpv_xport *x, struct xp_qp *q);
 /* dpv_xport.c: completions, receive WQEs. */
 void xp_cq_put(struct dpv_xport *x, struct dpv_cq *cq, const struct dpv_cqe *cqe,
 	       bool solicited);
+/* Tell the armed CQs of announce[], one fence for all: the end of dpv_xport_rx(). */
+void xp_cq_announce(struct dpv_xport *x);
 /* Move the QPs of overrun CQs to ERR (xp_cq_put() found a ring full). Called where no
  * QP is halfway through an update: the ends of dpv_xport_rx(), _tx(), _tick() and
  * dpv_qp_modify(). */

@@ -120,12 +120,51 @@ static void channel_solicited_only_wakes_on_error_completion(void **state)
 	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
 }
 
+/* A burst of completions into an armed CQ: one event for the arming, raised once the
+ * burst is in (the device reads the arming once a received burst); with solicited-only
+ * arming, by the burst's one solicited message, whichever place it has in it. */
+static void channel_burst_of_completions(void **state)
+{
+	enum { N = 8 };
+	struct ibv_send_wr wr[N], *bad;
+	struct ibv_sge sge[N];
+	struct chan c;
+	int i, round;
+
+	(void)state;
+	chan_setup(&c);
+	for (round = 0; round < 3; round++) {
+		/* 0: any completion; 1: solicited only, the last solicited; 2: the first. */
+		assert_int_equal(ibv_req_notify_cq(c.p.bcq, round != 0), 0);
+		for (i = 0; i < N; i++) {
+			assert_int_equal(post_recv(c.p.b, 100 * round + i, c.rmr->addr, 64,
+						   c.rmr->lkey), 0);
+			sge[i] = (struct ibv_sge){.addr = (uintptr_t)c.smr->addr, .length = 32,
+						  .lkey = c.smr->lkey};
+			wr[i] = (struct ibv_send_wr){.wr_id = 100 * round + i, .sg_list = &sge[i],
+						     .num_sge = 1, .opcode = IBV_WR_SEND,
+						     .send_flags = IBV_SEND_SIGNALED,
+						     .next = i + 1 < N ? &wr[i + 1] : NULL};
+		}
+		if (round == 1)
+			wr[N - 1].send_flags |= IBV_SEND_SOLICITED;
+		if (round == 2)
+			wr[0].send_flags |= IBV_SEND_SOLICITED;
+		assert_int_equal(ibv_post_send(c.p.a, wr, &bad), 0);
+		expect_event(&c);
+		for (i = 0; i < N; i++)
+			expect_recv(&c, 100 * round + i);
+		assert_false(fd_readable(c.ch, (int)QUIET_MS));
+	}
+}
+
 int run_channel_tests(void)
 {
 	const struct CMUnitTest tests[] = {
 		VT(channel_event_once_per_arming),
 		VT(channel_solicited_only_waits_for_solicited),
 		VT(channel_solicited_only_wakes_on_error_completion),
+		VT(channel_burst_of_completions),
 	};
 
 	return cmocka_run_group_tests_name("channel", tests, NULL, NULL);
