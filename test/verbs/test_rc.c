@@ -289,29 +289,50 @@ static uint64_t wait_packets(struct ibv_qp *qp, uint64_t n)
 	return new_packets(qp);
 }
 
+static bool inline_progress(void)
+{
+	const char *mode = getenv("DPV_PROGRESS");
+
+	return mode == NULL || strcmp(mode, "inline") == 0;
+}
+
+/* The helper's idle time as the environment set it (dpv_verbs_set_inline_idle_us()). */
+static uint32_t idle_us_of_env(void)
+{
+	const char *idle = getenv("DPV_INLINE_IDLE_US");
+
+	return idle != NULL ? (uint32_t)atoi(idle) : 500;
+}
+
+/* An RC QP on A of @p depth send WRs whose peer, B's QP, stays in RESET and drops what
+ * A sends: no ACK, so every WR A posts stays unfinished (its tail loss probes send the
+ * last packet again, counted in qp.retrans_packets). No ACK timer (timeout 0): the WRs
+ * stay unfinished however slow the host, and the QP never gives up on them and
+ * flushes the rest. */
+static struct ibv_qp *unacked_rc(uint32_t depth)
+{
+	struct ibv_cq *acq = new_cq(&A, 256, NULL, NULL), *bcq = new_cq(&B, 4, NULL, NULL);
+	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, depth, 1);
+	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 4, 1);
+	struct conn_opts o = conn_default;
+
+	o.timeout = 0;
+	rc_to_rts(a, b, &o);
+	return a;
+}
+
 /* ibv_post_send() sends at once while fewer than 16 WRs of the QP are unfinished; past
  * that its WRs wait for the next poll, or for the helper thread when the program calls
- * no verbs (architecture.md, "Inline progress and the helper thread"). B's QP stays in
- * RESET and drops what A sends: no ACK, so every WR A posts stays unfinished (its tail
- * loss probes send the last packet again, counted in qp.retrans_packets). */
+ * no verbs (architecture.md, "Inline progress and the helper thread"). */
 static void rc_post_past_16_unfinished_waits_for_a_poll(void **state)
 {
 	enum { N = 20, MORE = 4 };
-	const char *mode = getenv("DPV_PROGRESS");
-	const char *idle = getenv("DPV_INLINE_IDLE_US");
-	bool inl = mode == NULL || strcmp(mode, "inline") == 0;
-	struct ibv_cq *acq = new_cq(&A, 64, NULL, NULL), *bcq = new_cq(&B, 4, NULL, NULL);
-	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 64, 1);
-	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 4, 1);
+	bool inl = inline_progress();
+	struct ibv_qp *a = unacked_rc(64);
 	struct ibv_mr *mr = new_mr(&A, 64, LW);
-	/* No ACK timer (timeout 0): the WRs stay unfinished, however slow the host, and
-	 * the QP never gives up on them and flushes the rest. */
-	struct conn_opts o = conn_default;
 	int i;
 
 	(void)state;
-	o.timeout = 0;
-	rc_to_rts(a, b, &o);
 	/* The helper must not step in while the posts are counted. */
 	if (inl)
 		assert_int_equal(dpv_verbs_set_inline_idle_us(1000000), 0);
@@ -331,30 +352,22 @@ static void rc_post_past_16_unfinished_waits_for_a_poll(void **state)
 		assert_int_equal(post_send(a, IBV_WR_SEND, N + i, mr->addr, 8, mr->lkey,
 					   IBV_SEND_SIGNALED), 0);
 	assert_int_equal(new_packets(a), N);
-	assert_int_equal(dpv_verbs_set_inline_idle_us(idle != NULL ? (uint32_t)atoi(idle) : 500),
-			 0);
-	if (idle == NULL || atoi(idle) != 0)
+	assert_int_equal(dpv_verbs_set_inline_idle_us(idle_us_of_env()), 0);
+	if (idle_us_of_env() != 0)
 		assert_int_equal(wait_packets(a, N + MORE), N + MORE);
 }
 
 /* A post that fails drives the device all the same: a program that retries a post on
  * ENOMEM, without polling, still has what it posted before sent (and, with ACKs, its
- * SQ emptied). As above, B's QP stays in RESET, so nothing A posts finishes. */
+ * SQ emptied). As above, nothing A posts finishes. */
 static void rc_post_that_fails_drives_the_device(void **state)
 {
-	const char *mode = getenv("DPV_PROGRESS");
-	const char *idle = getenv("DPV_INLINE_IDLE_US");
-	struct ibv_cq *acq = new_cq(&A, 256, NULL, NULL), *bcq = new_cq(&B, 4, NULL, NULL);
-	struct ibv_qp *a = new_qp(&A, IBV_QPT_RC, acq, acq, NULL, 32, 1);
-	struct ibv_qp *b = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 4, 1);
+	struct ibv_qp *a = unacked_rc(32);
 	struct ibv_mr *mr = new_mr(&A, 64, LW);
-	struct conn_opts o = conn_default;
 	uint32_t posted = 0;
 	int ret = 0;
 
 	(void)state;
-	o.timeout = 0;
-	rc_to_rts(a, b, &o);
 	assert_int_equal(dpv_verbs_set_inline_idle_us(1000000), 0);
 	while (posted < 4096 && (ret = post_send(a, IBV_WR_SEND, posted, mr->addr, 8, mr->lkey,
 						 IBV_SEND_SIGNALED)) == 0)
@@ -363,12 +376,11 @@ static void rc_post_that_fails_drives_the_device(void **state)
 	/* The SQ holds at least the 32 asked for; past 16 the posts were left for a poll,
 	 * and the one that failed sent them. */
 	assert_true(posted >= 32);
-	if (mode == NULL || strcmp(mode, "inline") == 0)
+	if (inline_progress())
 		assert_int_equal(new_packets(a), posted);
 	else /* the device's own core sends them */
 		assert_int_equal(wait_packets(a, posted), posted);
-	assert_int_equal(dpv_verbs_set_inline_idle_us(idle != NULL ? (uint32_t)atoi(idle) : 500),
-			 0);
+	assert_int_equal(dpv_verbs_set_inline_idle_us(idle_us_of_env()), 0);
 }
 
 static void rc_rdma_read_one_mib(void **state)
