@@ -138,8 +138,8 @@ joinable() {
 # before the listen is rejected, reason 8 (invalid service ID), by dpverbs' CM as by the
 # kernel's (for UD, a SIDR_REQ is answered with status 1, service ID not supported:
 # RDMA_CM_EVENT_UNREACHABLE, error 1); perftest's client then tries again on the ids it
-# has just destroyed, and
-# crashes (later perftest makes new ones), while its server waits for ever. Its first
+# has just destroyed, and crashes (later perftest makes new ones), while its server
+# waits for ever. Its first
 # meeting, with -R through rdma_cm too, can be rejected the same way when the server's
 # listen comes later than joinable() thinks ("Unexpected CM event bl blka 8", 8 being
 # RDMA_CM_EVENT_REJECTED). On exactly those three lines in the client's output the pair
