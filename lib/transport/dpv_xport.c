@@ -237,6 +237,7 @@ void xp_cq_overruns(struct dpv_xport *x)
 			if (q->qp.init.srq != NULL)
 				srq_overrun(q->qp.init.srq);
 			if (q->qp.attr.state != DPV_QPS_RESET && q->qp.attr.state != DPV_QPS_ERR &&
+			    q->qp.init.xrc != DPV_XRC_TGT &&
 			    (q->qp.init.send_cq->error || xp_recv_cq(q)->error))
 				xp_qp_error(x, q, DPV_QP_EV_FATAL);
 		}
@@ -244,6 +245,54 @@ void xp_cq_overruns(struct dpv_xport *x)
 }
 
 /* ---- shared receive queues (IBTA 10.2) ---- */
+
+/* An XRC SRQ takes the lowest free number; last, so that the device finds it whole. */
+static int xrc_srq_add(struct dpv_xport *x, struct dpv_srq *srq)
+{
+	uint32_t n;
+
+	rte_spinlock_lock(&x->xrc_lock);
+	for (n = 0; n < DPV_MAX_XRC_SRQ && x->xrc_srqs[n] != NULL; n++)
+		;
+	if (n < DPV_MAX_XRC_SRQ) {
+		srq->xrc_srqn = n;
+		__atomic_store_n(&x->xrc_srqs[n], srq, __ATOMIC_RELEASE);
+	}
+	rte_spinlock_unlock(&x->xrc_lock);
+	return n < DPV_MAX_XRC_SRQ ? 0 : ENOMEM;
+}
+
+/* The owner takes an XRC SRQ out of its table and from the target QPs that last
+ * received into it: the message one of them was placing completes flushed. */
+static void xrc_srq_del(struct dpv_xport *x, struct dpv_srq *srq)
+{
+	struct xp_qp *q;
+	uint32_t i;
+
+	if (srq->xrcd == 0 || x->xrc_srqs[srq->xrc_srqn] != srq)
+		return;
+	for (i = 0; i < x->nlive; i++) {
+		q = x->live[i];
+		if (q->qp.init.srq != srq)
+			continue;
+		if (q->rcv.active)
+			xp_resp_abort(x, q, true);
+		q->qp.init.srq = NULL;
+	}
+	rte_spinlock_lock(&x->xrc_lock);
+	__atomic_store_n(&x->xrc_srqs[srq->xrc_srqn], NULL, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&x->xrc_lock);
+}
+
+struct dpv_srq *xp_xrc_srq(struct dpv_xport *x, uint32_t xrcd, uint32_t srqn)
+{
+	struct dpv_srq *srq;
+
+	if (srqn >= DPV_MAX_XRC_SRQ)
+		return NULL;
+	srq = __atomic_load_n(&x->xrc_srqs[srqn], __ATOMIC_ACQUIRE);
+	return srq != NULL && srq->xrcd == xrcd ? srq : NULL;
+}
 
 int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out)
 {
@@ -254,7 +303,8 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 
 	if (init->max_wr == 0 || init->max_wr > DPV_MAX_SRQ_WR || init->max_sge == 0 ||
 	    init->max_sge > DPV_MAX_SGE || init->lanes == 0 || init->lanes > DPV_LANES_MAX ||
-	    init->limit > init->max_wr || (init->tm != NULL && init->cq == NULL))
+	    init->limit > init->max_wr || (init->tm != NULL && init->cq == NULL) ||
+	    (init->xrcd != 0 && (init->cq == NULL || init->tm != NULL)))
 		return EINVAL;
 	srq = rte_zmalloc_socket("dpv_srq", sizeof(*srq), DPV_CACHE_LINE, x->port->socket);
 	if (srq == NULL)
@@ -266,6 +316,7 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 	srq->max_sge = init->max_sge;
 	srq->limit = init->limit;
 	srq->cq = init->cq;
+	srq->xrcd = init->xrcd;
 	/* Every lane holds max_wr, so that only the SRQ-wide count (lib/verbs checks it
 	 * against max_wr) refuses a post, whichever thread posts. */
 	count = xp_pow2_at_least(init->max_wr);
@@ -300,6 +351,11 @@ int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct 
 		if (ret != 0)
 			goto fail;
 	}
+	if (init->xrcd != 0) {
+		ret = xrc_srq_add(x, srq);
+		if (ret != 0)
+			goto fail;
+	}
 	*out = srq;
 	return 0;
 fail:
@@ -312,6 +368,7 @@ void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq)
 	if (srq == NULL)
 		return;
 	xp_tm_srq_del(x, srq);
+	xrc_srq_del(x, srq);
 	/* Lanes were laid out in one block starting at lane 0. */
 	if (srq->lanes.nlanes)
 		rte_free(srq->lanes.lane[0]);
@@ -392,6 +449,6 @@ struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
 	const struct dpv_srq *srq = q->qp.init.srq;
 
 	/* doc/guides/srq.md §2: the CQ of a TM SRQ receives every completion of its
-	 * messages. */
-	return srq != NULL && srq->tm != NULL ? srq->cq : q->qp.init.recv_cq;
+	 * messages, as an XRC SRQ's does (§4); a basic SRQ has none. */
+	return srq != NULL && srq->cq != NULL ? srq->cq : q->qp.init.recv_cq;
 }

@@ -67,6 +67,8 @@ struct dpv_xport;
 #define DPV_MAX_SRQ_WR 65536u
 /** TM SRQs one device runs at once (a power of two: the slots of its table by id) */
 #define DPV_MAX_TM_SRQ 64u
+/** XRC SRQs one device has at once; their numbers (the XRCETH's) are 0 .. this - 1 */
+#define DPV_MAX_XRC_SRQ 1024u
 #define DPV_UD_GRH_LEN 40u
 /** RDMA READs and atomics a requester keeps outstanding, and a responder accepts, per
  *  QP; also the size of the responder's atomic replay cache. */
@@ -479,7 +481,10 @@ struct dpv_swqe {
 	                            the device's own rendezvous WQEs, doc/guides/rendezvous.md) */
 	/* UD: the address handle and remote QP, copied at post. */
 	uint32_t ud_dst_ip;    /**< host order */
-	uint32_t ud_remote_qpn;
+	union {
+		uint32_t ud_remote_qpn;
+		uint32_t xrc_srqn; /**< XRC: the remote XRC SRQ the message is for */
+	};
 	uint32_t ud_remote_qkey;
 	uint8_t ud_tos;
 	uint8_t ud_ttl;
@@ -534,7 +539,11 @@ struct dpv_srq {
 	/** Called by the device once, when the SRQ goes to error (IBV_EVENT_SRQ_ERR). */
 	void (*error_event)(struct dpv_srq *srq, void *arg);
 	void *event_arg;             /**< the argument of both callbacks */
-	struct dpv_cq *cq;           /**< TM: TM op completions (and SRQ_TM CQ) */
+	/** TM: TM op completions (and SRQ_TM CQ); XRC: every completion of the SRQ (an
+	 *  XRC target QP has no CQ); NULL for a basic SRQ (its QPs' receive CQs) */
+	struct dpv_cq *cq;
+	uint32_t xrcd;               /**< XRC: its XRC domain (not 0); 0: not XRC */
+	uint32_t xrc_srqn;           /**< XRC: its number, the XRCETH's (DPV_MAX_XRC_SRQ) */
 	struct dpv_tm *tm;           /**< NULL for a basic SRQ */
 	struct dpv_lanes tm_ops;     /**< TM: slots struct dpv_tm_op, one lane per poster */
 };
@@ -546,8 +555,11 @@ struct dpv_srq_init {
 	uint32_t max_sge;       /**< 1 .. DPV_MAX_SGE */
 	uint32_t lanes;         /**< producer lanes (posting threads), 1 .. DPV_LANES_MAX */
 	uint32_t limit;         /**< initial srq_limit; 0: disarmed */
-	struct dpv_cq *cq;      /**< TM: the CQ of TM completions; else NULL */
+	struct dpv_cq *cq;      /**< TM: the CQ of TM completions; XRC: of all its
+	                             completions; else NULL */
 	const struct dpv_tm_config *tm; /**< TM SRQ: the tag list; NULL: basic SRQ */
+	uint32_t xrcd;          /**< XRC SRQ: its XRC domain, not 0 (with cq, without tm);
+	                             0: not XRC */
 };
 
 /**
@@ -555,21 +567,35 @@ struct dpv_srq_init {
  * its lib/tm engine and op lanes. A TM SRQ enters the device's table of TM SRQs as
  * the last step, whole: from then on the device runs its ops (dpv_xport_tm_ops()) and
  * the poll side gives its handles back by its id (dpv_xport_tm_release()). Any thread,
- * while the device runs (the table has a lock of its own for its writers).
- * @return 0; EINVAL bad sizes; ENOMEM, also when the device runs DPV_MAX_TM_SRQ TM
- *         SRQs already.
+ * while the device runs (the table has a lock of its own for its writers). An XRC SRQ
+ * takes a free number (srq->xrc_srqn) in the device's table of XRC SRQs, by which the
+ * XRCETH of a request names it, as its last step.
+ * @return 0; EINVAL bad sizes, or an XRC SRQ without its CQ or with TM; ENOMEM, also
+ *         when the device has DPV_MAX_TM_SRQ TM SRQs or DPV_MAX_XRC_SRQ XRC SRQs
+ *         already.
  */
 int dpv_srq_create(struct dpv_xport *x, const struct dpv_srq_init *init, struct dpv_srq **out);
 
 /**
  * Destroy an SRQ (owner; no QP may still use it). A TM SRQ leaves the device's table
- * first; the completions of its CQ that still name it give nothing back.
+ * first; the completions of its CQ that still name it give nothing back. An XRC SRQ
+ * leaves the table of XRC SRQs: a message an XRC target QP was placing into it ends
+ * without a completion, and requests that still name it get the NAK of a remote
+ * access error.
  */
 void dpv_srq_destroy(struct dpv_xport *x, struct dpv_srq *srq);
 
 /* ---- queue pairs ---- */
 
 enum dpv_qp_type { DPV_QPT_RC = 2, DPV_QPT_UC = 3, DPV_QPT_UD = 4 }; /* IBV_QPT_* values */
+
+/**
+ * An XRC QP's half of the connection (IBTA 9.3.6, XRC): an RC QP (DPV_QPT_RC) whose
+ * packets carry the XRC opcodes. The initiator sends (every request with the XRCETH of
+ * its WQE's xrc_srqn) and has no receive side; the target receives, each request into
+ * the XRC SRQ of its XRC domain that the XRCETH names, and has no send queue and no CQ.
+ */
+enum dpv_xrc_role { DPV_XRC_NONE = 0, DPV_XRC_INI, DPV_XRC_TGT };
 
 /** QP states, IBTA 10.3.1 (same values as IBV_QPS_*). */
 enum dpv_qp_state {
@@ -640,6 +666,9 @@ struct dpv_qp_init {
 	struct dpv_cq *send_cq;
 	struct dpv_cq *recv_cq;
 	struct dpv_srq *srq;     /**< NULL: own RQ */
+	uint8_t xrc;             /**< enum dpv_xrc_role; DPV_XRC_TGT: no CQs, no SQ, no
+	                              SRQ (srq is the one the last request named) */
+	uint32_t xrcd;           /**< DPV_XRC_TGT: its XRC domain (not 0) */
 };
 
 /**

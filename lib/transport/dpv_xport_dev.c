@@ -302,12 +302,23 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 		x->stats.rx_bad_src++;
 		return;
 	}
-	/* IBTA 9.6: the opcode's transport must be the QP's. */
+	/* IBTA 9.6: the opcode's transport must be the QP's (RC or XRC); from here on
+	 * the opcode is the RC one. */
+	if (unlikely(DPV_WIRE_OP_TRANSPORT(p.opcode) != q->op_base)) {
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		return;
+	}
+	p.opcode -= q->op_base;
 	if (rc_request(p.opcode)) {
+		/* An XRC initiator has no receive side. */
+		if (unlikely(q->qp.init.xrc == DPV_XRC_INI)) {
+			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+			return;
+		}
 		q->req_tsc = x->now; /* how long it lingers when destroyed */
 		xp_resp_rx(x, q, &p, frame);
-	} else if (likely(p.opcode <= DPV_OP_RC_FETCH_ADD)) {
-		xp_comp_rx(x, q, &p, frame);
+	} else if (likely(p.opcode <= DPV_OP_RC_FETCH_ADD && q->qp.init.xrc != DPV_XRC_TGT)) {
+		xp_comp_rx(x, q, &p, frame); /* an XRC target sends no requests */
 	} else {
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	}

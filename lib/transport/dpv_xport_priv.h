@@ -248,6 +248,9 @@ struct xp_qp {
 	uint32_t live_idx;        /**< position in x->live */
 	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
 	uint32_t mtu;             /**< bytes of payload per packet */
+	/** The transport bits of its opcodes (DPV_WIRE_OP_RC, _UC or _XRC): what it sends
+	 *  carries them, what it receives must. */
+	uint8_t op_base;
 	/** The headers every packet to the peer shares (RC, UC): rebuilt whenever
 	 *  dpv_qp_modify() runs, so it always follows the address vector and peer QP. */
 	struct dpv_wire_tmpl tmpl;
@@ -374,6 +377,10 @@ struct dpv_xport {
 		bool solicited;                  /**< one of its completions was */
 	} announce[XP_ANNOUNCE];
 	struct xp_tm_srqs tm_srqs;       /**< the TM SRQs (dpv_xport_tm.c) */
+	/** The XRC SRQs by number: written by dpv_srq_create() (any thread, under
+	 *  xrc_lock) and dpv_srq_destroy() (owner), read by the owner (XRCETH). */
+	struct dpv_srq *xrc_srqs[DPV_MAX_XRC_SRQ];
+	rte_spinlock_t xrc_lock;
 	dpv_xport_gsi_fn gsi_fn;         /**< the GSI's consumer (dpv_xport_gsi.c) */
 	void *gsi_arg;
 	uint32_t gsi_psn;                /**< PSN of the next GSI datagram sent */
@@ -425,6 +432,8 @@ void xp_cq_overruns(struct dpv_xport *x);
 bool xp_srq_ready(struct dpv_srq *srq);
 bool xp_take_recv(struct dpv_xport *x, struct xp_qp *q, struct xp_recv *r);
 struct dpv_cq *xp_recv_cq(const struct xp_qp *q);
+/** The XRC SRQ numbered @p srqn if it is of XRC domain @p xrcd, else NULL (owner). */
+struct dpv_srq *xp_xrc_srq(struct dpv_xport *x, uint32_t xrcd, uint32_t srqn);
 
 /* dpv_xport_guard.c: every access of the device to registered memory. */
 /* memcpy() through registered memory that may have been unmapped under its region:

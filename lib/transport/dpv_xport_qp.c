@@ -97,12 +97,17 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	struct xp_qp *q;
 	uint32_t qpn;
 
+	const bool tgt = init->xrc == DPV_XRC_TGT;
+
 	if ((init->type != DPV_QPT_RC && init->type != DPV_QPT_UC && init->type != DPV_QPT_UD) ||
 	    init->max_send_wr > DPV_MAX_QP_WR || init->max_recv_wr > DPV_MAX_QP_WR ||
 	    init->max_send_sge > DPV_MAX_SGE || init->max_recv_sge > DPV_MAX_SGE ||
-	    init->max_inline > DPV_MAX_INLINE || init->send_cq == NULL ||
-	    init->recv_cq == NULL ||
-	    (init->srq != NULL && init->srq->tm != NULL && init->type != DPV_QPT_RC))
+	    init->max_inline > DPV_MAX_INLINE || (!tgt && init->send_cq == NULL) ||
+	    (!tgt && init->recv_cq == NULL) ||
+	    (init->srq != NULL && init->srq->tm != NULL && init->type != DPV_QPT_RC) ||
+	    init->xrc > DPV_XRC_TGT ||
+	    (init->xrc != DPV_XRC_NONE && (init->type != DPV_QPT_RC || init->srq != NULL)) ||
+	    (tgt && (init->xrcd == 0 || init->max_send_wr != 0)))
 		return EINVAL;
 	if (qpn_alloc(x, &qpn) != 0)
 		return ENOSPC;
@@ -118,6 +123,8 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	q->qp.attr.state = DPV_QPS_RESET;
 	q->qp.xport_state = q;
 	q->mtu = xp_active_mtu(x->port);
+	q->op_base = init->xrc != DPV_XRC_NONE ? DPV_WIRE_OP_XRC
+		     : init->type == DPV_QPT_UC ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC;
 	if (init->max_send_wr > 0) {
 		q->qp.sq = qp_ring(socket, init->max_send_wr, sizeof(struct dpv_swqe));
 		if (q->qp.sq == NULL)
@@ -415,6 +422,28 @@ static bool transition_masks(uint8_t type, uint8_t cur, uint8_t next, uint32_t *
 	}
 }
 
+/* XRC's halves (IBTA 9.3.6; the kernel's ib_modify_qp_is_ok() table): RC's masks, less
+ * what a half without the other side needs. An initiator receives no requests: its
+ * access flags, responder resources and RNR timer are optional. A target sends none:
+ * its retry counts and READ/atomic depth are optional. */
+static bool xrc_transition_masks(uint8_t type, uint8_t xrc, uint8_t cur, uint8_t next,
+				 uint32_t *req, uint32_t *opt)
+{
+	uint32_t relax = 0;
+
+	if (!transition_masks(type, cur, next, req, opt))
+		return false;
+	if (xrc == DPV_XRC_INI && cur == DPV_QPS_RESET && next == DPV_QPS_INIT)
+		relax = DPV_QP_ACCESS_FLAGS;
+	else if (xrc == DPV_XRC_INI && cur == DPV_QPS_INIT && next == DPV_QPS_RTR)
+		relax = DPV_QP_MAX_DEST_RD_ATOMIC | DPV_QP_MIN_RNR_TIMER;
+	else if (xrc == DPV_XRC_TGT && cur == DPV_QPS_RTR && next == DPV_QPS_RTS)
+		relax = DPV_QP_RETRY_CNT | DPV_QP_RNR_RETRY | DPV_QP_MAX_QP_RD_ATOMIC;
+	*req &= ~relax;
+	*opt |= relax;
+	return true;
+}
+
 static bool attr_values_ok(const struct dpv_qp_attr *a, uint32_t mask)
 {
 	if ((mask & DPV_QP_PATH_MTU) && (a->path_mtu < 1 || a->path_mtu > 5))
@@ -496,7 +525,7 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 
 	next = (mask & DPV_QP_STATE) ? attr->state : cur;
 	if (next > DPV_QPS_ERR || (mask & ~QP_ALL_MASKS) != 0 ||
-	    !transition_masks(qp->init.type, cur, next, &req, &opt) ||
+	    !xrc_transition_masks(qp->init.type, qp->init.xrc, cur, next, &req, &opt) ||
 	    (mask & req) != req || (mask & ~(req | opt | DPV_QP_STATE)) != 0 ||
 	    !attr_values_ok(attr, mask))
 		return EINVAL;

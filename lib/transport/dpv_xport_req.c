@@ -199,7 +199,8 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	p.opcode = send_opcode(w->opcode, i, m->npkts) | (uc ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC);
+	p.opcode = send_opcode(w->opcode, i, m->npkts) | q->op_base;
+	p.xrc_srqn = w->xrc_srqn;
 	p.psn = q->psn;
 	/* IBTA 9.2: the solicited event rides on the last packet of a message that
 	 * completes a receive (SEND, WRITE with immediate). UC asks for no ACK (9.7.7). */
@@ -285,8 +286,9 @@ static void read_req_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
 
-	xp_pkt_init(x, p, DPV_OP_RC_READ_REQUEST, a->dst_ip, q->qp.qpn, a->dest_qpn, psn,
-		    a->tos, a->ttl);
+	xp_pkt_init(x, p, DPV_OP_RC_READ_REQUEST | q->op_base, a->dst_ip, q->qp.qpn, a->dest_qpn,
+		    psn, a->tos, a->ttl);
+	p->xrc_srqn = w->xrc_srqn;
 	p->ack_req = true;
 	p->reth_va = w->remote_addr + off;
 	p->reth_rkey = w->rkey;
@@ -301,8 +303,9 @@ static void atomic_req_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dp
 	const struct dpv_qp_attr *a = &q->qp.attr;
 	const bool cas = w->opcode == DPV_WR_ATOMIC_CMP_SWP;
 
-	xp_pkt_init(x, p, cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD, a->dst_ip, q->qp.qpn,
-		    a->dest_qpn, psn, a->tos, a->ttl);
+	xp_pkt_init(x, p, (cas ? DPV_OP_RC_CMP_SWAP : DPV_OP_RC_FETCH_ADD) | q->op_base, a->dst_ip,
+		    q->qp.qpn, a->dest_qpn, psn, a->tos, a->ttl);
+	p->xrc_srqn = w->xrc_srqn;
 	p->ack_req = true;
 	p->atomic_va = w->remote_addr;
 	p->atomic_rkey = w->rkey;

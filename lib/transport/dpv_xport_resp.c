@@ -100,7 +100,7 @@ static bool ack_frame(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, uint8_
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
-	p.opcode = DPV_OP_RC_ACK;
+	p.opcode = DPV_OP_RC_ACK | q->op_base;
 	p.solicited = false;
 	p.ack_req = false;
 	p.psn = psn;
@@ -826,6 +826,22 @@ static void duplicate_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 		respond(x, q, psn_add(q->epsn, DPV_WIRE_PSN_MASK), ACK_SYNDROME);
 }
 
+/* The XRC SRQ a request to a target QP names, made the QP's for it; false: none of
+ * the QP's XRC domain has that number (an XRC domain violation). */
+static bool xrc_srq_take(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p)
+{
+	struct dpv_srq *srq = xp_xrc_srq(x, q->qp.init.xrcd, p->xrc_srqn);
+
+	if (srq == NULL)
+		return false;
+	/* A message in progress stays in the SRQ it started in. */
+	if (q->rcv.active && srq != q->qp.init.srq)
+		return false;
+	q->qp.init.srq = srq;
+	q->qp.init.pd = srq->pd;
+	return true;
+}
+
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame)
 {
@@ -866,6 +882,12 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 	q->nak_sent = false;
 	if (!xp_op_in_sequence(q->op, p->opcode) || p->payload_len > q->mtu) {
 		nak_fatal(x, q, p->psn, DPV_AETH_NAK_INV_REQ, !q->rcv.active);
+		return;
+	}
+	/* XRC (IBTA 9.3.6): each request names its XRC SRQ, which must be of the target
+	 * QP's XRC domain; it gives the receive WQE and the PD memory is checked against. */
+	if (unlikely(q->op_base == DPV_WIRE_OP_XRC) && !xrc_srq_take(x, q, p)) {
+		access_nak(x, q, p->psn, !q->rcv.active);
 		return;
 	}
 	switch (p->opcode) {
@@ -912,8 +934,8 @@ static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *
 
 	if (plen > q->mtu)
 		plen = q->mtu;
-	xp_pkt_init(x, &p, xp_read_resp_opcode(i, n), a->dst_ip, q->qp.qpn, a->dest_qpn, psn, a->tos,
-		    a->ttl);
+	xp_pkt_init(x, &p, xp_read_resp_opcode(i, n) | q->op_base, a->dst_ip, q->qp.qpn,
+		    a->dest_qpn, psn, a->tos, a->ttl);
 	p.aeth_syndrome = ACK_SYNDROME;
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
 	if (plen != 0 &&
@@ -950,8 +972,8 @@ static bool atomic_ack_frame(struct dpv_xport *x, struct xp_qp *q, const struct 
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
-	xp_pkt_init(x, &p, DPV_OP_RC_ATOMIC_ACK, a->dst_ip, q->qp.qpn, a->dest_qpn, e->psn,
-		    a->tos, a->ttl);
+	xp_pkt_init(x, &p, DPV_OP_RC_ATOMIC_ACK | q->op_base, a->dst_ip, q->qp.qpn, a->dest_qpn,
+		    e->psn, a->tos, a->ttl);
 	p.aeth_syndrome = ACK_SYNDROME;
 	p.aeth_msn = e->msn & DPV_WIRE_PSN_MASK;
 	p.atomic_orig = e->orig;

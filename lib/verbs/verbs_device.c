@@ -252,6 +252,9 @@ static void fill_ops(struct dpv_context *c)
 	v->alloc_td = dpv_verbs_alloc_td;
 	v->dealloc_td = dpv_verbs_dealloc_td;
 	v->alloc_parent_domain = dpv_verbs_alloc_parent_domain;
+	v->open_xrcd = dpv_verbs_open_xrcd;
+	v->close_xrcd = dpv_verbs_close_xrcd;
+	v->get_srq_num = dpv_verbs_get_srq_num;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }
@@ -356,10 +359,11 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	a->max_qp_wr = DPV_MAX_QP_WR;
 	/* No IBV_DEVICE_SRQ_RESIZE: ibv_modify_srq() does not resize (verbs_srq.c). */
 	/* Memory windows of type 1 and 2B (IBTA 10.6.7: type 2 windows are bound to the QP
-	 * they were bound through, as rxe's are), in the regions' key table. */
+	 * they were bound through, as rxe's are), in the regions' key table. XRC
+	 * (doc/guides/srq.md §4). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_MEM_WINDOW |
-			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
 	a->max_sge = DPV_MAX_SGE;
 	a->max_sge_rd = DPV_MAX_SGE;
 	a->max_cq = 65536;
@@ -414,6 +418,9 @@ int dpv_verbs_query_device_ex(struct ibv_context *context,
 						    IBV_ODP_SUPPORT_SRQ_RECV;
 	a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV |
 						    IBV_ODP_SUPPORT_SRQ_RECV;
+	/* XRC runs RC's requester and responder (its receives are SRQ receives). */
+	a.xrc_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
+			 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
 	a.phys_port_cnt_ex = 1;
 	/* Completion timestamps count the TSC's cycles (verbs_cq.c), all 64 bits. */
 	a.completion_timestamp_mask = UINT64_MAX;

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -117,14 +118,39 @@ struct dpv_cq_v {
 	bool custom_mem;              /* its memory is its parent domain allocator's */
 };
 
+/* An XRC domain (ibv_open_xrcd(3)): a number the device's XRC SRQs and target QPs
+ * carry; opened again through the same file, the same domain (refs). */
+struct dpv_xrcd_v {
+	struct ibv_xrcd ibxrcd;
+	struct dpv_device *device;
+	uint32_t id;                  /* not 0 */
+	uint32_t refs;                /* opens not yet closed */
+	uint32_t users;               /* XRC SRQs and target QPs in it (atomics) */
+	bool inode;                   /* opened with a file: dev and ino name it */
+	dev_t dev;
+	ino_t ino;
+	struct dpv_xrcd_v *next;      /* the process's list (verbs_xrc.c) */
+};
+
+static inline struct dpv_xrcd_v *to_xrcd(struct ibv_xrcd *x)
+{
+	return container_of(x, struct dpv_xrcd_v, ibxrcd);
+}
+
+struct ibv_xrcd *dpv_verbs_open_xrcd(struct ibv_context *context,
+				     struct ibv_xrcd_init_attr *attr);
+int dpv_verbs_close_xrcd(struct ibv_xrcd *xrcd);
+int dpv_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+
 struct dpv_srq_v {
 	struct ibv_srq ibsrq;
 	struct dpv_context *ctx;
 	struct dpv_srq *srq;
 	bool tm;
+	struct ibv_xrcd *xrcd;        /* an XRC SRQ's domain; NULL: not XRC */
 	uint32_t max_sge;
 	uint32_t users;               /* QPs attached (control path) */
-	struct ibv_cq *cq;            /* TM: the CQ of its completions */
+	struct ibv_cq *cq;            /* TM, XRC: the CQ of its completions */
 	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
 	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
 	bool nolock;                  /* under a thread domain: neither lock is taken */
@@ -156,6 +182,7 @@ struct dpv_qp_v {
 	uint32_t max_inline;
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
+	struct ibv_xrcd *xrcd;        /* an XRC target QP's domain, else NULL */
 };
 
 struct dpv_ah {

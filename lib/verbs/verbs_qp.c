@@ -74,21 +74,42 @@ static uint32_t inline_room(const struct ibv_qp_cap *cap)
 /*
  * ibv_create_qp_ex(3)'s request, as a provider judges it: EINVAL for what is not a
  * request at all (bits or QP types libibverbs does not define, no PD, no CQs, caps
- * beyond the device's), EOPNOTSUPP for a valid one dpverbs does not offer: QP types
- * other than RC and UD, creation flags, TSO, RSS, XRC, and send ops of the extended
- * send API other than SEND, WRITE and READ (with immediate). IBV_QP_INIT_ATTR_CREATE_FLAGS
- * with no flag asks for nothing: accepted.
+ * beyond the device's; an XRC target without its XRC domain), EOPNOTSUPP for a valid
+ * one dpverbs does not offer: raw packet and driver QPs, creation flags, TSO, RSS, an
+ * XRC domain on a QP other than an XRC target, and send ops of the extended send API
+ * the QP type does not carry. IBV_QP_INIT_ATTR_CREATE_FLAGS with no flag asks for
+ * nothing: accepted. Its caps are rewritten for an XRC QP (no receive side).
  */
-static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
+static int check_init_attr(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	switch (attr->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
 		break;
-	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
+		/* doc/guides/srq.md §4: a send queue only; the receive side's caps and
+		 * CQ mean nothing to it. */
+		attr->cap.max_recv_wr = 0;
+		attr->cap.max_recv_sge = 0;
+		if (attr->srq != NULL)
+			return EINVAL;
+		break;
 	case IBV_QPT_XRC_RECV:
+		/* Receives only, into XRC SRQs of its domain: no PD, CQ, SRQ or queue
+		 * of its own. */
+		if ((attr->comp_mask & ~QP_INIT_ATTR_KNOWN) != 0 ||
+		    !(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || attr->xrcd == NULL ||
+		    attr->xrcd->context != context || attr->srq != NULL)
+			return EINVAL;
+		if ((attr->comp_mask & (IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+					IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+					IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) != 0 ||
+		    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0))
+			return EOPNOTSUPP;
+		memset(&attr->cap, 0, sizeof(attr->cap));
+		return 0;
+	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		return EOPNOTSUPP;
 	default:
@@ -103,7 +124,7 @@ static int check_init_attr(const struct ibv_qp_init_attr_ex *attr)
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     dpv_verbs_qp_ex_check(attr->qp_type, attr->send_ops_flags) != 0))
 		return EOPNOTSUPP;
-	if (attr->send_cq == NULL || attr->recv_cq == NULL ||
+	if (attr->send_cq == NULL || (attr->recv_cq == NULL && attr->qp_type != IBV_QPT_XRC_SEND) ||
 	    check_caps(&attr->cap, attr->srq != NULL) != 0 ||
 	    (attr->srq != NULL && attr->qp_type != IBV_QPT_RC && to_srq(attr->srq)->tm))
 		return EINVAL;
@@ -115,46 +136,64 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 {
 	struct dpv_context *c = to_ctx(context);
 	struct dpv_qp_init init;
+	struct ibv_cq *send_cq, *recv_cq;
 	struct dpv_qp_v *qp;
-	bool custom;
+	struct ibv_pd *pd;
+	bool custom, tgt;
 	int ret;
 
-	ret = check_init_attr(attr);
+	ret = check_init_attr(context, attr);
 	if (ret != 0) {
 		errno = ret;
 		return NULL;
 	}
-	qp = dpv_verbs_obj_alloc(attr->pd, sizeof(*qp), DPV_VERBS_RES_TYPE_QP, &custom);
+	tgt = attr->qp_type == IBV_QPT_XRC_RECV;
+	pd = tgt ? NULL : attr->pd;
+	qp = dpv_verbs_obj_alloc(pd, sizeof(*qp), DPV_VERBS_RES_TYPE_QP, &custom);
 	if (qp == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	qp->custom_mem = custom;
 	memset(&init, 0, sizeof(init));
-	init.type = attr->qp_type == IBV_QPT_RC ? DPV_QPT_RC
-		    : attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC : DPV_QPT_UD;
-	init.pd = to_pd(attr->pd)->id;
+	init.type = attr->qp_type == IBV_QPT_UC ? DPV_QPT_UC
+		    : attr->qp_type == IBV_QPT_UD ? DPV_QPT_UD : DPV_QPT_RC;
+	init.xrc = tgt ? DPV_XRC_TGT : attr->qp_type == IBV_QPT_XRC_SEND ? DPV_XRC_INI
+								      : DPV_XRC_NONE;
+	init.xrcd = tgt ? to_xrcd(attr->xrcd)->id : 0;
+	init.pd = pd != NULL ? to_pd(pd)->id : 0;
+	/* An XRC initiator has no receive side: its send CQ stands in for the CQ the
+	 * transport's RC QP names. */
+	send_cq = tgt ? NULL : attr->send_cq;
+	recv_cq = tgt ? NULL : attr->qp_type == IBV_QPT_XRC_SEND ? attr->send_cq : attr->recv_cq;
 	init.max_send_wr = attr->cap.max_send_wr;
 	init.max_recv_wr = attr->srq != NULL ? 0 : attr->cap.max_recv_wr;
 	init.max_send_sge = attr->cap.max_send_sge;
 	init.max_recv_sge = attr->cap.max_recv_sge;
 	init.max_inline = inline_room(&attr->cap);
 	init.sq_sig_all = attr->sq_sig_all != 0;
-	init.send_cq = to_cq(attr->send_cq)->cq;
-	init.recv_cq = to_cq(attr->recv_cq)->cq;
+	init.send_cq = send_cq != NULL ? to_cq(send_cq)->cq : NULL;
+	init.recv_cq = recv_cq != NULL ? to_cq(recv_cq)->cq : NULL;
 	init.srq = attr->srq != NULL ? to_srq(attr->srq)->srq : NULL;
 	dpv_dev_own(c->dev);
 	ret = dpv_qp_create(c->dev->xport, &init, &qp->qp);
 	if (ret == 0) {
-		to_cq(attr->send_cq)->users++;
-		to_cq(attr->recv_cq)->users++;
+		if (send_cq != NULL)
+			to_cq(send_cq)->users++;
+		if (recv_cq != NULL)
+			to_cq(recv_cq)->users++;
 		if (attr->srq != NULL)
 			to_srq(attr->srq)->users++;
-		__atomic_add_fetch(&to_pd(attr->pd)->users, 1, __ATOMIC_RELAXED);
+		if (pd != NULL)
+			__atomic_add_fetch(&to_pd(pd)->users, 1, __ATOMIC_RELAXED);
+		if (tgt) {
+			qp->xrcd = attr->xrcd;
+			__atomic_add_fetch(&to_xrcd(attr->xrcd)->users, 1, __ATOMIC_RELEASE);
+		}
 	}
 	dpv_dev_disown(c->dev);
 	if (ret != 0) {
-		dpv_verbs_obj_free(attr->pd, qp, DPV_VERBS_RES_TYPE_QP, custom);
+		dpv_verbs_obj_free(pd, qp, DPV_VERBS_RES_TYPE_QP, custom);
 		errno = ret == ENOSPC ? ENOMEM : ret;
 		return NULL;
 	}
@@ -169,7 +208,7 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	attr->cap.max_inline_data = qp->max_inline;
 	qp->qp->fatal_event = qp_fatal;
 	qp->qp->fatal_arg = qp;
-	if (dpv_verbs_pd_td(attr->pd) != NULL) {
+	if (pd != NULL && dpv_verbs_pd_td(pd) != NULL) {
 		dpv_vlock_init_none(&qp->sq_lock);
 		dpv_vlock_init_none(&qp->rq_lock);
 	} else {
@@ -178,9 +217,9 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	}
 	qp->ibqp.context = context;
 	qp->ibqp.qp_context = attr->qp_context;
-	qp->ibqp.pd = attr->pd;
-	qp->ibqp.send_cq = attr->send_cq;
-	qp->ibqp.recv_cq = attr->recv_cq;
+	qp->ibqp.pd = pd;
+	qp->ibqp.send_cq = send_cq;
+	qp->ibqp.recv_cq = recv_cq;
 	qp->ibqp.srq = attr->srq;
 	qp->ibqp.handle = qp->qp->qpn;
 	qp->ibqp.qp_num = qp->qp->qpn;
@@ -226,11 +265,16 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	dpv_dev_own(dev);
 	dpv_verbs_mw_qp_gone(dev, ibqp->qp_num);
 	dpv_qp_destroy(dev->xport, qp->qp);
-	to_cq(ibqp->send_cq)->users--;
-	to_cq(ibqp->recv_cq)->users--;
+	if (ibqp->send_cq != NULL)
+		to_cq(ibqp->send_cq)->users--;
+	if (ibqp->recv_cq != NULL)
+		to_cq(ibqp->recv_cq)->users--;
 	if (ibqp->srq != NULL)
 		to_srq(ibqp->srq)->users--;
-	__atomic_sub_fetch(&to_pd(ibqp->pd)->users, 1, __ATOMIC_RELAXED);
+	if (ibqp->pd != NULL)
+		__atomic_sub_fetch(&to_pd(ibqp->pd)->users, 1, __ATOMIC_RELAXED);
+	if (qp->xrcd != NULL)
+		__atomic_sub_fetch(&to_xrcd(qp->xrcd)->users, 1, __ATOMIC_RELEASE);
 	dpv_dev_disown(dev);
 	dpv_vlock_destroy(&qp->sq_lock);
 	dpv_vlock_destroy(&qp->rq_lock);
@@ -414,6 +458,8 @@ static bool opcode_fits(enum ibv_qp_type type, uint8_t op)
 	switch (type) {
 	case IBV_QPT_RC:
 		return true;
+	case IBV_QPT_XRC_SEND:
+		return op != DPV_WR_ATOMIC_WRITE;
 	case IBV_QPT_UC:
 		return op != DPV_WR_RDMA_READ && op != DPV_WR_ATOMIC_CMP_SWP &&
 		       op != DPV_WR_ATOMIC_FETCH_ADD && op != DPV_WR_SEND_WITH_INV &&
@@ -519,6 +565,8 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 			w->sge[i].lkey = wr->sg_list[i].lkey;
 		}
 	}
+	if (qp->ibqp.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn;
 	if (ud) {
 		struct dpv_ah *ah;
 
@@ -554,12 +602,13 @@ static int write_swqe(struct dpv_qp_v *qp, const struct ibv_send_wr *wr, struct 
 	return 0;
 }
 
-/* Whether write_send1() takes @p wr: a SEND of one buffer on a QP that is not UD, with
+/* Whether write_send1() takes @p wr: a SEND of one buffer on an RC or UC QP (an XRC WR
+ * names its SRQ, a UD one its address: write_swqe()), with
  * no flag the general path would refuse. */
 static inline bool send1_fits(const struct dpv_qp_v *qp, const struct ibv_send_wr *wr)
 {
 	return wr->opcode == IBV_WR_SEND && wr->num_sge == 1 && wr->sg_list != NULL &&
-	       qp->max_send_sge != 0 && qp->ibqp.qp_type != IBV_QPT_UD &&
+	       qp->max_send_sge != 0 && qp->ibqp.qp_type < IBV_QPT_UD && /* RC, UC */
 	       !(wr->send_flags & ~(IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
 				    IBV_SEND_INLINE));
 }
@@ -668,7 +717,8 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	int ret = 0;
 	bool fast;
 
-	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET) {
+	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET ||
+	    ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV) {
 		*bad = wr;
 		return EINVAL;
 	}

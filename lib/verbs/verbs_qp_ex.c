@@ -23,6 +23,9 @@
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
 		IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
+/* XRC's initiator: RC's operations but the atomic write (IBTA 1.5 gives it no XRC
+ * opcode that tshark or a peer knows). */
+#define XRC_OPS (RC_OPS & ~(uint64_t)IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static struct dpv_qp_v *to_qp_x(struct ibv_qp_ex *q)
 {
@@ -31,7 +34,8 @@ static struct dpv_qp_v *to_qp_x(struct ibv_qp_ex *q)
 
 int dpv_verbs_qp_ex_check(enum ibv_qp_type type, uint64_t ops)
 {
-	uint64_t offered = type == IBV_QPT_RC ? RC_OPS : type == IBV_QPT_UC ? UC_OPS : UD_OPS;
+	uint64_t offered = type == IBV_QPT_RC ? RC_OPS : type == IBV_QPT_UC ? UC_OPS
+			   : type == IBV_QPT_XRC_SEND ? XRC_OPS : UD_OPS;
 
 	return (ops & ~offered) != 0 ? EOPNOTSUPP : 0;
 }
@@ -197,6 +201,15 @@ static void wr_set_ud_addr(struct ibv_qp_ex *x, struct ibv_ah *ah, uint32_t qpn,
 	wr->wr.ud.remote_qkey = qkey;
 }
 
+static void wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
+{
+	struct dpv_qp_v *qp = to_qp_x(x);
+	struct ibv_send_wr *wr = setter(qp, qp->ibqp.qp_type == IBV_QPT_XRC_SEND);
+
+	if (wr != NULL)
+		wr->qp_type.xrc.remote_srqn = remote_srqn;
+}
+
 static void wr_set_sge_list(struct ibv_qp_ex *x, size_t n, const struct ibv_sge *sg)
 {
 	struct dpv_qp_v *qp = to_qp_x(x);
@@ -306,14 +319,16 @@ int dpv_verbs_qp_ex_init(struct dpv_qp_v *qp)
 		x->wr_bind_mw = wr_bind_mw;
 		x->wr_local_inv = wr_local_inv;
 	}
-	if (qp->ibqp.qp_type == IBV_QPT_RC) {
+	if (qp->ibqp.qp_type == IBV_QPT_RC || qp->ibqp.qp_type == IBV_QPT_XRC_SEND) {
 		x->wr_send_inv = wr_send_inv;
 		x->wr_rdma_read = wr_rdma_read;
 		x->wr_atomic_cmp_swp = wr_atomic_cmp_swp;
 		x->wr_atomic_fetch_add = wr_atomic_fetch_add;
-		x->wr_atomic_write = wr_atomic_write;
 	}
+	if (qp->ibqp.qp_type == IBV_QPT_RC)
+		x->wr_atomic_write = wr_atomic_write;
 	x->wr_set_ud_addr = wr_set_ud_addr;
+	x->wr_set_xrc_srqn = wr_set_xrc_srqn;
 	x->wr_set_sge = wr_set_sge;
 	x->wr_set_sge_list = wr_set_sge_list;
 	x->wr_set_inline_data = wr_set_inline_data;

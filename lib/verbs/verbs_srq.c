@@ -40,7 +40,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 {
 	struct dpv_context *c = to_ctx(context);
 	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-			       IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
 	enum ibv_srq_type type = attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE ? attr->srq_type :
 									    IBV_SRQT_BASIC;
 	struct dpv_tm_config tm;
@@ -55,8 +55,8 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_TM) {
-		errno = EOPNOTSUPP; /* XRC */
+	if (type != IBV_SRQT_BASIC && type != IBV_SRQT_TM && type != IBV_SRQT_XRC) {
+		errno = EINVAL;
 		return NULL;
 	}
 	if (attr->attr.max_wr == 0 || attr->attr.max_wr > DPV_MAX_SRQ_WR ||
@@ -83,6 +83,18 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		tm.max_sge = attr->attr.max_sge;
 		init.tm = &tm;
 		init.cq = cq->cq;
+	} else if (type == IBV_SRQT_XRC) {
+		/* doc/guides/srq.md §4: an XRC SRQ is in an XRC domain and completes into
+		 * its own CQ. */
+		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || attr->cq == NULL ||
+		    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || attr->xrcd == NULL ||
+		    attr->xrcd->context != context) {
+			errno = EINVAL;
+			return NULL;
+		}
+		cq = to_cq(attr->cq);
+		init.cq = cq->cq;
+		init.xrcd = to_xrcd(attr->xrcd)->id;
 	}
 	srq = dpv_verbs_obj_alloc(attr->pd, sizeof(*srq), DPV_VERBS_RES_TYPE_SRQ, &custom);
 	if (srq == NULL) {
@@ -104,6 +116,9 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	srq->ctx = c;
 	srq->nolock = dpv_verbs_pd_td(attr->pd) != NULL;
 	srq->tm = type == IBV_SRQT_TM;
+	srq->xrcd = type == IBV_SRQT_XRC ? attr->xrcd : NULL;
+	if (srq->xrcd != NULL)
+		__atomic_add_fetch(&to_xrcd(srq->xrcd)->users, 1, __ATOMIC_RELEASE);
 	srq->max_sge = attr->attr.max_sge;
 	srq->srq->limit_event = srq_limit;
 	srq->srq->error_event = srq_error;
@@ -176,8 +191,10 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	if (srq->users != 0)
 		return EBUSY;
 	dpv_dev_own(dev);
-	if (srq->tm)
+	if (srq->tm || srq->xrcd != NULL)
 		to_cq(srq->cq)->users--;
+	if (srq->xrcd != NULL)
+		__atomic_sub_fetch(&to_xrcd(srq->xrcd)->users, 1, __ATOMIC_RELEASE);
 	for (struct dpv_srq_v **p = &srq->ctx->device->srqs; *p != NULL; p = &(*p)->next_on_dev) {
 		if (*p == srq) {
 			*p = srq->next_on_dev;

@@ -15,10 +15,12 @@
 #define DETH DPV_WIRE_EXT_DETH
 #define ATOMIC DPV_WIRE_EXT_ATOMIC
 #define ATOMIC_ACK DPV_WIRE_EXT_ATOMIC_ACK
+#define XRC DPV_WIRE_EXT_XRCETH
 
-/* IBTA Table 38 (RC, UC, UD rows dpverbs uses; ATOMIC WRITE from IBTA 1.5): each
- * opcode, the headers it carries and its name as tshark spells it (tshark 4.0 has none
- * for ATOMIC WRITE: "Unknown (29)"). The tables below are made from this one list. */
+/* IBTA Table 38 (RC, UC, UD and XRC rows dpverbs uses; ATOMIC WRITE from IBTA 1.5):
+ * each opcode, the headers it carries and its name as tshark spells it (tshark 4.0 has
+ * none for ATOMIC WRITE: "Unknown (29)"). XRC's requests carry the XRCETH, its
+ * responses none (IBTA 9.3.6). The tables below are made from this one list. */
 #define OPCODES(X) \
 	X(DPV_OP_RC_SEND_FIRST, V | P, "RC Send First") \
 	X(DPV_OP_RC_SEND_MIDDLE, V | P, "RC Send Middle") \
@@ -57,18 +59,41 @@
 	X(DPV_OP_UC_WRITE_ONLY, V | P | RETH, "UC RDMA Write Only") \
 	X(DPV_OP_UC_WRITE_ONLY_IMM, V | P | RETH | IMM, "UC RDMA Write Only Immediate") \
 	X(DPV_OP_UD_SEND_ONLY, V | P | DETH, "UD Send Only") \
-	X(DPV_OP_UD_SEND_ONLY_IMM, V | P | DETH | IMM, "UD Send Only Immediate")
+	X(DPV_OP_UD_SEND_ONLY_IMM, V | P | DETH | IMM, "UD Send Only Immediate") \
+	X(DPV_OP_XRC_SEND_FIRST, V | P | XRC, "XRC Send First") \
+	X(DPV_OP_XRC_SEND_MIDDLE, V | P | XRC, "XRC Send Middle") \
+	X(DPV_OP_XRC_SEND_LAST, V | P | XRC, "XRC Send Last") \
+	X(DPV_OP_XRC_SEND_LAST_IMM, V | P | XRC | IMM, "XRC Send Last Immediate") \
+	X(DPV_OP_XRC_SEND_ONLY, V | P | XRC, "XRC Send Only") \
+	X(DPV_OP_XRC_SEND_ONLY_IMM, V | P | XRC | IMM, "XRC Send Only Immediate") \
+	X(DPV_OP_XRC_WRITE_FIRST, V | P | XRC | RETH, "XRC RDMA Write First") \
+	X(DPV_OP_XRC_WRITE_MIDDLE, V | P | XRC, "XRC RDMA Write Middle") \
+	X(DPV_OP_XRC_WRITE_LAST, V | P | XRC, "XRC RDMA Write Last") \
+	X(DPV_OP_XRC_WRITE_LAST_IMM, V | P | XRC | IMM, "XRC RDMA Write Last Immediate") \
+	X(DPV_OP_XRC_WRITE_ONLY, V | P | XRC | RETH, "XRC RDMA Write Only") \
+	X(DPV_OP_XRC_WRITE_ONLY_IMM, V | P | XRC | RETH | IMM, "XRC RDMA Write Only Immediate") \
+	X(DPV_OP_XRC_READ_REQUEST, V | XRC | RETH, "XRC RDMA Read Request") \
+	X(DPV_OP_XRC_READ_RESP_FIRST, V | P | AETH, "XRC RDMA Read Response First") \
+	X(DPV_OP_XRC_READ_RESP_MIDDLE, V | P, "XRC RDMA Read Response Middle") \
+	X(DPV_OP_XRC_READ_RESP_LAST, V | P | AETH, "XRC RDMA Read Response Last") \
+	X(DPV_OP_XRC_READ_RESP_ONLY, V | P | AETH, "XRC RDMA Read Response Only") \
+	X(DPV_OP_XRC_ACK, V | AETH, "XRC Acknowledge") \
+	X(DPV_OP_XRC_ATOMIC_ACK, V | AETH | ATOMIC_ACK, "XRC Atomic Acknowledge") \
+	X(DPV_OP_XRC_CMP_SWAP, V | XRC | ATOMIC, "XRC Compare Swap") \
+	X(DPV_OP_XRC_FETCH_ADD, V | XRC | ATOMIC, "XRC Fetch Add") \
+	X(DPV_OP_XRC_SEND_LAST_INV, V | P | XRC | IMM, "XRC Send Last Invalidate") \
+	X(DPV_OP_XRC_SEND_ONLY_INV, V | P | XRC | IMM, "XRC Send Only Invalidate")
 
 /* Bytes of extension headers the flags of an opcode say it carries. */
 #define EXT_LEN(info) \
-	(((info) & RETH ? DPV_WIRE_RETH_LEN : 0) + ((info) & AETH ? DPV_WIRE_AETH_LEN : 0) + \
+	(((info) & XRC ? DPV_WIRE_XRCETH_LEN : 0) + ((info) & RETH ? DPV_WIRE_RETH_LEN : 0) + ((info) & AETH ? DPV_WIRE_AETH_LEN : 0) + \
 	 ((info) & DETH ? DPV_WIRE_DETH_LEN : 0) + ((info) & ATOMIC ? DPV_WIRE_ATOMIC_LEN : 0) + \
 	 ((info) & ATOMIC_ACK ? DPV_WIRE_ATOMIC_ACK_LEN : 0) + ((info) & IMM ? DPV_WIRE_IMM_LEN : 0))
 
 #define INFO(op, info, name) [op] = (info),
 #define HDR_LEN(op, info, name) [op] = DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + EXT_LEN(info),
 #define NAME(op, info, name) [op] = name,
-static const uint8_t opcode_info[256] = {OPCODES(INFO)};
+static const uint16_t opcode_info[256] = {OPCODES(INFO)};
 /* Ethernet to the last extension header; 0 for an unknown opcode. */
 static const uint8_t hdr_len_tab[256] = {OPCODES(HDR_LEN)};
 static const char *const opcode_names[256] = {OPCODES(NAME)};
@@ -163,7 +188,7 @@ static inline bool ipv4_checksum_ok(const uint8_t *ip)
 			 load32(ip + 12) + load32(ip + 16)) == 0xffffu;
 }
 
-uint8_t dpv_wire_opcode_info(uint8_t opcode)
+uint16_t dpv_wire_opcode_info(uint8_t opcode)
 {
 	return opcode_info[opcode];
 }
@@ -186,7 +211,7 @@ uint32_t dpv_wire_frame_len(uint8_t opcode, uint32_t payload_len)
 
 /* The IP length of a packet, or 0 if dpv_wire_write_headers() refuses it: an unknown
  * opcode, payload on an opcode that carries none, a frame above 65535 bytes. */
-static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_len)
+static inline uint32_t ip_len_of(uint16_t info, uint32_t hdr, uint32_t payload_len)
 {
 	uint32_t ip_len = hdr - DPV_WIRE_ETH_LEN + payload_len + dpv_wire_pad_len(payload_len) +
 			  DPV_WIRE_ICRC_LEN;
@@ -196,13 +221,17 @@ static inline uint32_t ip_len_of(uint8_t info, uint32_t hdr, uint32_t payload_le
 	return ip_len;
 }
 
-/* Extension headers at @p x in the order of IBTA 9.2 (DETH, RETH, AtomicETH, AETH,
- * AtomicAckETH, ImmDt). */
-static inline void write_ext(uint8_t *x, uint8_t info, const struct dpv_wire_pkt *p)
+/* Extension headers at @p x in the order of IBTA 9.2 (XRCETH or DETH, RETH, AtomicETH,
+ * AETH, AtomicAckETH, ImmDt). */
+static inline void write_ext(uint8_t *x, uint16_t info, const struct dpv_wire_pkt *p)
 {
 	/* One test for each group, as in dpv_wire_parse(): a SEND, a WRITE's MIDDLE and
 	 * LAST packets, an ACK pass two of them. */
-	if (info & (DETH | RETH | ATOMIC)) {
+	if (info & (XRC | DETH | RETH | ATOMIC)) {
+		if (info & XRC) {
+			put32(x, p->xrc_srqn & DPV_WIRE_QPN_MASK);
+			x += DPV_WIRE_XRCETH_LEN;
+		}
 		if (info & DETH) {
 			put32(x, p->deth_qkey);
 			put32(x + 4, p->deth_src_qp & DPV_WIRE_QPN_MASK);
@@ -243,7 +272,7 @@ static inline uint32_t bth_flags(const struct dpv_wire_pkt *p, uint32_t pad)
 
 uint32_t dpv_wire_write_headers(void *buf, const struct dpv_wire_pkt *p, uint32_t payload_len)
 {
-	uint8_t info = opcode_info[p->opcode];
+	uint16_t info = opcode_info[p->opcode];
 	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *udp = ip + DPV_WIRE_IPV4_LEN;
 	uint8_t *x = f + DPV_WIRE_BTH_OFF;
 	uint32_t hdr = hdr_len_tab[p->opcode], ip_len = ip_len_of(info, hdr, payload_len);
@@ -304,7 +333,8 @@ uint32_t dpv_wire_tmpl_write(void *buf, const struct dpv_wire_tmpl *t,
 			     const struct dpv_wire_pkt *p, uint32_t payload_len)
 {
 	/* Read before the first store: @p buf may alias @p p for all the compiler knows. */
-	const uint8_t op = p->opcode, info = opcode_info[op];
+	const uint8_t op = p->opcode;
+	const uint16_t info = opcode_info[op];
 	const uint32_t ip_id = p->ip_id;
 	uint8_t *f = buf, *ip = f + DPV_WIRE_ETH_LEN, *x = f + DPV_WIRE_BTH_OFF;
 	uint32_t hdr = hdr_len_tab[op], ip_len = ip_len_of(info, hdr, payload_len);
@@ -426,7 +456,7 @@ parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p, bool all)
 	const uint8_t *x = f + DPV_WIRE_BTH_OFF;
 	uint32_t ip_len, frame_len, hdr, fixed, w;
 	enum dpv_wire_err err;
-	uint8_t info;
+	uint16_t info;
 
 	if (!(len >= MIN_FRAME && framing_ok(f, len, &ip_len))) {
 		err = check_framing(f, len, &ip_len);
@@ -475,7 +505,11 @@ parse(const void *frame, uint32_t len, struct dpv_wire_pkt *p, bool all)
 	x += DPV_WIRE_BTH_LEN;
 	/* One test for each group of extension headers: a SEND, a WRITE's MIDDLE and
 	 * LAST packets, an ACK pass two of them. */
-	if (info & (DETH | RETH | ATOMIC)) {
+	if (info & (XRC | DETH | RETH | ATOMIC)) {
+		if (info & XRC) {
+			p->xrc_srqn = get32(x) & DPV_WIRE_QPN_MASK;
+			x += DPV_WIRE_XRCETH_LEN;
+		}
 		if (info & DETH) {
 			p->deth_qkey = get32(x);
 			p->deth_src_qp = get32(x + 4) & DPV_WIRE_QPN_MASK;

@@ -29,15 +29,17 @@ extern "C" {
 #define DPV_WIRE_RETH_LEN 16u
 #define DPV_WIRE_AETH_LEN 4u
 #define DPV_WIRE_DETH_LEN 8u
+#define DPV_WIRE_XRCETH_LEN 4u      /**< XRCETH: the XRC SRQ number (24 bits) */
 #define DPV_WIRE_IMM_LEN 4u
 #define DPV_WIRE_ATOMIC_LEN 28u     /**< AtomicETH: VA, R_Key, swap or add, compare */
 #define DPV_WIRE_ATOMIC_ACK_LEN 8u  /**< AtomicAckETH: the original remote data */
 #define DPV_WIRE_ICRC_LEN 4u
 /** Offset of the BTH in a frame. */
 #define DPV_WIRE_BTH_OFF (DPV_WIRE_ETH_LEN + DPV_WIRE_IPV4_LEN + DPV_WIRE_UDP_LEN)
-/** Largest header stack dpverbs builds: Eth/IPv4/UDP/BTH/AtomicETH (28 bytes: more
- *  than RETH/ImmDt, DETH/ImmDt or AETH/AtomicAckETH). */
-#define DPV_WIRE_MAX_HDR_LEN (DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_ATOMIC_LEN)
+/** Largest header stack dpverbs builds: Eth/IPv4/UDP/BTH/XRCETH/AtomicETH (32 bytes:
+ *  more than XRCETH/RETH/ImmDt, DETH/ImmDt or AETH/AtomicAckETH). */
+#define DPV_WIRE_MAX_HDR_LEN \
+	(DPV_WIRE_BTH_OFF + DPV_WIRE_BTH_LEN + DPV_WIRE_XRCETH_LEN + DPV_WIRE_ATOMIC_LEN)
 /** The RoCEv2 UDP destination port. */
 #define DPV_WIRE_UDP_PORT 4791u
 #define DPV_WIRE_ETHERTYPE_IPV4 0x0800u
@@ -93,6 +95,30 @@ enum dpv_wire_opcode {
 	DPV_OP_UC_WRITE_ONLY_IMM = 0x2b,
 	DPV_OP_UD_SEND_ONLY = 0x64,
 	DPV_OP_UD_SEND_ONLY_IMM = 0x65,
+	/* XRC: the RC opcodes with the XRC transport bits (DPV_WIRE_OP_XRC). */
+	DPV_OP_XRC_SEND_FIRST = 0xa0,
+	DPV_OP_XRC_SEND_MIDDLE = 0xa1,
+	DPV_OP_XRC_SEND_LAST = 0xa2,
+	DPV_OP_XRC_SEND_LAST_IMM = 0xa3,
+	DPV_OP_XRC_SEND_ONLY = 0xa4,
+	DPV_OP_XRC_SEND_ONLY_IMM = 0xa5,
+	DPV_OP_XRC_WRITE_FIRST = 0xa6,
+	DPV_OP_XRC_WRITE_MIDDLE = 0xa7,
+	DPV_OP_XRC_WRITE_LAST = 0xa8,
+	DPV_OP_XRC_WRITE_LAST_IMM = 0xa9,
+	DPV_OP_XRC_WRITE_ONLY = 0xaa,
+	DPV_OP_XRC_WRITE_ONLY_IMM = 0xab,
+	DPV_OP_XRC_READ_REQUEST = 0xac,
+	DPV_OP_XRC_READ_RESP_FIRST = 0xad,
+	DPV_OP_XRC_READ_RESP_MIDDLE = 0xae,
+	DPV_OP_XRC_READ_RESP_LAST = 0xaf,
+	DPV_OP_XRC_READ_RESP_ONLY = 0xb0,
+	DPV_OP_XRC_ACK = 0xb1,
+	DPV_OP_XRC_ATOMIC_ACK = 0xb2,
+	DPV_OP_XRC_CMP_SWAP = 0xb3,
+	DPV_OP_XRC_FETCH_ADD = 0xb4,
+	DPV_OP_XRC_SEND_LAST_INV = 0xb6,
+	DPV_OP_XRC_SEND_ONLY_INV = 0xb7,
 };
 
 /** The transport bits of an opcode (IBTA Table 38: its top three bits). */
@@ -100,6 +126,7 @@ enum dpv_wire_opcode {
 #define DPV_WIRE_OP_RC 0x00u
 #define DPV_WIRE_OP_UC 0x20u
 #define DPV_WIRE_OP_UD 0x60u
+#define DPV_WIRE_OP_XRC 0xa0u
 
 /** Extension headers an opcode carries (dpv_wire_opcode_info()). */
 enum dpv_wire_ext {
@@ -111,6 +138,7 @@ enum dpv_wire_ext {
 	DPV_WIRE_EXT_ATOMIC = 1u << 5,  /**< AtomicETH */
 	DPV_WIRE_EXT_ATOMIC_ACK = 1u << 6, /**< AtomicAckETH */
 	DPV_WIRE_EXT_VALID = 1u << 7,   /**< the opcode is one dpverbs knows */
+	DPV_WIRE_EXT_XRCETH = 1u << 8,  /**< XRCETH (XRC requests) */
 };
 
 /** AETH syndromes (IBTA 9.7.5.1.5 / Table 41): the top 3 bits say which kind. */
@@ -153,6 +181,7 @@ struct dpv_wire_pkt {
 	uint32_t aeth_msn; /**< 24 bits */
 	uint32_t deth_qkey;
 	uint32_t deth_src_qp; /**< 24 bits */
+	uint32_t xrc_srqn;    /**< XRCETH: the XRC SRQ the request is for (24 bits) */
 	uint32_t imm;      /**< ImmDt as a host-order number (verbs hands it big-endian);
 	                        the IETH's R_Key for the *_INV opcodes */
 	/* AtomicETH (IBTA 9.3.5.2): the VA must be 8-byte aligned (the responder checks). */
@@ -180,7 +209,7 @@ enum dpv_wire_err {
 };
 
 /** Extension-header flags of an opcode (enum dpv_wire_ext); 0 for an unknown one. */
-uint8_t dpv_wire_opcode_info(uint8_t opcode);
+uint16_t dpv_wire_opcode_info(uint8_t opcode);
 
 /** Bytes of headers (Ethernet to the last extension header) for an opcode; 0 if unknown. */
 uint32_t dpv_wire_hdr_len(uint8_t opcode);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The helpers of verbs_test.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ const struct conn_opts conn_default = {
 };
 
 enum obj_kind { OBJ_MEM, OBJ_MR, OBJ_CQ, OBJ_CHANNEL, OBJ_SRQ, OBJ_QP, OBJ_AH, OBJ_TD, OBJ_PD,
-		OBJ_MW };
+		OBJ_MW, OBJ_XRCD };
 
 static struct {
 	enum obj_kind kind;
@@ -79,6 +80,8 @@ static int destroy_one(enum obj_kind kind, void *p)
 		return ibv_dealloc_pd(p);
 	case OBJ_MW:
 		return ibv_dealloc_mw(p);
+	case OBJ_XRCD:
+		return ibv_close_xrcd(p);
 	}
 	return EINVAL;
 }
@@ -275,6 +278,69 @@ struct ibv_qp_ex *new_qp_ex(struct side *s, enum ibv_qp_type type, struct ibv_cq
 	track(OBJ_QP, qp);
 	assert_int_equal(qp->state, IBV_QPS_RESET);
 	return ibv_qp_to_qp_ex(qp);
+}
+
+struct ibv_xrcd *new_xrcd(struct side *s)
+{
+	struct ibv_xrcd_init_attr attr = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x = ibv_open_xrcd(s->ctx, &attr);
+
+	assert_non_null(x);
+	track(OBJ_XRCD, x);
+	return x;
+}
+
+struct ibv_srq *new_xrc_srq(struct side *s, struct ibv_xrcd *xrcd, struct ibv_cq *cq,
+			    uint32_t max_wr)
+{
+	struct ibv_srq_init_attr_ex attr = {
+		.attr = {.max_wr = max_wr, .max_sge = 1},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = s->pd,
+		.xrcd = xrcd,
+		.cq = cq,
+	};
+	struct ibv_srq *srq = ibv_create_srq_ex(s->ctx, &attr);
+
+	assert_non_null(srq);
+	track(OBJ_SRQ, srq);
+	return srq;
+}
+
+struct ibv_qp *new_xrc_ini(struct side *s, struct ibv_cq *cq, uint32_t max_send_wr)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.send_cq = cq,
+		.cap = {.max_send_wr = max_send_wr, .max_send_sge = 1, .max_inline_data = 64},
+		.qp_type = IBV_QPT_XRC_SEND,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = s->pd,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &attr);
+
+	assert_non_null(qp);
+	track(OBJ_QP, qp);
+	return qp;
+}
+
+struct ibv_qp *new_xrc_tgt(struct side *s, struct ibv_xrcd *xrcd)
+{
+	struct ibv_qp_init_attr_ex attr = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = xrcd,
+	};
+	struct ibv_qp *qp = ibv_create_qp_ex(s->ctx, &attr);
+
+	assert_non_null(qp);
+	track(OBJ_QP, qp);
+	return qp;
 }
 
 /* ---- connections ---- */
@@ -703,6 +769,13 @@ void sides_close(void)
 	if (dev_list != NULL)
 		ibv_free_device_list(dev_list);
 	dev_list = NULL;
+}
+
+bool faults_on(void)
+{
+	const char *f = getenv("DPV_FAULTS");
+
+	return f != NULL && f[0] != '\0';
 }
 
 void sides_env_defaults(const char *cores)

@@ -68,6 +68,9 @@ void sides_close(void);
  * 127.0.20.1 and 127.0.20.2.
  */
 void sides_env_defaults(const char *cores);
+/* Whether the devices run through the faults port (DPV_FAULTS set and not empty): a
+ * test program then runs its group for a lossy link. */
+bool faults_on(void);
 /* Open the sides, run cmocka group @p name of @p n tests, close them: 0 when all pass. */
 int sides_run_group(const char *name, const struct CMUnitTest *tests, size_t n);
 #define SIDES_RUN_GROUP(name, tests)                                                        \
@@ -102,6 +105,14 @@ struct ibv_ah *new_ah(struct side *s, const struct side *to);
  * its send and receive CQ @p cq, as new_qp() makes one otherwise. */
 struct ibv_qp_ex *new_qp_ex(struct side *s, enum ibv_qp_type type, struct ibv_cq *cq,
 			    uint32_t max_send_wr, uint64_t send_ops);
+/* XRC (doc/guides/srq.md §4): a private XRC domain (no file), an XRC SRQ in it
+ * completing into @p cq (one SGE per WR), an initiator QP sending from @p cq, and a
+ * target QP of @p xrcd. Each closed or destroyed in its turn. */
+struct ibv_xrcd *new_xrcd(struct side *s);
+struct ibv_srq *new_xrc_srq(struct side *s, struct ibv_xrcd *xrcd, struct ibv_cq *cq,
+			    uint32_t max_wr);
+struct ibv_qp *new_xrc_ini(struct side *s, struct ibv_cq *cq, uint32_t max_send_wr);
+struct ibv_qp *new_xrc_tgt(struct side *s, struct ibv_xrcd *xrcd);
 /* Track an object a test created itself, so teardown destroys it. */
 void track_srq(struct ibv_srq *srq);
 /* A PD or parent domain, deallocated in its turn. */

@@ -62,8 +62,6 @@ ALLOWED_SKIPS = [
      'to share with another context'),
     (r"Create QP type 8 is not supported|Create Raw Packet QP .*is not supported",
      'no raw packet QPs: dpverbs is a RoCE device, not an Ethernet NIC to programs'),
-    (r"Create XRCD is not supported",
-     'no XRC (ibv_open_xrcd: EOPNOTSUPP)'),
     (r"All gid indices populated, cannot check bad flow",
      'one GID per port (gid_tbl_len 1, index 0 in use): no empty index to query'),
 ]

@@ -255,13 +255,6 @@ static void uc_modify_qp_takes_the_uc_masks(void **state)
 
 /* ---- through the faults port (DPV_FAULTS) ---- */
 
-static bool faults_on(void)
-{
-	const char *f = getenv("DPV_FAULTS");
-
-	return f != NULL && f[0] != '\0';
-}
-
 /* Fetch-and-adds 16 in flight over the lossy link: each returns the sum before it, the
  * memory ends with every one applied once, and duplicates were answered from the
  * responder's replay cache. */

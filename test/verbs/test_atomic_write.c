@@ -270,13 +270,6 @@ static void responder_checks_alignment_key_and_rights(void **state)
 
 /* ---- through the faults port (DPV_FAULTS) ---- */
 
-static bool faults_on(void)
-{
-	const char *f = getenv("DPV_FAULTS");
-
-	return f != NULL && f[0] != '\0';
-}
-
 /* Atomic writes of 1, 2, 3... to one word, 16 in flight, over the lossy link: every one
  * completes once, successfully and in order, the word ends with the last value, and
  * the duplicates the loss drew were answered again, not stored again. */

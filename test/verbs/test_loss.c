@@ -782,13 +782,6 @@ static void dump_state(void)
 	fflush(stdout);
 }
 
-static bool faults_on(void)
-{
-	const char *f = getenv("DPV_FAULTS");
-
-	return f != NULL && f[0] != '\0';
-}
-
 static const char *const shown[] = {
 	"faults.tx.dropped", "faults.rx.dropped", "faults.tx.reordered", "faults.rx.reordered",
 	"faults.tx.duplicated", "faults.rx.duplicated", "faults.tx.corrupted",

@@ -665,13 +665,6 @@ static void wr_api_binds_and_invalidates(void **state)
 
 /* ---- through the faults port (DPV_FAULTS) ---- */
 
-static bool faults_on(void)
-{
-	const char *f = getenv("DPV_FAULTS");
-
-	return f != NULL && f[0] != '\0';
-}
-
 /*
  * Rounds over the lossy link, each: B posts a SEND, a bind of its type 2 window with the
  * next tag, and a SEND of the new key (so a go-back-N of B's requester passes over the

@@ -1617,13 +1617,6 @@ static void rndv_over_a_lossy_link(void **state)
 			 qp_xstat(t.r[1], "qp.retry_exceeded"), 0);
 }
 
-static bool faults_on(void)
-{
-	const char *f = getenv("DPV_FAULTS");
-
-	return f != NULL && f[0] != '\0';
-}
-
 int main(void)
 {
 	const struct CMUnitTest clean[] = {

@@ -31,6 +31,14 @@ static const uint8_t known_opcodes[] = {
 	DPV_OP_UC_WRITE_FIRST, DPV_OP_UC_WRITE_MIDDLE, DPV_OP_UC_WRITE_LAST,
 	DPV_OP_UC_WRITE_LAST_IMM, DPV_OP_UC_WRITE_ONLY, DPV_OP_UC_WRITE_ONLY_IMM,
 	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
+	DPV_OP_XRC_SEND_FIRST, DPV_OP_XRC_SEND_MIDDLE, DPV_OP_XRC_SEND_LAST,
+	DPV_OP_XRC_SEND_LAST_IMM, DPV_OP_XRC_SEND_ONLY, DPV_OP_XRC_SEND_ONLY_IMM,
+	DPV_OP_XRC_WRITE_FIRST, DPV_OP_XRC_WRITE_MIDDLE, DPV_OP_XRC_WRITE_LAST,
+	DPV_OP_XRC_WRITE_LAST_IMM, DPV_OP_XRC_WRITE_ONLY, DPV_OP_XRC_WRITE_ONLY_IMM,
+	DPV_OP_XRC_READ_REQUEST, DPV_OP_XRC_READ_RESP_FIRST, DPV_OP_XRC_READ_RESP_MIDDLE,
+	DPV_OP_XRC_READ_RESP_LAST, DPV_OP_XRC_READ_RESP_ONLY, DPV_OP_XRC_ACK,
+	DPV_OP_XRC_ATOMIC_ACK, DPV_OP_XRC_CMP_SWAP, DPV_OP_XRC_FETCH_ADD,
+	DPV_OP_XRC_SEND_LAST_INV, DPV_OP_XRC_SEND_ONLY_INV,
 };
 
 static void sample_pkt(struct dpv_wire_pkt *p, uint8_t opcode)
@@ -60,6 +68,7 @@ static void sample_pkt(struct dpv_wire_pkt *p, uint8_t opcode)
 	p->aeth_msn = 0x00beef;
 	p->deth_qkey = 0x11111111;
 	p->deth_src_qp = 0x000042;
+	p->xrc_srqn = 0x00c0de;
 	p->imm = 0xdeadbeef;
 	p->atomic_va = 0x7edcba9876543210ULL;
 	p->atomic_rkey = 0x99aabbcc;
@@ -92,7 +101,7 @@ static void every_opcode_round_trips_every_field(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(known_opcodes); i++) {
 		uint8_t op = known_opcodes[i];
-		uint8_t info = dpv_wire_opcode_info(op);
+		uint16_t info = dpv_wire_opcode_info(op);
 
 		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
 			uint32_t plen = lens[j], len;
@@ -141,6 +150,13 @@ static void every_opcode_round_trips_every_field(void **state)
 				assert_int_equal(out.deth_qkey, in.deth_qkey);
 				assert_int_equal(out.deth_src_qp, in.deth_src_qp);
 			}
+			if (info & DPV_WIRE_EXT_XRCETH)
+				assert_int_equal(out.xrc_srqn, in.xrc_srqn);
+			/* XRC's requests, and only they, carry the XRCETH. */
+			assert_int_equal(!!(info & DPV_WIRE_EXT_XRCETH),
+					 DPV_WIRE_OP_TRANSPORT(op) == DPV_WIRE_OP_XRC &&
+						 (op < DPV_OP_XRC_READ_RESP_FIRST ||
+						  op > DPV_OP_XRC_ATOMIC_ACK));
 			if (info & DPV_WIRE_EXT_IMM)
 				assert_int_equal(out.imm, in.imm);
 			if (plen)
@@ -165,7 +181,13 @@ static void header_lengths_follow_ibta_table_38(void **state)
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_CMP_SWAP), base + 28);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_FETCH_ADD), base + 28);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_ATOMIC_ACK), base + 4 + 8);
-	assert_int_equal(dpv_wire_hdr_len(DPV_OP_RC_CMP_SWAP), DPV_WIRE_MAX_HDR_LEN);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_CMP_SWAP), DPV_WIRE_MAX_HDR_LEN);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_SEND_ONLY), base + 4);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_WRITE_ONLY_IMM), base + 4 + 16 + 4);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_READ_REQUEST), base + 4 + 16);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_READ_RESP_FIRST), base + 4);
+	assert_int_equal(dpv_wire_hdr_len(DPV_OP_XRC_ACK), base + 4);
+	assert_int_equal(dpv_wire_hdr_len(0xb5), 0);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_UC_WRITE_ONLY_IMM), base + 16 + 4);
 	assert_int_equal(dpv_wire_hdr_len(DPV_OP_UC_SEND_MIDDLE), base);
 	assert_int_equal(dpv_wire_hdr_len(0x15), 0);
@@ -560,6 +582,7 @@ static void opcode_names_match_tshark(void **state)
 	(void)state;
 	assert_string_equal(dpv_wire_opcode_name(DPV_OP_RC_SEND_ONLY), "RC Send Only");
 	assert_string_equal(dpv_wire_opcode_name(DPV_OP_UD_SEND_ONLY), "UD Send Only");
+	assert_string_equal(dpv_wire_opcode_name(DPV_OP_XRC_SEND_ONLY), "XRC Send Only");
 	assert_string_equal(dpv_wire_opcode_name(0xff), "unknown");
 }
 
