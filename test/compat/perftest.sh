@@ -186,6 +186,8 @@ for ((i = 1; i < $#; i++)); do
 	--iters=*) iters=${!i#*=} ;;
 	esac
 done
+# An XRC connection receives through an XRC SRQ: perftest says so.
+[ "$conn" = XRC ] && srq=ON
 if [ -z "$size" ]; then
 	size=2
 	[[ $prog == *_bw ]] && size=65536
