@@ -255,6 +255,7 @@ static void fill_ops(struct dpv_context *c)
 	v->open_xrcd = dpv_verbs_open_xrcd;
 	v->close_xrcd = dpv_verbs_close_xrcd;
 	v->get_srq_num = dpv_verbs_get_srq_num;
+	v->open_qp = dpv_verbs_open_qp;
 	v->sz = sizeof(*v);
 	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
 }

@@ -130,6 +130,7 @@ struct dpv_xrcd_v {
 	dev_t dev;
 	ino_t ino;
 	struct dpv_xrcd_v *next;      /* the process's list (verbs_xrc.c) */
+	struct dpv_qp_v *tgts;        /* its target QPs (ibv_open_qp(3) finds them) */
 };
 
 static inline struct dpv_xrcd_v *to_xrcd(struct ibv_xrcd *x)
@@ -141,6 +142,13 @@ struct ibv_xrcd *dpv_verbs_open_xrcd(struct ibv_context *context,
 				     struct ibv_xrcd_init_attr *attr);
 int dpv_verbs_close_xrcd(struct ibv_xrcd *xrcd);
 int dpv_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *dpv_verbs_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr);
+/* A new XRC target QP joins its domain's list. */
+void dpv_verbs_xrc_tgt_add(struct dpv_qp_v *qp);
+/* ibv_destroy_qp(3) of an XRC target or of a handle opened on one: the target QP to
+ * destroy now (leaving its domain's list), or NULL when handles still hold it (the
+ * handle destroyed is freed here). */
+struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp);
 
 struct dpv_srq_v {
 	struct ibv_srq ibsrq;
@@ -183,6 +191,13 @@ struct dpv_qp_v {
 	uint32_t max_send_sge;
 	uint32_t max_recv_sge;
 	struct ibv_xrcd *xrcd;        /* an XRC target QP's domain, else NULL */
+	/* XRC targets (verbs_xrc.c), under its lock: a handle of ibv_open_qp(3) names the
+	 * target it opened; a target counts its handles, and destroyed while it has some
+	 * is closed and lives on for them; each is on its domain's list. */
+	struct dpv_qp_v *opened_of;
+	uint32_t opens;
+	bool closed;
+	struct dpv_qp_v *next_tgt;
 };
 
 struct dpv_ah {

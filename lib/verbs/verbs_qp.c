@@ -186,10 +186,8 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 			to_srq(attr->srq)->users++;
 		if (pd != NULL)
 			__atomic_add_fetch(&to_pd(pd)->users, 1, __ATOMIC_RELAXED);
-		if (tgt) {
-			qp->xrcd = attr->xrcd;
+		if (tgt)
 			__atomic_add_fetch(&to_xrcd(attr->xrcd)->users, 1, __ATOMIC_RELEASE);
-		}
 	}
 	dpv_dev_disown(c->dev);
 	if (ret != 0) {
@@ -227,6 +225,10 @@ struct ibv_qp *dpv_verbs_create_qp_ex(struct ibv_context *context,
 	qp->ibqp.qp_type = attr->qp_type;
 	pthread_mutex_init(&qp->ibqp.mutex, NULL);
 	pthread_cond_init(&qp->ibqp.cond, NULL);
+	if (tgt) {
+		qp->xrcd = attr->xrcd;
+		dpv_verbs_xrc_tgt_add(qp);
+	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	    dpv_verbs_qp_ex_init(qp) != 0) {
 		ibv_destroy_qp(&qp->ibqp);
@@ -262,6 +264,13 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct dpv_qp_v *qp = to_qp(ibqp);
 	struct dpv_dev *dev = qp->ctx->dev;
 
+	/* An XRC target lives on while handles of ibv_open_qp(3) hold it. */
+	if (qp->xrcd != NULL) {
+		qp = dpv_verbs_xrc_tgt_release(qp);
+		if (qp == NULL)
+			return 0;
+		ibqp = &qp->ibqp;
+	}
 	dpv_dev_own(dev);
 	dpv_verbs_mw_qp_gone(dev, ibqp->qp_num);
 	dpv_qp_destroy(dev->xport, qp->qp);

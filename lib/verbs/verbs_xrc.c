@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * XRC domains (ibv_open_xrcd(3), ibv_close_xrcd(3)) and the number of an XRC SRQ
- * (ibv_get_srq_num(3)); doc/guides/srq.md §4. The XRC SRQs and QPs themselves are
- * made by verbs_srq.c and verbs_qp.c.
+ * XRC domains (ibv_open_xrcd(3), ibv_close_xrcd(3)), the number of an XRC SRQ
+ * (ibv_get_srq_num(3)) and the handles of ibv_open_qp(3) on a domain's target QPs;
+ * doc/guides/srq.md §4. The XRC SRQs and QPs themselves are made by verbs_srq.c and
+ * verbs_qp.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -108,4 +109,96 @@ int dpv_verbs_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 		return EINVAL;
 	*srq_num = srq->srq->xrc_srqn;
 	return 0;
+}
+
+void dpv_verbs_xrc_tgt_add(struct dpv_qp_v *qp)
+{
+	struct dpv_xrcd_v *x = to_xrcd(qp->xrcd);
+
+	pthread_mutex_lock(&xrcds_lock);
+	qp->next_tgt = x->tgts;
+	x->tgts = qp;
+	pthread_mutex_unlock(&xrcds_lock);
+}
+
+struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp)
+{
+	struct dpv_xrcd_v *x = to_xrcd(qp->xrcd);
+	struct dpv_qp_v *tgt = qp->opened_of != NULL ? qp->opened_of : qp, **p;
+
+	pthread_mutex_lock(&xrcds_lock);
+	if (qp != tgt) {
+		pthread_mutex_destroy(&qp->ibqp.mutex);
+		pthread_cond_destroy(&qp->ibqp.cond);
+		free(qp);
+		tgt->opens--;
+	} else {
+		tgt->closed = true;
+	}
+	if (!tgt->closed || tgt->opens != 0) {
+		pthread_mutex_unlock(&xrcds_lock);
+		return NULL;
+	}
+	for (p = &x->tgts; *p != NULL; p = &(*p)->next_tgt) {
+		if (*p == tgt) {
+			*p = tgt->next_tgt;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&xrcds_lock);
+	return tgt;
+}
+
+/*
+ * ibv_open_qp(3): another handle on a target QP of the domain, made by this process on
+ * the same device. The QP lives until its creator's handle and every opened one are
+ * destroyed. Its asynchronous events go to the creator's handle.
+ */
+struct ibv_qp *dpv_verbs_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
+{
+	const uint32_t need = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE;
+	struct dpv_context *c = to_ctx(context);
+	struct dpv_qp_v *tgt, *qp;
+
+	if ((attr->comp_mask & ~(uint32_t)(IBV_QP_OPEN_ATTR_RESERVED - 1)) != 0) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & need) != need || attr->xrcd == NULL ||
+	    attr->qp_type != IBV_QPT_XRC_RECV) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&xrcds_lock);
+	for (tgt = to_xrcd(attr->xrcd)->tgts; tgt != NULL; tgt = tgt->next_tgt)
+		if (tgt->ibqp.qp_num == attr->qp_num && !tgt->closed && tgt->ctx->dev == c->dev)
+			break;
+	if (tgt == NULL) {
+		pthread_mutex_unlock(&xrcds_lock);
+		free(qp);
+		errno = EINVAL; /* ibv_open_qp(3): no such QP in the domain */
+		return NULL;
+	}
+	tgt->opens++;
+	qp->opened_of = tgt;
+	pthread_mutex_unlock(&xrcds_lock);
+	qp->ctx = c;
+	qp->qp = tgt->qp;
+	qp->xrcd = attr->xrcd;
+	dpv_vlock_init_none(&qp->sq_lock);
+	dpv_vlock_init_none(&qp->rq_lock);
+	qp->ibqp.context = context;
+	qp->ibqp.qp_context = attr->comp_mask & IBV_QP_OPEN_ATTR_CONTEXT ? attr->qp_context : NULL;
+	qp->ibqp.handle = tgt->ibqp.handle;
+	qp->ibqp.qp_num = tgt->ibqp.qp_num;
+	qp->ibqp.state = (enum ibv_qp_state)__atomic_load_n(&tgt->qp->attr.state, __ATOMIC_ACQUIRE);
+	qp->ibqp.qp_type = IBV_QPT_XRC_RECV;
+	pthread_mutex_init(&qp->ibqp.mutex, NULL);
+	pthread_cond_init(&qp->ibqp.cond, NULL);
+	return &qp->ibqp;
 }

@@ -2,7 +2,8 @@
 /*
  * XRC through <infiniband/verbs.h> (doc/guides/srq.md §4): XRC domains opened and
  * closed (ibv_open_xrcd(3)), XRC SRQs and their numbers (ibv_get_srq_num(3)), initiator
- * and target QPs; messages from one initiator into the SRQs a target's domain holds,
+ * and target QPs, and handles opened on a target (ibv_open_qp(3)) that keep it after
+ * its creator's is destroyed; messages from one initiator into the SRQs a target's domain holds,
  * each completing on its SRQ's CQ; WRITE, READ and atomics through a target, checked
  * against the PD of the SRQ the request names; the errors of a request that names an
  * SRQ of no domain or another one. With DPV_FAULTS set (meson runs it so), the same
@@ -205,6 +206,74 @@ static void xrc_srq_and_qp_refusals(void **state)
 	assert_null(tgt->pd);
 }
 
+static struct ibv_qp *open_tgt(struct ibv_xrcd *x, uint32_t num, enum ibv_qp_type type,
+			       int *err)
+{
+	struct ibv_qp_open_attr attr = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE |
+			     IBV_QP_OPEN_ATTR_CONTEXT,
+		.qp_num = num,
+		.xrcd = x,
+		.qp_context = &B,
+		.qp_type = type,
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_open_qp(B.ctx, &attr);
+	*err = qp == NULL ? errno : 0;
+	return qp;
+}
+
+static void an_opened_target_outlives_its_creators_handle(void **state)
+{
+	struct ibv_mr *src = new_mr(&A, 64, LW), *dst = new_mr(&B, 64, LW);
+	struct ibv_cq *acq = new_cq(&A, 16, NULL, NULL), *bcq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_xrcd *x = new_xrcd(&B), *other = new_xrcd(&B);
+	struct ibv_srq *srq = new_xrc_srq(&B, x, bcq, 4);
+	struct ibv_qp *ini = new_xrc_ini(&A, acq, 4), *tgt, *h;
+	struct ibv_qp_init_attr_ex ta = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = x,
+	};
+	struct ibv_wc wc;
+	uint32_t n;
+	int err;
+
+	(void)state;
+	tgt = ibv_create_qp_ex(B.ctx, &ta);
+	assert_non_null(tgt);
+	/* No such QP in the domain (another domain's number, no number, not a target). */
+	assert_null(open_tgt(other, tgt->qp_num, IBV_QPT_XRC_RECV, &err));
+	assert_int_equal(err, EINVAL);
+	assert_null(open_tgt(x, tgt->qp_num + 1, IBV_QPT_XRC_RECV, &err));
+	assert_int_equal(err, EINVAL);
+	assert_null(open_tgt(x, tgt->qp_num, IBV_QPT_RC, &err));
+	assert_int_equal(err, EINVAL);
+	h = open_tgt(x, tgt->qp_num, IBV_QPT_XRC_RECV, &err);
+	assert_non_null(h);
+	assert_int_equal(h->qp_num, tgt->qp_num);
+	assert_ptr_equal(h->qp_context, &B);
+	/* The creator's handle goes; the QP stays for the opened one, which runs it. */
+	assert_int_equal(ibv_destroy_qp(tgt), 0);
+	connect_rc(ini, h, xrc_conn());
+	assert_int_equal(ibv_get_srq_num(srq, &n), 0);
+	assert_int_equal(post_srq_recv(srq, 7, dst->addr, 64, dst->lkey), 0);
+	memcpy(src->addr, "opened", 6);
+	assert_int_equal(xrc_send(ini, IBV_WR_SEND, 1, n, src->addr, 6, src->lkey), 0);
+	expect_send_ok(acq, 1, IBV_WC_SEND);
+	expect_wc(bcq, &wc);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.qp_num, h->qp_num);
+	assert_memory_equal(dst->addr, "opened", 6);
+	/* The domain is in use while the QP is. */
+	assert_int_equal(ibv_close_xrcd(x), EBUSY);
+	assert_int_equal(ibv_destroy_qp(h), 0);
+	/* Gone with its last handle. */
+	assert_null(open_tgt(x, n, IBV_QPT_XRC_RECV, &err));
+}
+
 /* ---- messages ---- */
 
 static void sends_land_in_the_srq_they_name(void **state)
@@ -373,6 +442,7 @@ int main(void)
 		VT(device_reports_xrc),
 		VT(xrcd_open_and_close),
 		VT(xrc_srq_and_qp_refusals),
+		VT(an_opened_target_outlives_its_creators_handle),
 		VT(sends_land_in_the_srq_they_name),
 		VT(write_read_and_atomic_through_a_target),
 		VT(a_request_for_no_srq_is_a_remote_access_error),
