@@ -151,7 +151,8 @@ int rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 
 	if (attr == NULL || id->verbs == NULL || id->srq != NULL)
 		return cma_err(EINVAL);
-	/* XRC needs XRC domains, which dpverbs does not have. */
+	/* The drop-in makes no XRC ids (RDMA_PS_IB, which rdma_getaddrinfo() refuses), so no
+	 * id has the XRC domain an XRC SRQ would need. */
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && attr->srq_type != IBV_SRQT_BASIC)
 		return cma_err(EOPNOTSUPP);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd :

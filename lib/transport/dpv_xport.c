@@ -449,6 +449,6 @@ struct dpv_cq *xp_recv_cq(const struct xp_qp *q)
 	const struct dpv_srq *srq = q->qp.init.srq;
 
 	/* doc/guides/srq.md §2: the CQ of a TM SRQ receives every completion of its
-	 * messages, as an XRC SRQ's does (§4); a basic SRQ has none. */
+	 * messages, as an XRC SRQ's does (§7); a basic SRQ has none. */
 	return srq != NULL && srq->cq != NULL ? srq->cq : q->qp.init.recv_cq;
 }

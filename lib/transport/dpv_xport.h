@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /**
  * @file
- * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC and UD queue pairs,
+ * dpv_xport: the RoCEv2 transport of one device (one port): RC, UC, UD and XRC queue pairs,
  * the QP state machine, PSNs, ACK/NAK, RNR, segmentation by path MTU, SEND /
  * SEND_WITH_IMM / RDMA WRITE (WITH_IMM) / RDMA READ / atomic compare-and-swap and
  * fetch-and-add (RC, IBTA 9.4.5) / atomic write (RC, IBTA 1.5), memory-region checks,
- * SRQs and tag-matching SRQs (through lib/tm), completions into CQ rings.
+ * SRQs, tag-matching SRQs (through lib/tm) and XRC SRQs, completions into CQ rings.
  *
  * It speaks its own structs (no rdma-core types): lib/verbs translates. The requester,
  * responder and completer are separate state machines (dpv_xport_req.c, _resp.c,

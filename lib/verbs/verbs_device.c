@@ -361,7 +361,7 @@ static void fill_device_attr(const struct dpv_dev *dev, struct ibv_device_attr *
 	/* No IBV_DEVICE_SRQ_RESIZE: ibv_modify_srq() does not resize (verbs_srq.c). */
 	/* Memory windows of type 1 and 2B (IBTA 10.6.7: type 2 windows are bound to the QP
 	 * they were bound through, as rxe's are), in the regions' key table. XRC
-	 * (doc/guides/srq.md §4). */
+	 * (doc/guides/srq.md §7). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_CHANGE_PHY_PORT | IBV_DEVICE_MEM_WINDOW |
 			      IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;

@@ -88,7 +88,7 @@ static int check_init_attr(struct ibv_context *context, struct ibv_qp_init_attr_
 	case IBV_QPT_UD:
 		break;
 	case IBV_QPT_XRC_SEND:
-		/* doc/guides/srq.md §4: a send queue only; the receive side's caps and
+		/* doc/guides/srq.md §7: a send queue only; the receive side's caps and
 		 * CQ mean nothing to it. */
 		attr->cap.max_recv_wr = 0;
 		attr->cap.max_recv_sge = 0;

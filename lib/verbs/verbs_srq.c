@@ -84,7 +84,7 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		init.tm = &tm;
 		init.cq = cq->cq;
 	} else if (type == IBV_SRQT_XRC) {
-		/* doc/guides/srq.md §4: an XRC SRQ is in an XRC domain and completes into
+		/* doc/guides/srq.md §7: an XRC SRQ is in an XRC domain and completes into
 		 * its own CQ. */
 		if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || attr->cq == NULL ||
 		    !(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || attr->xrcd == NULL ||

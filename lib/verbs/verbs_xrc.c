@@ -2,7 +2,7 @@
 /*
  * XRC domains (ibv_open_xrcd(3), ibv_close_xrcd(3)), the number of an XRC SRQ
  * (ibv_get_srq_num(3)) and the handles of ibv_open_qp(3) on a domain's target QPs;
- * doc/guides/srq.md §4. The XRC SRQs and QPs themselves are made by verbs_srq.c and
+ * doc/guides/srq.md §7. The XRC SRQs and QPs themselves are made by verbs_srq.c and
  * verbs_qp.c.
  */
 #include <errno.h>

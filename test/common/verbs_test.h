@@ -105,7 +105,7 @@ struct ibv_ah *new_ah(struct side *s, const struct side *to);
  * its send and receive CQ @p cq, as new_qp() makes one otherwise. */
 struct ibv_qp_ex *new_qp_ex(struct side *s, enum ibv_qp_type type, struct ibv_cq *cq,
 			    uint32_t max_send_wr, uint64_t send_ops);
-/* XRC (doc/guides/srq.md §4): a private XRC domain (no file), an XRC SRQ in it
+/* XRC (doc/guides/srq.md §7): a private XRC domain (no file), an XRC SRQ in it
  * completing into @p cq (one SGE per WR), an initiator QP sending from @p cq, and a
  * target QP of @p xrcd. Each closed or destroyed in its turn. */
 struct ibv_xrcd *new_xrcd(struct side *s);

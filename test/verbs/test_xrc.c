@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * XRC through <infiniband/verbs.h> (doc/guides/srq.md §4): XRC domains opened and
+ * XRC through <infiniband/verbs.h> (doc/guides/srq.md §7): XRC domains opened and
  * closed (ibv_open_xrcd(3)), XRC SRQs and their numbers (ibv_get_srq_num(3)), initiator
  * and target QPs, and handles opened on a target (ibv_open_qp(3)) that keep it after
  * its creator's is destroyed; messages from one initiator into the SRQs a target's domain holds,

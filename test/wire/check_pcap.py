@@ -45,6 +45,14 @@ ATOMIC_ACK, CMP_SWAP, FETCH_ADD = 0x12, 0x13, 0x14
 # A tshark that knows the opcode decodes the RETH instead.
 ATOMIC_WRITE_FIELDS = ["infiniband.reth.dmalen", "infiniband.vendor"]
 ATOMIC_WRITE = 0x1D
+# XRC: tshark 4.0 (Debian 12) decodes the BTH of its opcodes ("Extended Reliable
+# Connection (XRC) - ...") and none of the headers after it, which it shows with the
+# payload and ICRC as unknown data: that must be exactly the bytes written after the
+# BTH, and for a request start with the XRCETH (a reserved byte, then the SRQ number:
+# wire_pcap.c writes 0x300 + the frame's index). scapy checks the ICRC as for any frame.
+XRC_REQUESTS = set(range(0xA0, 0xAD)) | {0xB3, 0xB4, 0xB6, 0xB7}
+XRC_OPCODES = XRC_REQUESTS | set(range(0xAD, 0xB3))
+BTH_END = 14 + 20 + 8 + 12
 
 
 def atomic_problems(opcode, index, row):
@@ -85,6 +93,18 @@ def atomic_write_problems(index, plen, row):
 # FETCH_ADD, ATOMIC WRITE, UC SEND first/middle/last, UC WRITE only, UD SEND only+imm.
 CAPTURE_OPCODES = {0, 1, 2, 3, 4, 6, 7, 8, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
                    29, 32, 33, 34, 42, 101}
+
+
+def xrc_problems(opcode, index, row, raw):
+    vendor = row[len(FIELDS) + len(ATOMIC_FIELDS) + 1]
+    after_bth = raw[BTH_END:]
+    why = []
+    # (tshark may list the unknown data more than once: the whole is the longest.)
+    if max(vendor.split(","), key=len) != after_bth.hex():
+        why.append(f"tshark's unknown data {vendor[:40]} is not the headers after the BTH")
+    if opcode in XRC_REQUESTS and after_bth[:4] != (0x300 + index).to_bytes(4, "big"):
+        why.append(f"XRCETH {after_bth[:4].hex()}, not SRQ {0x300 + index:#x}")
+    return why
 
 
 def tshark_rows(pcap, extra=()):
@@ -153,6 +173,8 @@ def check_generated(gen):
         why += atomic_problems(opcode, num - 1, row)
         if opcode == ATOMIC_WRITE:
             why += atomic_write_problems(num - 1, plen, row)
+        if opcode in XRC_OPCODES:
+            why += xrc_problems(opcode, num - 1, row, bytes(pkt))
         if why:
             bad += 1
             print(f"frame {num} (opcode {opcode}, {plen} bytes): " + "; ".join(why))
