@@ -695,7 +695,7 @@ struct dpv_qp {
 	uint64_t *db_summary;      /**< the device's word of doorbell words */
 	struct dpv_qp_init init;
 	struct dpv_ring *sq;       /**< slots: struct dpv_swqe; NULL if max_send_wr == 0 */
-	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ */
+	struct dpv_ring *rq;       /**< slots: struct dpv_rwqe; NULL with an SRQ, and for XRC */
 	struct dpv_qp_attr attr;   /**< current attributes (state included) */
 	void *xport_state;         /**< requester/responder/completer state (dpv_xport_qp.c) */
 	/** Called by the device when the QP enters ERR on its own with an event to

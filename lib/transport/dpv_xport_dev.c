@@ -231,17 +231,51 @@ static bool rc_request(uint8_t opcode)
 	return opcode < 32 && (RC_REQUEST_MASK >> opcode & 1u);
 }
 
+/* A frame for an XRC QP: RC's checks and state machines once its opcode is RC's. */
+static void xrc_rx(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
+		   const uint8_t *frame)
+{
+	bool request;
+
+	if (p->src_ip != q->qp.attr.dst_ip && q->qp.attr.dst_ip != 0) {
+		x->stats.rx_bad_src++;
+		return;
+	}
+	/* IBTA 9.6: the opcode's transport must be the QP's; an initiator takes only
+	 * responses (it has no receive side), a target only requests (it sends none). */
+	if (DPV_WIRE_OP_TRANSPORT(p->opcode) != DPV_WIRE_OP_XRC) {
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		return;
+	}
+	p->opcode -= DPV_WIRE_OP_XRC;
+	request = rc_request(p->opcode);
+	if ((!request && p->opcode > DPV_OP_RC_FETCH_ADD) ||
+	    request != (q->qp.init.xrc == DPV_XRC_TGT)) {
+		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
+		return;
+	}
+	if (request) {
+		q->req_tsc = x->now;
+		xp_resp_rx(x, q, p, frame);
+	} else {
+		xp_comp_rx(x, q, p, frame);
+	}
+}
+
 /* A frame for no QP of the device (QP 1 is never an application QP's: the GSI's
- * frames come here), or for a UD or UC QP. */
+ * frames come here), or for a UD, UC or XRC QP. */
 static __attribute__((noinline)) void rx_other(struct dpv_xport *x, struct xp_qp *q,
-					       const struct dpv_wire_pkt *p,
-					       const uint8_t *frame)
+					       struct dpv_wire_pkt *p, const uint8_t *frame)
 {
 	if (q == NULL) {
 		if (p->dest_qp == DPV_GSI_QPN)
 			xp_gsi_rx(x, p, frame);
 		else if (!xp_linger_rx(x, p))
 			x->stats.rx_unknown_qp++;
+		return;
+	}
+	if (q->op_base == DPV_WIRE_OP_XRC) {
+		xrc_rx(x, q, p, frame);
 		return;
 	}
 	if (q->qp.init.type == DPV_QPT_UD) {
@@ -291,7 +325,7 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 		return;
 	}
 	q = p.dest_qp < DPV_MAX_QP ? x->qps[p.dest_qp] : NULL;
-	if (unlikely(q == NULL || q->qp.init.type != DPV_QPT_RC)) {
+	if (unlikely(q == NULL || q->op_base != DPV_WIRE_OP_RC)) {
 		rx_other(x, q, &p, frame);
 		return;
 	}
@@ -302,23 +336,12 @@ static void rx_one(struct dpv_xport *x, struct rte_mbuf *m)
 		x->stats.rx_bad_src++;
 		return;
 	}
-	/* IBTA 9.6: the opcode's transport must be the QP's (RC or XRC); from here on
-	 * the opcode is the RC one. */
-	if (unlikely(DPV_WIRE_OP_TRANSPORT(p.opcode) != q->op_base)) {
-		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-		return;
-	}
-	p.opcode -= q->op_base;
+	/* IBTA 9.6: the opcode's transport must be the QP's. */
 	if (rc_request(p.opcode)) {
-		/* An XRC initiator has no receive side. */
-		if (unlikely(q->qp.init.xrc == DPV_XRC_INI)) {
-			x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
-			return;
-		}
 		q->req_tsc = x->now; /* how long it lingers when destroyed */
 		xp_resp_rx(x, q, &p, frame);
-	} else if (likely(p.opcode <= DPV_OP_RC_FETCH_ADD && q->qp.init.xrc != DPV_XRC_TGT)) {
-		xp_comp_rx(x, q, &p, frame); /* an XRC target sends no requests */
+	} else if (likely(p.opcode <= DPV_OP_RC_FETCH_ADD)) {
+		xp_comp_rx(x, q, &p, frame);
 	} else {
 		x->stats.rx_bad[DPV_WIRE_E_OPCODE]++;
 	}

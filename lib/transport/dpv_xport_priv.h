@@ -248,8 +248,9 @@ struct xp_qp {
 	uint32_t live_idx;        /**< position in x->live */
 	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
 	uint32_t mtu;             /**< bytes of payload per packet */
-	/** The transport bits of its opcodes (DPV_WIRE_OP_RC, _UC or _XRC): what it sends
-	 *  carries them, what it receives must. */
+	/** The transport bits of its opcodes (DPV_WIRE_OP_RC, _UC, _UD or _XRC): what it
+	 *  sends carries them, what it receives must; DPV_WIRE_OP_RC only for an RC QP
+	 *  (rx_one()'s own path), an XRC QP being RC with the XRC bits. */
 	uint8_t op_base;
 	/** The headers every packet to the peer shares (RC, UC): rebuilt whenever
 	 *  dpv_qp_modify() runs, so it always follows the address vector and peer QP. */

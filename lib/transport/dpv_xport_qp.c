@@ -124,7 +124,8 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	q->qp.xport_state = q;
 	q->mtu = xp_active_mtu(x->port);
 	q->op_base = init->xrc != DPV_XRC_NONE ? DPV_WIRE_OP_XRC
-		     : init->type == DPV_QPT_UC ? DPV_WIRE_OP_UC : DPV_WIRE_OP_RC;
+		     : init->type == DPV_QPT_UC ? DPV_WIRE_OP_UC
+		     : init->type == DPV_QPT_UD ? DPV_WIRE_OP_UD : DPV_WIRE_OP_RC;
 	if (init->max_send_wr > 0) {
 		q->qp.sq = qp_ring(socket, init->max_send_wr, sizeof(struct dpv_swqe));
 		if (q->qp.sq == NULL)
@@ -146,8 +147,9 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 			goto nomem;
 	}
 	/* A QP without an SRQ always has an RQ ring, so lib/verbs never meets a NULL one;
-	 * with max_recv_wr 0 it holds nothing that lib/verbs lets through. */
-	if (init->srq == NULL) {
+	 * with max_recv_wr 0 it holds nothing that lib/verbs lets through. An XRC QP has
+	 * none: an initiator receives nothing, a target into the SRQ of each request. */
+	if (init->srq == NULL && init->xrc == DPV_XRC_NONE) {
 		q->qp.rq = qp_ring(socket, init->max_recv_wr ? init->max_recv_wr : 1,
 				   sizeof(struct dpv_rwqe));
 		if (q->qp.rq == NULL)

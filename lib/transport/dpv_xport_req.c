@@ -190,7 +190,7 @@ static bool send_data_pkt(struct dpv_xport *x, struct xp_qp *q, const struct dpv
 			  const struct xp_swqe_meta *m)
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
-	const bool uc = q->qp.init.type == DPV_QPT_UC;
+	const bool uc = q->op_base == DPV_WIRE_OP_UC;
 	uint32_t i = q->next_off / q->mtu, plen = m->len - q->next_off;
 	bool last = i == m->npkts - 1;
 	struct dpv_wire_pkt p;

@@ -726,8 +726,8 @@ int dpv_verbs_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_
 	int ret = 0;
 	bool fast;
 
-	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET ||
-	    ibqp->qp_type == IBV_QPT_XRC_SEND || ibqp->qp_type == IBV_QPT_XRC_RECV) {
+	/* An XRC QP has no RQ (doc/guides/srq.md §7). */
+	if (ibqp->srq != NULL || rq == NULL || qp_state(qp) == IBV_QPS_RESET) {
 		*bad = wr;
 		return EINVAL;
 	}
