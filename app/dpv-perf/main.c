@@ -23,6 +23,7 @@ static const struct perf_cmd *const perf_cmds[] = {
 	&perf_cmd_loss,
 	&perf_cmd_rndv,
 	&perf_cmd_link,
+	&perf_cmd_xrc,
 #endif
 };
 #define PERF_NB_CMDS (sizeof(perf_cmds) / sizeof(perf_cmds[0]))

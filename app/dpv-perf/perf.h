@@ -35,6 +35,7 @@ extern const struct perf_cmd perf_cmd_idle;
 extern const struct perf_cmd perf_cmd_loss;
 extern const struct perf_cmd perf_cmd_rndv;
 extern const struct perf_cmd perf_cmd_link;
+extern const struct perf_cmd perf_cmd_xrc;
 #endif
 
 /* Report a bad command line on stderr; returns PERF_EXIT_USAGE. */
