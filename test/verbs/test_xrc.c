@@ -59,9 +59,10 @@ static void xrc_link(struct xrc_link *l)
 	connect_rc(l->ini, l->tgt, xrc_conn());
 }
 
-/* An XRC SEND (or SEND with immediate) of @p len bytes at @p addr to SRQ @p srqn. */
-static int xrc_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint32_t srqn,
-		    const void *addr, uint32_t len, uint32_t lkey)
+/* One signaled XRC WR of @p op for SRQ @p srqn: a SEND (with immediate 0x1234) of
+ * @p len bytes at @p addr, or a WRITE, READ or FETCH_ADD (of 5) at @p raddr. */
+static int xrc_post(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint32_t srqn,
+		    const void *addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
 {
 	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
 	struct ibv_send_wr wr = {
@@ -74,22 +75,6 @@ static int xrc_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, ui
 	}, *bad = NULL;
 
 	wr.qp_type.xrc.remote_srqn = srqn;
-	return ibv_post_send(qp, &wr, &bad);
-}
-
-static int xrc_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint32_t srqn,
-		    void *addr, uint32_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey)
-{
-	struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-	struct ibv_send_wr wr = {
-		.wr_id = wr_id,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = op,
-		.send_flags = IBV_SEND_SIGNALED,
-	}, *bad = NULL;
-
-	wr.qp_type.xrc.remote_srqn = srqn;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
 		wr.wr.atomic.remote_addr = raddr;
 		wr.wr.atomic.rkey = rkey;
@@ -99,6 +84,12 @@ static int xrc_rdma(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, ui
 		wr.wr.rdma.rkey = rkey;
 	}
 	return ibv_post_send(qp, &wr, &bad);
+}
+
+static int xrc_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, uint32_t srqn,
+		    const void *addr, uint32_t len, uint32_t lkey)
+{
+	return xrc_post(qp, op, wr_id, srqn, addr, len, lkey, 0, 0);
 }
 
 /* ---- what the device reports, domains, SRQs and QPs ---- */
@@ -333,16 +324,16 @@ static void write_read_and_atomic_through_a_target(void **state)
 	for (i = 0; i < 2048; i++)
 		s[i] = (uint8_t)(i * 7 + 3);
 	*word = 40;
-	assert_int_equal(xrc_rdma(l.ini, IBV_WR_RDMA_WRITE, 1, l.srqn1, s, 2048, src->lkey,
+	assert_int_equal(xrc_post(l.ini, IBV_WR_RDMA_WRITE, 1, l.srqn1, s, 2048, src->lkey,
 				  (uintptr_t)m, mem->rkey), 0);
 	expect_send_ok(l.acq, 1, IBV_WC_RDMA_WRITE);
 	assert_memory_equal(m, s, 2048);
 	memset(s + 2048, 0, 2048);
-	assert_int_equal(xrc_rdma(l.ini, IBV_WR_RDMA_READ, 2, l.srqn2, s + 2048, 2048, src->lkey,
+	assert_int_equal(xrc_post(l.ini, IBV_WR_RDMA_READ, 2, l.srqn2, s + 2048, 2048, src->lkey,
 				  (uintptr_t)m, mem->rkey), 0);
 	expect_send_ok(l.acq, 2, IBV_WC_RDMA_READ);
 	assert_memory_equal(s + 2048, m, 2048);
-	assert_int_equal(xrc_rdma(l.ini, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, l.srqn1, s, 8,
+	assert_int_equal(xrc_post(l.ini, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, l.srqn1, s, 8,
 				  src->lkey, (uintptr_t)word, mem->rkey), 0);
 	expect_send_ok(l.acq, 3, IBV_WC_FETCH_ADD);
 	assert_true(*(uint64_t *)s == 40);

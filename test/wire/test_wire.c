@@ -14,32 +14,10 @@
 #include <cmocka.h>
 
 #include "dpv_wire.h"
+#include "wire_opcodes.h"
 
 #define FRAME_MAX 9100
 
-static const uint8_t known_opcodes[] = {
-	DPV_OP_RC_SEND_FIRST, DPV_OP_RC_SEND_MIDDLE, DPV_OP_RC_SEND_LAST,
-	DPV_OP_RC_SEND_LAST_IMM, DPV_OP_RC_SEND_ONLY, DPV_OP_RC_SEND_ONLY_IMM,
-	DPV_OP_RC_WRITE_FIRST, DPV_OP_RC_WRITE_MIDDLE, DPV_OP_RC_WRITE_LAST,
-	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
-	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
-	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
-	DPV_OP_RC_ATOMIC_ACK, DPV_OP_RC_CMP_SWAP, DPV_OP_RC_FETCH_ADD,
-	DPV_OP_RC_ATOMIC_WRITE,
-	DPV_OP_UC_SEND_FIRST, DPV_OP_UC_SEND_MIDDLE, DPV_OP_UC_SEND_LAST,
-	DPV_OP_UC_SEND_LAST_IMM, DPV_OP_UC_SEND_ONLY, DPV_OP_UC_SEND_ONLY_IMM,
-	DPV_OP_UC_WRITE_FIRST, DPV_OP_UC_WRITE_MIDDLE, DPV_OP_UC_WRITE_LAST,
-	DPV_OP_UC_WRITE_LAST_IMM, DPV_OP_UC_WRITE_ONLY, DPV_OP_UC_WRITE_ONLY_IMM,
-	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
-	DPV_OP_XRC_SEND_FIRST, DPV_OP_XRC_SEND_MIDDLE, DPV_OP_XRC_SEND_LAST,
-	DPV_OP_XRC_SEND_LAST_IMM, DPV_OP_XRC_SEND_ONLY, DPV_OP_XRC_SEND_ONLY_IMM,
-	DPV_OP_XRC_WRITE_FIRST, DPV_OP_XRC_WRITE_MIDDLE, DPV_OP_XRC_WRITE_LAST,
-	DPV_OP_XRC_WRITE_LAST_IMM, DPV_OP_XRC_WRITE_ONLY, DPV_OP_XRC_WRITE_ONLY_IMM,
-	DPV_OP_XRC_READ_REQUEST, DPV_OP_XRC_READ_RESP_FIRST, DPV_OP_XRC_READ_RESP_MIDDLE,
-	DPV_OP_XRC_READ_RESP_LAST, DPV_OP_XRC_READ_RESP_ONLY, DPV_OP_XRC_ACK,
-	DPV_OP_XRC_ATOMIC_ACK, DPV_OP_XRC_CMP_SWAP, DPV_OP_XRC_FETCH_ADD,
-	DPV_OP_XRC_SEND_LAST_INV, DPV_OP_XRC_SEND_ONLY_INV,
-};
 
 static void sample_pkt(struct dpv_wire_pkt *p, uint8_t opcode)
 {
@@ -99,8 +77,8 @@ static void every_opcode_round_trips_every_field(void **state)
 	size_t i, j;
 
 	(void)state;
-	for (i = 0; i < sizeof(known_opcodes); i++) {
-		uint8_t op = known_opcodes[i];
+	for (i = 0; i < sizeof(wire_opcodes); i++) {
+		uint8_t op = wire_opcodes[i];
 		uint16_t info = dpv_wire_opcode_info(op);
 
 		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
@@ -362,8 +340,8 @@ static void every_truncation_is_refused_without_overread(void **state)
 	size_t i;
 
 	(void)state;
-	for (i = 0; i < sizeof(known_opcodes); i++) {
-		sample_pkt(&p, known_opcodes[i]);
+	for (i = 0; i < sizeof(wire_opcodes); i++) {
+		sample_pkt(&p, wire_opcodes[i]);
 		len = build(f, &p, dpv_wire_opcode_info(p.opcode) & DPV_WIRE_EXT_PAYLOAD ? 9 : 0);
 		for (cut = 0; cut < len; cut++) {
 			/* A heap copy of exactly cut bytes: ASan catches any read past it. */
@@ -413,11 +391,11 @@ static void receive_parse_answers_as_the_full_parse(void **state)
 	size_t k, j;
 
 	(void)state;
-	for (k = 0; k < sizeof(known_opcodes); k++) {
+	for (k = 0; k < sizeof(wire_opcodes); k++) {
 		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
-			if (lens[j] && !(dpv_wire_opcode_info(known_opcodes[k]) & DPV_WIRE_EXT_PAYLOAD))
+			if (lens[j] && !(dpv_wire_opcode_info(wire_opcodes[k]) & DPV_WIRE_EXT_PAYLOAD))
 				continue;
-			sample_pkt(&in, known_opcodes[k]);
+			sample_pkt(&in, wire_opcodes[k]);
 			len = build(f, &in, lens[j]);
 			memset(&all, 0xa5, sizeof(all));
 			memset(&rx, 0xa5, sizeof(rx));
@@ -489,9 +467,9 @@ static void template_writes_what_write_headers_writes(void **state)
 		p.tos = (uint8_t)(k * 37);
 		p.ttl = (uint8_t)(255 - k);
 		dpv_wire_tmpl_init(&t, &p);
-		for (i = 0; i < sizeof(known_opcodes); i++) {
+		for (i = 0; i < sizeof(wire_opcodes); i++) {
 			for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
-				p.opcode = known_opcodes[i];
+				p.opcode = wire_opcodes[i];
 				per_packet(&p, (uint32_t)(i * 16 + j + k));
 				memset(a, 0x5a, sizeof(a));
 				memset(b, 0xa5, sizeof(b));
@@ -522,9 +500,9 @@ static void template_reads_only_per_packet_fields(void **state)
 	sample_pkt(&conn, DPV_OP_RC_SEND_ONLY);
 	dpv_wire_tmpl_init(&t, &conn);
 	memset(&other, 0xee, sizeof(other));
-	for (i = 0; i < sizeof(known_opcodes); i++) {
+	for (i = 0; i < sizeof(wire_opcodes); i++) {
 		/* Per-packet fields from one packet, connection fields garbage. */
-		sample_pkt(&p, known_opcodes[i]);
+		sample_pkt(&p, wire_opcodes[i]);
 		per_packet(&p, (uint32_t)i);
 		memcpy(&other, &p, sizeof(p));
 		memset(other.dst_mac, 0xee, 6);
@@ -537,7 +515,7 @@ static void template_reads_only_per_packet_fields(void **state)
 		plen = dpv_wire_opcode_info(p.opcode) & DPV_WIRE_EXT_PAYLOAD ? 8 : 0;
 		assert_int_not_equal(dpv_wire_write_headers(a, &p, plen), 0);
 		assert_int_not_equal(dpv_wire_tmpl_write(b, &t, &other, plen), 0);
-		assert_memory_equal(a, b, dpv_wire_hdr_len(known_opcodes[i]));
+		assert_memory_equal(a, b, dpv_wire_hdr_len(wire_opcodes[i]));
 	}
 }
 

@@ -10,30 +10,8 @@
 
 #include "dpv_pcap.h"
 #include "dpv_wire.h"
+#include "wire_opcodes.h"
 
-static const uint8_t opcodes[] = {
-	DPV_OP_RC_SEND_FIRST, DPV_OP_RC_SEND_MIDDLE, DPV_OP_RC_SEND_LAST,
-	DPV_OP_RC_SEND_LAST_IMM, DPV_OP_RC_SEND_ONLY, DPV_OP_RC_SEND_ONLY_IMM,
-	DPV_OP_RC_WRITE_FIRST, DPV_OP_RC_WRITE_MIDDLE, DPV_OP_RC_WRITE_LAST,
-	DPV_OP_RC_WRITE_LAST_IMM, DPV_OP_RC_WRITE_ONLY, DPV_OP_RC_WRITE_ONLY_IMM,
-	DPV_OP_RC_READ_REQUEST, DPV_OP_RC_READ_RESP_FIRST, DPV_OP_RC_READ_RESP_MIDDLE,
-	DPV_OP_RC_READ_RESP_LAST, DPV_OP_RC_READ_RESP_ONLY, DPV_OP_RC_ACK,
-	DPV_OP_RC_ATOMIC_ACK, DPV_OP_RC_CMP_SWAP, DPV_OP_RC_FETCH_ADD,
-	DPV_OP_RC_ATOMIC_WRITE,
-	DPV_OP_UC_SEND_FIRST, DPV_OP_UC_SEND_MIDDLE, DPV_OP_UC_SEND_LAST,
-	DPV_OP_UC_SEND_LAST_IMM, DPV_OP_UC_SEND_ONLY, DPV_OP_UC_SEND_ONLY_IMM,
-	DPV_OP_UC_WRITE_FIRST, DPV_OP_UC_WRITE_MIDDLE, DPV_OP_UC_WRITE_LAST,
-	DPV_OP_UC_WRITE_LAST_IMM, DPV_OP_UC_WRITE_ONLY, DPV_OP_UC_WRITE_ONLY_IMM,
-	DPV_OP_UD_SEND_ONLY, DPV_OP_UD_SEND_ONLY_IMM,
-	DPV_OP_XRC_SEND_FIRST, DPV_OP_XRC_SEND_MIDDLE, DPV_OP_XRC_SEND_LAST,
-	DPV_OP_XRC_SEND_LAST_IMM, DPV_OP_XRC_SEND_ONLY, DPV_OP_XRC_SEND_ONLY_IMM,
-	DPV_OP_XRC_WRITE_FIRST, DPV_OP_XRC_WRITE_MIDDLE, DPV_OP_XRC_WRITE_LAST,
-	DPV_OP_XRC_WRITE_LAST_IMM, DPV_OP_XRC_WRITE_ONLY, DPV_OP_XRC_WRITE_ONLY_IMM,
-	DPV_OP_XRC_READ_REQUEST, DPV_OP_XRC_READ_RESP_FIRST, DPV_OP_XRC_READ_RESP_MIDDLE,
-	DPV_OP_XRC_READ_RESP_LAST, DPV_OP_XRC_READ_RESP_ONLY, DPV_OP_XRC_ACK,
-	DPV_OP_XRC_ATOMIC_ACK, DPV_OP_XRC_CMP_SWAP, DPV_OP_XRC_FETCH_ADD,
-	DPV_OP_XRC_SEND_LAST_INV, DPV_OP_XRC_SEND_ONLY_INV,
-};
 static const uint32_t lens[] = {0, 1, 3, 16, 257, 1024};
 
 int main(int argc, char **argv)
@@ -52,11 +30,11 @@ int main(int argc, char **argv)
 		perror(argv[1]);
 		return 1;
 	}
-	for (i = 0; i < sizeof(opcodes); i++) {
+	for (i = 0; i < sizeof(wire_opcodes); i++) {
 		for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
 			uint32_t plen = lens[j];
 
-			if (plen && !(dpv_wire_opcode_info(opcodes[i]) & DPV_WIRE_EXT_PAYLOAD))
+			if (plen && !(dpv_wire_opcode_info(wire_opcodes[i]) & DPV_WIRE_EXT_PAYLOAD))
 				continue;
 			memset(&p, 0, sizeof(p));
 			memcpy(p.dst_mac, "\x02\x00\x00\x00\x00\x02", 6);
@@ -66,7 +44,7 @@ int main(int argc, char **argv)
 			p.ttl = 64;
 			p.ip_id = (uint16_t)n;
 			p.udp_sport = (uint16_t)(0xc000 | n);
-			p.opcode = opcodes[i];
+			p.opcode = wire_opcodes[i];
 			p.pkey = DPV_WIRE_PKEY_DEFAULT;
 			p.dest_qp = 0x11 + n;
 			p.ack_req = true;
@@ -89,7 +67,7 @@ int main(int argc, char **argv)
 			p.atomic_orig = 0x3333333300000000ULL + n;
 			hdr = dpv_wire_write_headers(frame, &p, plen);
 			if (hdr == 0) {
-				fprintf(stderr, "opcode %#x refused\n", opcodes[i]);
+				fprintf(stderr, "opcode %#x refused\n", wire_opcodes[i]);
 				return 1;
 			}
 			/* The first two bytes of a payload (with the pad of a 1-byte one)
@@ -103,7 +81,7 @@ int main(int argc, char **argv)
 				perror(argv[1]);
 				return 1;
 			}
-			printf("%u %u %u\n", ++n, opcodes[i], plen);
+			printf("%u %u %u\n", ++n, wire_opcodes[i], plen);
 		}
 	}
 	if (dpv_pcap_close(f) != 0) {
