@@ -387,6 +387,39 @@ static void a_request_for_another_domains_srq_is_a_remote_access_error(void **st
 	expect_quiet(cq);
 }
 
+/* An SRQ destroyed after a target last received into it: its number names nothing
+ * any more, and the target answers a request for it as for a number never given. */
+static void a_destroyed_srqs_number_names_nothing(void **state)
+{
+	struct ibv_mr *src = new_mr(&A, 64, LW), *dst = new_mr(&B, 64, LW);
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = {.max_wr = 4, .max_sge = 1},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = B.pd,
+	};
+	struct ibv_srq *srq;
+	struct xrc_link l;
+	struct ibv_wc wc;
+	uint32_t n;
+
+	(void)state;
+	xrc_link(&l);
+	sa.xrcd = l.xrcd;
+	sa.cq = l.cq2;
+	srq = ibv_create_srq_ex(B.ctx, &sa);
+	assert_non_null(srq);
+	assert_int_equal(ibv_get_srq_num(srq, &n), 0);
+	assert_int_equal(post_srq_recv(srq, 5, dst->addr, 64, dst->lkey), 0);
+	assert_int_equal(xrc_send(l.ini, IBV_WR_SEND, 1, n, src->addr, 8, src->lkey), 0);
+	expect_send_ok(l.acq, 1, IBV_WC_SEND);
+	expect_wc(l.cq2, &wc);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(ibv_destroy_srq(srq), 0);
+	expect_domain_violation(&l, n);
+}
+
 /* Over the faults port: every message lands once, in its SRQ, in order. */
 static void messages_over_a_lossy_link_land_once(void **state)
 {
@@ -438,6 +471,7 @@ int main(void)
 		VT(write_read_and_atomic_through_a_target),
 		VT(a_request_for_no_srq_is_a_remote_access_error),
 		VT(a_request_for_another_domains_srq_is_a_remote_access_error),
+		VT(a_destroyed_srqs_number_names_nothing),
 	};
 	const struct CMUnitTest lossy[] = {
 		VT(messages_over_a_lossy_link_land_once),
