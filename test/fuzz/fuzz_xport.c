@@ -42,6 +42,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define PD 1u
+#define XRCD 1u
 #define MR_LEN 65536u
 #define N_MR 4u
 #define GUARD 4096u
@@ -55,8 +56,9 @@ struct dev {
 	struct dpv_xport *x;
 	struct dpv_mr_table *t;
 	struct dpv_cq *cq;
-	struct dpv_srq *srq, *tm_srq;
+	struct dpv_srq *srq, *tm_srq, *xsrq;  /* xsrq: an XRC SRQ of domain XRCD */
 	struct dpv_qp *rc, *rc_srq, *ud;
+	struct dpv_qp *xini, *xtgt;           /* XRC: to the peer's target, from its initiator */
 	uint8_t *mem[N_MR];       /* inside guard pages */
 	struct dpv_mr mr[N_MR];
 	uint32_t key[N_MR];
@@ -124,6 +126,22 @@ static struct dpv_qp *qp_new(struct dev *d, uint8_t type, struct dpv_srq *srq)
 	return qp;
 }
 
+/* An XRC initiator (a send queue, its CQ) or target (no queue, no CQ) of domain XRCD. */
+static struct dpv_qp *xrc_qp_new(struct dev *d, uint8_t role)
+{
+	const bool tgt = role == DPV_XRC_TGT;
+	struct dpv_qp_init init = {
+		.type = DPV_QPT_RC, .pd = tgt ? 0 : PD, .max_send_wr = tgt ? 0 : 64,
+		.max_send_sge = 2, .send_cq = tgt ? NULL : d->cq, .recv_cq = tgt ? NULL : d->cq,
+		.xrc = role, .xrcd = tgt ? XRCD : 0,
+	};
+	struct dpv_qp *qp;
+
+	if (dpv_qp_create(d->x, &init, &qp) != 0)
+		abort();
+	return qp;
+}
+
 /* At exit: what lives in DPDK memory is not scanned by LeakSanitizer, so what it
  * points to would look lost. */
 static void teardown(void)
@@ -134,6 +152,9 @@ static void teardown(void)
 		dpv_qp_destroy(d->x, d->rc);
 		dpv_qp_destroy(d->x, d->rc_srq);
 		dpv_qp_destroy(d->x, d->ud);
+		dpv_qp_destroy(d->x, d->xini);
+		dpv_qp_destroy(d->x, d->xtgt);
+		dpv_srq_destroy(d->x, d->xsrq);
 		dpv_srq_destroy(d->x, d->srq);
 		dpv_srq_destroy(d->x, d->tm_srq);
 		dpv_cq_destroy(d->cq);
@@ -204,6 +225,12 @@ static void setup(void)
 		d->rc = qp_new(d, DPV_QPT_RC, k == 1 ? d->tm_srq : NULL);
 		d->rc_srq = qp_new(d, DPV_QPT_RC, d->srq);
 		d->ud = qp_new(d, DPV_QPT_UD, NULL);
+		si.tm = NULL;
+		si.xrcd = XRCD;
+		if (dpv_srq_create(d->x, &si, &d->xsrq) != 0)
+			abort();
+		d->xini = xrc_qp_new(d, DPV_XRC_INI);
+		d->xtgt = xrc_qp_new(d, DPV_XRC_TGT);
 		dpv_xport_set_gsi(d->x, gsi_echo, d);
 	}
 	up = true;
@@ -273,6 +300,8 @@ static void post_recvs(struct dev *d, unsigned int n)
 			__atomic_add_fetch(&d->srq->posted, 1, __ATOMIC_RELAXED);
 		if (dpv_ring_enqueue_burst(d->tm_srq->lanes.lane[0], &r, 1) == 1)
 			__atomic_add_fetch(&d->tm_srq->posted, 1, __ATOMIC_RELAXED);
+		if (dpv_ring_enqueue_burst(d->xsrq->lanes.lane[0], &r, 1) == 1)
+			__atomic_add_fetch(&d->xsrq->posted, 1, __ATOMIC_RELAXED);
 	}
 }
 
@@ -325,6 +354,8 @@ static void reset_all(void)
 	for (int k = 0; k < 2; k++) {
 		rc_connect(&dv[k], dv[k].rc, &dv[1 - k], dv[1 - k].rc);
 		rc_connect(&dv[k], dv[k].rc_srq, &dv[1 - k], dv[1 - k].rc_srq);
+		rc_connect(&dv[k], dv[k].xini, &dv[1 - k], dv[1 - k].xtgt);
+		rc_connect(&dv[k], dv[k].xtgt, &dv[1 - k], dv[1 - k].xini);
 		ud_up(&dv[k]);
 	}
 	pump(4);
@@ -369,11 +400,19 @@ static void crafted(struct in *in, int to)
 	struct dev *d = &dv[to], *peer = &dv[1 - to];
 	uint32_t sel = take(in, 1), bad, plen, hl;
 	struct dpv_qp *qp = sel % 3 == 0 ? d->rc : sel % 3 == 1 ? d->rc_srq : d->ud;
-	const struct xp_qp *xq = qp->xport_state;
+	const struct xp_qp *xq;
+	bool xrc;
 	struct dpv_wire_pkt p;
 	int32_t delta;
 	bool gsi;
 
+	/* Both top bits: an XRC QP instead, its target (requests) or initiator
+	 * (responses), an RC opcode made XRC's with an XRCETH naming the target's XRC
+	 * SRQ, or a number the fuzzer gives. */
+	xrc = (sel & 0xc0) == 0xc0;
+	if (xrc)
+		qp = sel & 0x02 ? d->xtgt : d->xini;
+	xq = qp->xport_state;
 	memset(&p, 0, sizeof(p));
 	memcpy(p.dst_mac, d->port.mac.addr_bytes, 6);
 	memcpy(p.src_mac, peer->port.mac.addr_bytes, 6);
@@ -385,6 +424,9 @@ static void crafted(struct in *in, int to)
 	 * wrong P_Key, QP number or Q_Key. */
 	bad = take(in, 1);
 	p.opcode = opcodes[take(in, 1) % sizeof(opcodes)];
+	if (xrc && p.opcode < 0x20 && p.opcode != DPV_OP_RC_ATOMIC_WRITE)
+		p.opcode |= DPV_WIRE_OP_XRC;
+	p.xrc_srqn = xrc && (sel & 0x01) ? take(in, 3) : d->xsrq->xrc_srqn;
 	p.pkey = bad < 16 ? (uint16_t)take(in, 2) : DPV_WIRE_PKEY_DEFAULT;
 	p.dest_qp = bad >= 16 && bad < 32 ? take(in, 3) : qp->qpn;
 	/* A UD frame now and then goes to QP 1, the GSI, with its Q_Key. */
@@ -396,7 +438,8 @@ static void crafted(struct in *in, int to)
 	/* At what the QP expects as responder (requests) or sent as requester, mostly;
 	 * else a little before or after it. */
 	delta = take(in, 1) < 160 ? 0 : (int8_t)take(in, 1);
-	p.psn = ((p.opcode >= DPV_OP_RC_READ_RESP_FIRST && p.opcode <= DPV_OP_RC_ATOMIC_ACK)
+	p.psn = (((p.opcode & 0x1f) >= DPV_OP_RC_READ_RESP_FIRST &&
+		  (p.opcode & 0x1f) <= DPV_OP_RC_ATOMIC_ACK)
 			 ? xq->una
 			 : xq->epsn) + (uint32_t)delta;
 	p.psn &= DPV_WIRE_PSN_MASK;
@@ -592,6 +635,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		dpv_qp_modify(dv[k].x, dv[k].rc, &a, DPV_QP_STATE);
 		dpv_qp_modify(dv[k].x, dv[k].rc_srq, &a, DPV_QP_STATE);
 		dpv_qp_modify(dv[k].x, dv[k].ud, &a, DPV_QP_STATE);
+		dpv_qp_modify(dv[k].x, dv[k].xini, &a, DPV_QP_STATE);
+		dpv_qp_modify(dv[k].x, dv[k].xtgt, &a, DPV_QP_STATE);
 	}
 	pump(4);
 	check_canaries();
