@@ -178,7 +178,7 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct dpv_verbs_xstat xs[64];
 	uint32_t qpn, dest_qpn = 0, srq_id = 0;
-	uint8_t type = 0, state = 0;
+	uint8_t type = 0, xrc = 0, state = 0;
 	struct dpv_device *dv = parse(params, &qpn);
 	struct dpv_qp *qp;
 	bool has_srq = false;
@@ -191,6 +191,7 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 	qp = dpv_xport_qp(dv->dev->xport, qpn);
 	if (qp != NULL) {
 		type = qp->init.type;
+		xrc = qp->init.xrc;
 		state = qp->attr.state;
 		dest_qpn = qp->attr.dest_qpn;
 		has_srq = qp->init.srq != NULL;
@@ -203,7 +204,9 @@ static int tel_qp(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_int(d, "qpn", (int)qpn);
 	rte_tel_data_add_dict_string(d, "type", type == DPV_QPT_UD ? "UD"
-					       : type == DPV_QPT_UC ? "UC" : "RC");
+					       : type == DPV_QPT_UC ? "UC"
+					       : xrc == DPV_XRC_INI ? "XRC_INI"
+					       : xrc == DPV_XRC_TGT ? "XRC_TGT" : "RC");
 	rte_tel_data_add_dict_string(d, "state",
 				     state < sizeof(qp_state_names) / sizeof(qp_state_names[0]) ?
 					     qp_state_names[state] : "?");
@@ -237,7 +240,8 @@ static int tel_srq(const char *cmd, const char *params, struct rte_tel_data *d)
 	uint32_t id, max_wr = 0, posted = 0, limit = 0, qps = 0;
 	struct dpv_device *dv = parse(params, &id);
 	const struct dpv_srq_v *s;
-	bool found = false, is_tm = false, error = false;
+	bool found = false, is_tm = false, is_xrc = false, error = false;
+	uint32_t xrc_srqn = 0;
 
 	(void)cmd;
 	if (dv == NULL)
@@ -248,6 +252,8 @@ static int tel_srq(const char *cmd, const char *params, struct rte_tel_data *d)
 			continue;
 		found = true;
 		is_tm = s->srq->tm != NULL;
+		is_xrc = s->srq->xrcd != 0;
+		xrc_srqn = s->srq->xrc_srqn;
 		max_wr = s->srq->max_wr;
 		posted = __atomic_load_n(&s->srq->posted, __ATOMIC_RELAXED);
 		limit = s->srq->limit;
@@ -262,7 +268,9 @@ static int tel_srq(const char *cmd, const char *params, struct rte_tel_data *d)
 		return -ENOENT;
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_int(d, "srq", (int)id);
-	rte_tel_data_add_dict_string(d, "type", is_tm ? "TM" : "BASIC");
+	rte_tel_data_add_dict_string(d, "type", is_tm ? "TM" : is_xrc ? "XRC" : "BASIC");
+	if (is_xrc)
+		rte_tel_data_add_dict_int(d, "xrc_srqn", (int)xrc_srqn);
 	rte_tel_data_add_dict_int(d, "max_wr", (int)max_wr);
 	rte_tel_data_add_dict_int(d, "posted", (int)posted);
 	rte_tel_data_add_dict_int(d, "limit", (int)limit);

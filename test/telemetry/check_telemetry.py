@@ -117,7 +117,8 @@ def churn(c, p, client, prefix, qa, rounds=15):
                 continue
             found += 1
             key = "qpn" if "/qp," in cmd else "srq"
-            if reply.get(key) != num or reply.get("type") not in ("RC", "BASIC", "TM"):
+            if reply.get(key) != num or reply.get("type") not in ("RC", "BASIC", "TM",
+                                                                  "XRC_INI", "XRC"):
                 c.eq(f"churn: {cmd}", reply, f"{key} {num} whole, or null")
     print(f"churn: {found} lookups found the object, {gone} found it gone")
     c.eq("churn: the QP that stays was asked for each round", found >= rounds, True)
@@ -159,6 +160,8 @@ def main(argv):
                     "/dpverbs/counters,dpv1", f"/dpverbs/qp,dpv0,{qa}",
                     f"/dpverbs/qp,dpv1,{hex(qb)}", "/dpverbs/qps,dpv0", "/dpverbs/srqs,dpv1",
                     f"/dpverbs/srq,dpv1,{srq}", f"/dpverbs/srq,dpv1,{tm}", "/dpverbs/cm,dpv0",
+                    f"/dpverbs/qp,dpv0,{v['xini']}", f"/dpverbs/qp,dpv1,{v['xtgt']}",
+                    f"/dpverbs/srq,dpv1,{v['xsrq']}",
                     # nothing of these exists or parses: null, and the device runs on
                     "/dpverbs/counters,dpv9", "/dpverbs/counters", "/dpverbs/qp,dpv0",
                     "/dpverbs/qp,dpv0,4095", "/dpverbs/qp,dpv0,x1", "/dpverbs/srq,dpv0,99999",
@@ -177,9 +180,22 @@ def main(argv):
                  (qa, "RC", "RTS", qb, -1))
             c.eq(f"{phase}: qp b", (qpb.get("qpn"), qpb.get("state"), qpb.get("srq")),
                  (qb, "RTS", srq))
-            c.eq(f"{phase}: qps of dpv0", r["/dpverbs/qps,dpv0"], [qa])
+            c.eq(f"{phase}: qps of dpv0", sorted(r["/dpverbs/qps,dpv0"] or []),
+                 sorted([qa, v["xini"]]))
             c.eq(f"{phase}: srqs of dpv1", sorted(r["/dpverbs/srqs,dpv1"] or []),
-                 sorted([srq, tm]))
+                 sorted([srq, tm, v["xsrq"]]))
+            # The XRC halves and their SRQ, no traffic: the target has named no SRQ yet.
+            xi = r[f"/dpverbs/qp,dpv0,{v['xini']}"] or {}
+            xt = r[f"/dpverbs/qp,dpv1,{v['xtgt']}"] or {}
+            xs = r[f"/dpverbs/srq,dpv1,{v['xsrq']}"] or {}
+            c.eq(f"{phase}: xrc initiator", (xi.get("type"), xi.get("state"),
+                                             xi.get("dest_qpn"), xi.get("srq")),
+                 ("XRC_INI", "RTS", v["xtgt"], -1))
+            c.eq(f"{phase}: xrc target", (xt.get("type"), xt.get("state"),
+                                          xt.get("dest_qpn"), xt.get("srq")),
+                 ("XRC_TGT", "RTS", v["xini"], -1))
+            c.eq(f"{phase}: xrc srq", (xs.get("type"), xs.get("xrc_srqn"), xs.get("qps"),
+                                       xs.get("posted")), ("XRC", v["xrc_srqn"], 0, 0))
             s = r[f"/dpverbs/srq,dpv1,{srq}"] or {}
             # Each SEND consumed one receive of the SRQ.
             c.eq(f"{phase}: srq", (s.get("type"), s.get("posted"), s.get("qps"), s.get("error")),
@@ -188,7 +204,7 @@ def main(argv):
             c.eq(f"{phase}: tm srq", (t.get("type"), t.get("tm_adds"), t.get("tm_listed"),
                                       t.get("tm_expected")), ("TM", v["tags"], v["tags"], 0))
             check_cm(c, phase, r["/dpverbs/cm,dpv0"], v)
-            for k in cmds[11:]:
+            for k in cmds[14:]:
                 c.eq(f"{phase}: {k}", r[k], None)
             # Every SEND was received: the requester's packets and the responder's
             # receives, on the QPs and summed over the device.

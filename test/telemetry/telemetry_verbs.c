@@ -2,8 +2,9 @@
 /*
  * A verbs program for check_telemetry.py to read through DPDK's telemetry client while
  * it runs: dpv0 and dpv1 of a ring pair, an RC QP on dpv0 connected to one on dpv1
- * that takes its receives from a basic SRQ, and a tag-matching SRQ on dpv1 holding
- * TAGS tags. It does its traffic in two phases and stops after each, until a line comes
+ * that takes its receives from a basic SRQ, a tag-matching SRQ on dpv1 holding
+ * TAGS tags, and an XRC initiator on dpv0 connected to an XRC target on dpv1 with an
+ * XRC SRQ in the target's domain (no traffic). It does its traffic in two phases and stops after each, until a line comes
  * on stdin, so the client reads counters that nothing moves meanwhile:
  *
  *   phase 1  RECVS receives posted to the SRQ, SENDS1 SENDs from dpv0 to dpv1
@@ -11,8 +12,8 @@
  *            address resolution nobody answers (CM_NOBODY, under way until cancelled)
  *
  * After each it prints one line, "phase N qpn_a=.. qpn_b=.. srq=.. tm_srq=.. recvs=..
- * sends=.. tags=.. cm_listen=.. cm_resolve=.." (the CM ids, 0 in phase 1), what the
- * client must find. Then, in phase 3, it creates and
+ * sends=.. tags=.. cm_listen=.. cm_resolve=.. xini=.. xtgt=.. xsrq=.. xrc_srqn=.." (the CM
+ * ids, 0 in phase 1), what the client must find. Then, in phase 3, it creates and
  * destroys QPs on dpv0 and SRQs on dpv1 without a pause, while the client looks them
  * up, until the next line on stdin. Uses only <infiniband/verbs.h>, unless started
  * with --native: then, as a DPDK-native program (the console) does, it starts EAL itself
@@ -20,6 +21,7 @@
  * dpv_verbs_open_port() (dpv_verbs.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -116,17 +118,53 @@ static void sends(struct side *a, struct ibv_qp *qp, struct side *b, int n)
 }
 
 /* Stop until the client has read: a line on stdin. */
+/* The XRC objects of the run: dpv0's initiator, dpv1's target, its domain's SRQ. */
+struct xrc_objs {
+	struct ibv_xrcd *xrcd;
+	struct ibv_srq *srq;
+	struct ibv_qp *ini, *tgt;
+	uint32_t srqn;
+};
+
 static void pause_for_client(int phase, const struct ibv_qp *qa, const struct ibv_qp *qb,
 			     const struct ibv_srq *srq, const struct ibv_srq *tm, int sent,
-			     uint32_t cm_listen, uint32_t cm_resolve)
+			     uint32_t cm_listen, uint32_t cm_resolve, const struct xrc_objs *x)
 {
 	char line[64];
 
 	printf("phase %d qpn_a=%u qpn_b=%u srq=%u tm_srq=%u recvs=%d sends=%d tags=%d "
-	       "cm_listen=%u cm_resolve=%u\n", phase, qa->qp_num, qb->qp_num, srq->handle,
-	       tm->handle, RECVS, sent, TAGS, cm_listen, cm_resolve);
+	       "cm_listen=%u cm_resolve=%u xini=%u xtgt=%u xsrq=%u xrc_srqn=%u\n", phase,
+	       qa->qp_num, qb->qp_num, srq->handle, tm->handle, RECVS, sent, TAGS, cm_listen,
+	       cm_resolve, x->ini->qp_num, x->tgt->qp_num, x->srq->handle, x->srqn);
 	fflush(stdout);
 	CHECK(fgets(line, sizeof(line), stdin) != NULL);
+}
+
+static void xrc_setup(struct side *a, struct side *b, struct xrc_objs *x)
+{
+	struct ibv_xrcd_init_attr xa = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = -1, .oflags = O_CREAT,
+	};
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = {.max_wr = 16, .max_sge = 1},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC, .pd = b->pd, .cq = b->cq,
+	};
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = a->cq, .cap = {.max_send_wr = 4, .max_send_sge = 1},
+		.qp_type = IBV_QPT_XRC_SEND, .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = a->pd,
+	}, ta = {.qp_type = IBV_QPT_XRC_RECV, .comp_mask = IBV_QP_INIT_ATTR_XRCD};
+
+	CHECK((x->xrcd = ibv_open_xrcd(b->ctx, &xa)) != NULL);
+	sa.xrcd = ta.xrcd = x->xrcd;
+	CHECK((x->srq = ibv_create_srq_ex(b->ctx, &sa)) != NULL);
+	CHECK(ibv_get_srq_num(x->srq, &x->srqn) == 0);
+	CHECK((x->ini = ibv_create_qp_ex(a->ctx, &ia)) != NULL);
+	CHECK((x->tgt = ibv_create_qp_ex(b->ctx, &ta)) != NULL);
+	to_rts(x->ini, x->tgt->qp_num, &b->gid);
+	to_rts(x->tgt, x->ini->qp_num, &a->gid);
 }
 
 /* Create and destroy objects until a line comes on stdin. */
@@ -184,6 +222,7 @@ int main(int argc, char **argv)
 	struct ibv_device **list;
 	struct ibv_qp *qa, *qb;
 	struct ibv_srq *srq, *tm;
+	struct xrc_objs x;
 	struct ibv_cq_ex *tm_cq;
 	struct ibv_cq_init_attr_ex cq_attr = {.cqe = 64, .wc_flags = IBV_WC_STANDARD_FLAGS};
 	uint32_t cm_listen, cm_resolve;
@@ -243,6 +282,7 @@ int main(int argc, char **argv)
 		wait_wc(ibv_cq_ex_to_cq(tm_cq), 1);
 	}
 
+	xrc_setup(&a, &b, &x);
 	for (int i = 0; i < RECVS; i++) {
 		struct ibv_sge sge = {(uintptr_t)b.buf + 32768 + 256 * i, 256, b.mr->lkey};
 		struct ibv_recv_wr wr = {.wr_id = (uint64_t)i, .sg_list = &sge, .num_sge = 1}, *bad;
@@ -250,15 +290,17 @@ int main(int argc, char **argv)
 		CHECK(ibv_post_srq_recv(srq, &wr, &bad) == 0);
 	}
 	sends(&a, qa, &b, SENDS1);
-	pause_for_client(1, qa, qb, srq, tm, SENDS1, 0, 0);
+	pause_for_client(1, qa, qb, srq, tm, SENDS1, 0, 0, &x);
 	sends(&a, qa, &b, SENDS2);
 	CHECK(dpv_verbs_cm_listen(a.ctx, 0x0106ull << 16 | CM_PORT, &cm_listen) == 0);
 	CHECK(dpv_verbs_cm_resolve(a.ctx, CM_NOBODY, 600000, &cm_resolve) == 0);
-	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2, cm_listen, cm_resolve);
+	pause_for_client(2, qa, qb, srq, tm, SENDS1 + SENDS2, cm_listen, cm_resolve, &x);
 	CHECK(dpv_verbs_cm_resolve_cancel(a.ctx, cm_resolve) == 0);
 	CHECK(dpv_verbs_cm_unlisten(a.ctx, cm_listen) == 0);
 	churn(&a, &b);
 	CHECK(ibv_destroy_qp(qa) == 0 && ibv_destroy_qp(qb) == 0);
+	CHECK(ibv_destroy_qp(x.ini) == 0 && ibv_destroy_qp(x.tgt) == 0);
+	CHECK(ibv_destroy_srq(x.srq) == 0 && ibv_close_xrcd(x.xrcd) == 0);
 	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_srq(tm) == 0);
 	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(tm_cq)) == 0);
 	side_close(&a);
