@@ -128,12 +128,28 @@ struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp)
 
 	pthread_mutex_lock(&xrcds_lock);
 	if (qp != tgt) {
-		pthread_mutex_destroy(&qp->ibqp.mutex);
-		pthread_cond_destroy(&qp->ibqp.cond);
-		free(qp);
+		for (p = &tgt->opened; *p != NULL; p = &(*p)->next_open) {
+			if (*p == qp) {
+				*p = qp->next_open;
+				break;
+			}
+		}
 		tgt->opens--;
 	} else {
 		tgt->closed = true;
+	}
+	/* The QP's asynchronous events go to a handle that is still there: its creator's
+	 * while it has it, else an opened one (and, the last one gone, to the creator's
+	 * again, which stays allocated until the QP is destroyed below). */
+	if (tgt->closed) {
+		dpv_dev_own(tgt->ctx->dev);
+		tgt->qp->fatal_arg = tgt->opened != NULL ? tgt->opened : tgt;
+		dpv_dev_disown(tgt->ctx->dev);
+	}
+	if (qp != tgt) {
+		pthread_mutex_destroy(&qp->ibqp.mutex);
+		pthread_cond_destroy(&qp->ibqp.cond);
+		free(qp);
 	}
 	if (!tgt->closed || tgt->opens != 0) {
 		pthread_mutex_unlock(&xrcds_lock);
@@ -152,7 +168,8 @@ struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp)
 /*
  * ibv_open_qp(3): another handle on a target QP of the domain, made by this process on
  * the same device. The QP lives until its creator's handle and every opened one are
- * destroyed. Its asynchronous events go to the creator's handle.
+ * destroyed. Its asynchronous events go to the creator's handle, or once that is
+ * destroyed to one of the opened ones.
  */
 struct ibv_qp *dpv_verbs_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
 {
@@ -186,6 +203,8 @@ struct ibv_qp *dpv_verbs_open_qp(struct ibv_context *context, struct ibv_qp_open
 	}
 	tgt->opens++;
 	qp->opened_of = tgt;
+	qp->next_open = tgt->opened;
+	tgt->opened = qp;
 	pthread_mutex_unlock(&xrcds_lock);
 	qp->ctx = c;
 	qp->qp = tgt->qp;

@@ -228,6 +228,7 @@ static void an_opened_target_outlives_its_creators_handle(void **state)
 		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
 		.xrcd = x,
 	};
+	struct ibv_async_event ev;
 	struct ibv_wc wc;
 	uint32_t n;
 	int err;
@@ -258,6 +259,14 @@ static void an_opened_target_outlives_its_creators_handle(void **state)
 	assert_int_equal(wc.wr_id, 7);
 	assert_int_equal(wc.qp_num, h->qp_num);
 	assert_memory_equal(dst->addr, "opened", 6);
+	/* Its asynchronous events now go to the opened handle. */
+	assert_int_equal(xrc_send(ini, IBV_WR_SEND, 2, 0xabcde, src->addr, 6, src->lkey), 0);
+	expect_wc(acq, &wc);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_true(wait_async_event(B.ctx, &ev, WAIT_MS));
+	assert_int_equal(ev.event_type, IBV_EVENT_QP_ACCESS_ERR);
+	assert_ptr_equal(ev.element.qp, h);
+	ibv_ack_async_event(&ev);
 	/* The domain is in use while the QP is. */
 	assert_int_equal(ibv_close_xrcd(x), EBUSY);
 	assert_int_equal(ibv_destroy_qp(h), 0);
