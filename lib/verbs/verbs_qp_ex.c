@@ -23,8 +23,8 @@
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_SEND_WITH_INV | \
 		IBV_QP_EX_WITH_ATOMIC_WRITE)
 #define UD_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
-/* XRC's initiator: RC's operations but the atomic write (IBTA 1.5 gives it no XRC
- * opcode that tshark or a peer knows). */
+/* XRC's initiator: RC's operations but the atomic write, which dpverbs sends on RC
+ * only (lib/wire has no XRC opcode for it). */
 #define XRC_OPS (RC_OPS & ~(uint64_t)IBV_QP_EX_WITH_ATOMIC_WRITE)
 
 static struct dpv_qp_v *to_qp_x(struct ibv_qp_ex *q)
