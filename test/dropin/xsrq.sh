@@ -7,8 +7,10 @@
 #
 #   xsrq.sh LINK MEMORY TCP_PORT CLIENTS [ARGS...]
 #
-#   LINK      memif     net_memif between the server and its one client (a memif link
-#                       joins two processes: CLIENTS must be 1)
+#   LINK      memif     net_memif: for one client, the server and it on one link; for
+#                       more, each process on a memif port of memif_switch (this
+#                       folder's learning switch, whose path is DPV_MEMIF_SWITCH), a
+#                       memif link joining two processes only
 #             afpacket  net_af_packet on veth ends, the server's and each client's in a
 #                       network namespace of its own, joined by a Linux bridge in one
 #                       more (needs root; exit 77 without it)
@@ -60,12 +62,20 @@ trap xsrq_cleanup EXIT
 
 case $link in
 memif)
-	if [ "$clients" != 1 ]; then
-		echo "a memif link joins two processes: CLIENTS must be 1 on memif" >&2
-		exit 2
-	fi
 	link_memif
 	server_host=localhost
+	if [ "$clients" -gt 1 ]; then
+		switch=${DPV_MEMIF_SWITCH:?set DPV_MEMIF_SWITCH to memif_switch, for more than one client over memif}
+		"$switch" $((clients + 1)) "$tmp" >"$tmp/switch.txt" 2>&1 &
+		link_track $!
+		switch_pid=$!
+		if ! wait_until "$switch_pid" grep -qs '^memif_switch: ' "$tmp/switch.txt"; then
+			echo "FAIL: memif_switch did not start:"
+			cat "$tmp/switch.txt"
+			exit 1
+		fi
+		vdev_a="--vdev=net_memif0,role=client,socket=$tmp/port0.sock,socket-abstract=no"
+	fi
 	;;
 afpacket)
 	link_need_root "the afpacket link needs root (network namespaces, veths, a bridge)"
@@ -107,6 +117,8 @@ client_setup() { # i
 	client_core[i]=$((i % 2))
 	if [ "$link" = memif ]; then
 		client_vdev[i]="--vdev=net_memif0,role=client,socket=$sock,socket-abstract=no"
+		[ "$clients" -gt 1 ] &&
+			client_vdev[i]="--vdev=net_memif0,role=client,socket=$tmp/port$i.sock,socket-abstract=no"
 		client_run[i]=""
 	else
 		local ns=${names}C$i$id
@@ -157,6 +169,10 @@ else
 fi
 wait_exit "$server_pid" 300 || fail "the server still runs 30 s after its clients"
 finish_side "$server_pid" server
+if [ -n "${switch_pid:-}" ]; then
+	link_stop "$switch_pid"
+	echo "memif_switch: $(grep -E '^(forwarded|flooded|dropped) ' "$tmp/switch.txt" | paste -sd ' ')"
+fi
 
 ipre() { echo "${1//./\\.}"; }
 check() { # outfile name peer-ip...
