@@ -192,12 +192,11 @@ struct dpv_qp_v {
 	uint32_t max_recv_sge;
 	struct ibv_xrcd *xrcd;        /* an XRC target QP's domain, else NULL */
 	/* XRC targets (verbs_xrc.c), under its lock: a handle of ibv_open_qp(3) names the
-	 * target it opened and is on the target's list of them; a target counts its
-	 * handles, and destroyed while it has some is closed and lives on for them (its
-	 * events then go to one of them); each target is on its domain's list. */
+	 * target it opened and is on the target's list of them; a target destroyed while
+	 * that list is not empty is closed and lives on for them (its events then go to
+	 * one of them); each target is on its domain's list. */
 	struct dpv_qp_v *opened_of;
 	struct dpv_qp_v *opened, *next_open;
-	uint32_t opens;
 	bool closed;
 	struct dpv_qp_v *next_tgt;
 };

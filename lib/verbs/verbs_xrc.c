@@ -134,7 +134,6 @@ struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp)
 				break;
 			}
 		}
-		tgt->opens--;
 	} else {
 		tgt->closed = true;
 	}
@@ -151,7 +150,7 @@ struct dpv_qp_v *dpv_verbs_xrc_tgt_release(struct dpv_qp_v *qp)
 		pthread_cond_destroy(&qp->ibqp.cond);
 		free(qp);
 	}
-	if (!tgt->closed || tgt->opens != 0) {
+	if (!tgt->closed || tgt->opened != NULL) {
 		pthread_mutex_unlock(&xrcds_lock);
 		return NULL;
 	}
@@ -201,7 +200,6 @@ struct ibv_qp *dpv_verbs_open_qp(struct ibv_context *context, struct ibv_qp_open
 		errno = EINVAL; /* ibv_open_qp(3): no such QP in the domain */
 		return NULL;
 	}
-	tgt->opens++;
 	qp->opened_of = tgt;
 	qp->next_open = tgt->opened;
 	tgt->opened = qp;
