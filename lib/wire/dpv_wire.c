@@ -86,7 +86,8 @@
 
 /* Bytes of extension headers the flags of an opcode say it carries. */
 #define EXT_LEN(info) \
-	(((info) & XRC ? DPV_WIRE_XRCETH_LEN : 0) + ((info) & RETH ? DPV_WIRE_RETH_LEN : 0) + ((info) & AETH ? DPV_WIRE_AETH_LEN : 0) + \
+	(((info) & XRC ? DPV_WIRE_XRCETH_LEN : 0) + ((info) & RETH ? DPV_WIRE_RETH_LEN : 0) + \
+	 ((info) & AETH ? DPV_WIRE_AETH_LEN : 0) + \
 	 ((info) & DETH ? DPV_WIRE_DETH_LEN : 0) + ((info) & ATOMIC ? DPV_WIRE_ATOMIC_LEN : 0) + \
 	 ((info) & ATOMIC_ACK ? DPV_WIRE_ATOMIC_ACK_LEN : 0) + ((info) & IMM ? DPV_WIRE_IMM_LEN : 0))
 
