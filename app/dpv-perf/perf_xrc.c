@@ -247,16 +247,6 @@ teardown(struct xr_run *r)
 	return rc;
 }
 
-/* The connection of a receiver QP number. */
-static int
-conn_of(const struct xr_run *r, uint32_t qpn)
-{
-	for (uint32_t i = 0; i < r->o->qps; i++)
-		if (r->rqp[i]->qp_num == qpn)
-			return (int)i;
-	return -1;
-}
-
 static int
 reap(struct xr_run *r)
 {
@@ -275,16 +265,19 @@ reap(struct xr_run *r)
 		return xr_fail("ibv_poll_cq (receiver): ", strerror(-got));
 	for (int k = 0; k < got; k++) {
 		const uint32_t j = (uint32_t)wc[k].wr_id;
-		int c = conn_of(r, wc[k].qp_num);
-		uint64_t seq;
+		uint64_t seq, c;
 
 		if (wc[k].status != IBV_WC_SUCCESS || wc[k].opcode != IBV_WC_RECV ||
-		    wc[k].byte_len != XR_SIZE || c < 0 || j >= nsrq(r) * r->o->depth)
+		    wc[k].byte_len != XR_SIZE || j >= nsrq(r) * r->o->depth)
 			return xr_fail("receive completion: ", ibv_wc_status_str(wc[k].status));
-		/* Each connection's messages come in its order, into its SRQ. */
+		/* The payload names its connection (seq >> 40), whose receiving QP the
+		 * completion must be; each connection's messages come in its order, into
+		 * its SRQ. */
 		memcpy(&seq, r->rbuf + (size_t)j * XR_SLOT, sizeof(seq));
-		if (seq != ((uint64_t)c << 40 | r->want_seq[c]) ||
-		    (r->mode == XR_SRQS && j / r->o->depth != (uint32_t)c))
+		c = seq >> 40;
+		if (c >= r->o->qps || wc[k].qp_num != r->rqp[c]->qp_num ||
+		    seq != (c << 40 | r->want_seq[c]) ||
+		    (r->mode == XR_SRQS && j / r->o->depth != c))
 			return xr_fail("a message out of its connection's order or SRQ", "");
 		r->want_seq[c]++;
 		r->recvs++;
