@@ -43,26 +43,34 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
+/* The table's entry of @p mac, or MACS when it has none. */
+static unsigned int entry_of(const struct rte_ether_addr *mac)
+{
+	unsigned int i;
+
+	for (i = 0; i < n_macs; i++)
+		if (rte_is_same_ether_addr(&table[i].mac, mac))
+			return i;
+	return MACS;
+}
+
 static int port_of(const struct rte_ether_addr *mac)
 {
-	for (unsigned int i = 0; i < n_macs; i++)
-		if (rte_is_same_ether_addr(&table[i].mac, mac))
-			return table[i].port;
-	return -1;
+	unsigned int i = entry_of(mac);
+
+	return i < MACS ? table[i].port : -1;
 }
 
 static void learn(const struct rte_ether_addr *mac, uint16_t port)
 {
-	for (unsigned int i = 0; i < n_macs; i++) {
-		if (rte_is_same_ether_addr(&table[i].mac, mac)) {
-			table[i].port = port;
-			return;
-		}
+	unsigned int i = entry_of(mac);
+
+	if (i == MACS && n_macs < MACS) {
+		i = n_macs++;
+		table[i].mac = *mac;
 	}
-	if (n_macs < MACS) {
-		table[n_macs].mac = *mac;
-		table[n_macs++].port = port;
-	}
+	if (i < MACS)
+		table[i].port = port;
 }
 
 static void send_one(uint16_t port, struct rte_mbuf *m)
