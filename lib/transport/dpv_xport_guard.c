@@ -5,6 +5,7 @@
  * IBTA 1.5) and the SIGSEGV / SIGBUS handler that turns a fault inside one into an
  * error (doc/guides/memory.md).
  */
+#define _GNU_SOURCE /* REG_RIP */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -24,7 +25,78 @@
  * would have). A program that installs its own handler for these signals afterwards
  * takes that protection away. Without the handler the jump buffer is armed all the
  * same, and a fault in a copy is the process's, as any other.
+ *
+ * Short copies (x86-64 Linux) arm nothing: xp_copy_short() is a few instructions of
+ * assembly that never touch the stack, so when one of them faults the handler moves
+ * the thread to its fault exit, which returns false to the caller, as the kernel's
+ * exception table does for copies from user space.
  */
+#ifdef XP_COPY_SHORT_MAX
+__asm__(".pushsection .text\n"
+	".p2align 4\n"
+	".globl xp_copy_short\n"
+	".hidden xp_copy_short\n"
+	".type xp_copy_short, @function\n"
+	"xp_copy_short:\n"
+	/* rdi dst, rsi src, rdx len. 16 and more: 16 bytes at a time while more than
+	 * 16 are left, then the last 16 (overlapping what was copied). */
+	"	cmpq $16, %rdx\n"
+	"	jb 2f\n"
+	"	leaq -16(%rsi,%rdx), %r8\n"
+	"	leaq -16(%rdi,%rdx), %r9\n"
+	"	je 1f\n"
+	"0:	movdqu (%rsi), %xmm0\n"
+	"	movdqu %xmm0, (%rdi)\n"
+	"	addq $16, %rsi\n"
+	"	addq $16, %rdi\n"
+	"	subq $16, %rdx\n"
+	"	cmpq $16, %rdx\n"
+	"	ja 0b\n"
+	"1:	movdqu (%r8), %xmm0\n"
+	"	movdqu %xmm0, (%r9)\n"
+	"	movl $1, %eax\n"
+	"	ret\n"
+	/* 8 to 15 and 4 to 7: the first and the last word, overlapping. */
+	"2:	cmpq $8, %rdx\n"
+	"	jb 3f\n"
+	"	movq (%rsi), %rax\n"
+	"	movq -8(%rsi,%rdx), %rcx\n"
+	"	movq %rax, (%rdi)\n"
+	"	movq %rcx, -8(%rdi,%rdx)\n"
+	"	movl $1, %eax\n"
+	"	ret\n"
+	"3:	cmpq $4, %rdx\n"
+	"	jb 4f\n"
+	"	movl (%rsi), %eax\n"
+	"	movl -4(%rsi,%rdx), %ecx\n"
+	"	movl %eax, (%rdi)\n"
+	"	movl %ecx, -4(%rdi,%rdx)\n"
+	"	movl $1, %eax\n"
+	"	ret\n"
+	"4:	testq %rdx, %rdx\n"
+	"	je 6f\n"
+	"5:	movzbl (%rsi), %eax\n"
+	"	movb %al, (%rdi)\n"
+	"	incq %rsi\n"
+	"	incq %rdi\n"
+	"	decq %rdx\n"
+	"	jne 5b\n"
+	"6:	movl $1, %eax\n"
+	"	ret\n"
+	/* Where the handler resumes a faulted copy (global: under link-time
+	 * optimisation the handler may land in another partition than this). */
+	".globl xp_copy_short_fault\n"
+	".hidden xp_copy_short_fault\n"
+	"xp_copy_short_fault:\n"
+	"	xorl %eax, %eax\n"
+	"	ret\n"
+	".size xp_copy_short, .-xp_copy_short\n"
+	".popsection\n");
+
+/* The fault exit, inside xp_copy_short(): the accesses are before it. */
+extern const char xp_copy_short_fault[] __attribute__((visibility("hidden")));
+#endif
+
 /* volatile: the compiler knows memcpy() does not read it, and would otherwise drop
  * the store that arms it as dead. */
 static __thread sigjmp_buf *volatile xp_copy_env;
@@ -35,7 +107,15 @@ static void xp_fault(int sig, siginfo_t *si, void *uc)
 {
 	const struct sigaction *prev = sig == SIGBUS ? &xp_prev_bus : &xp_prev_segv;
 	sigjmp_buf *env = xp_copy_env;
+#ifdef XP_COPY_SHORT_MAX
+	greg_t *pc = &((ucontext_t *)uc)->uc_mcontext.gregs[REG_RIP];
 
+	if ((uintptr_t)*pc >= (uintptr_t)xp_copy_short &&
+	    (uintptr_t)*pc < (uintptr_t)xp_copy_short_fault) {
+		*pc = (greg_t)(uintptr_t)xp_copy_short_fault;
+		return;
+	}
+#endif
 	if (env != NULL) {
 		xp_copy_env = NULL;
 		siglongjmp(*env, 1);
@@ -71,7 +151,7 @@ void dpv_xport_fault_guard(void)
 	pthread_once(&xp_fault_once, xp_fault_install);
 }
 
-bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len)
+bool xp_copy_long(struct dpv_xport *x, void *dst, const void *src, size_t len)
 {
 	sigjmp_buf env;
 

@@ -439,7 +439,30 @@ struct dpv_srq *xp_xrc_srq(struct dpv_xport *x, uint32_t xrcd, uint32_t srqn);
 /* dpv_xport_guard.c: every access of the device to registered memory. */
 /* memcpy() through registered memory that may have been unmapped under its region:
  * false (counted in mem_faults) when the copy faulted, with part of it done. */
-bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len);
+bool xp_copy_long(struct dpv_xport *x, void *dst, const void *src, size_t len);
+#if defined(__x86_64__) && defined(__linux__)
+/* Copies of at most this many bytes (a small message, a header) take xp_copy_short(),
+ * whose faults the handler recognises by the faulting instruction's address: no jump
+ * buffer to arm, which would cost a short copy more than the copy itself. */
+#define XP_COPY_SHORT_MAX 128u
+/* @p len (at most XP_COPY_SHORT_MAX) bytes from @p src to @p dst: true, or false when
+ * an access faulted (the SIGSEGV / SIGBUS handler resumes it there). Assembly, in
+ * dpv_xport_guard.c; it touches no stack, so the handler can return from it. */
+__attribute__((visibility("hidden"))) bool xp_copy_short(void *dst, const void *src, size_t len);
+#endif
+
+static inline bool xp_copy(struct dpv_xport *x, void *dst, const void *src, size_t len)
+{
+#ifdef XP_COPY_SHORT_MAX
+	if (len <= XP_COPY_SHORT_MAX) {
+		if (__builtin_expect(xp_copy_short(dst, src, len), 1))
+			return true;
+		x->stats.mem_faults++;
+		return false;
+	}
+#endif
+	return xp_copy_long(x, dst, src, len);
+}
 /* The 64-bit atomic of IBTA 9.4.5 at @p addr (8-byte aligned, in a registered region),
  * protected as xp_copy(): compare-and-swap (@p cas: store @p swap if the value equals
  * @p compare_add) or fetch-and-add (add @p compare_add). @p orig gets the value before.

@@ -20,6 +20,9 @@
 
 #define LW IBV_ACCESS_LOCAL_WRITE
 #define LEN 8192u
+/* A message this short takes the device's short copy, whose faults the handler knows
+ * by their address instead of a jump buffer (doc/guides/memory.md). */
+#define SHORT 8u
 
 /* dpverbs' SIGSEGV and SIGBUS handlers, as the device installed them. cmocka puts its
  * own in place while a test runs (a program's own handler takes dpverbs' protection
@@ -81,8 +84,8 @@ static void still_serving(void)
 	assert_true(check_pattern(amr->addr, 4096, 7));
 }
 
-/* A peer's WRITE into, or READ of, a region whose memory is gone. */
-static void peer_access_rem_access_err(enum ibv_wr_opcode op, unsigned int access)
+/* A peer's WRITE into, or READ of, @p len bytes of a region whose memory is gone. */
+static void peer_access_rem_access_err(enum ibv_wr_opcode op, unsigned int access, uint32_t len)
 {
 	struct ibv_mr *mr = unmapped_mr(LW | access);
 	struct ibv_mr *buf = new_mr(&B, LEN, LW);
@@ -92,7 +95,7 @@ static void peer_access_rem_access_err(enum ibv_wr_opcode op, unsigned int acces
 
 	device_handlers();
 	rc_pair(&p, &conn_default);
-	assert_int_equal(post_rdma(p.b, op, 1, buf->addr, LEN, buf->lkey, (uintptr_t)mr->addr,
+	assert_int_equal(post_rdma(p.b, op, 1, buf->addr, len, buf->lkey, (uintptr_t)mr->addr,
 				   mr->rkey), 0);
 	expect_wc(p.bcq, &wc);
 	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
@@ -105,16 +108,29 @@ static void peer_access_rem_access_err(enum ibv_wr_opcode op, unsigned int acces
 static void unmapped_peer_write_rem_access_err(void **state)
 {
 	(void)state;
-	peer_access_rem_access_err(IBV_WR_RDMA_WRITE, IBV_ACCESS_REMOTE_WRITE);
+	peer_access_rem_access_err(IBV_WR_RDMA_WRITE, IBV_ACCESS_REMOTE_WRITE, LEN);
+}
+
+static void unmapped_peer_short_write_rem_access_err(void **state)
+{
+	(void)state;
+	peer_access_rem_access_err(IBV_WR_RDMA_WRITE, IBV_ACCESS_REMOTE_WRITE, SHORT);
 }
 
 static void unmapped_peer_read_rem_access_err(void **state)
 {
 	(void)state;
-	peer_access_rem_access_err(IBV_WR_RDMA_READ, IBV_ACCESS_REMOTE_READ);
+	peer_access_rem_access_err(IBV_WR_RDMA_READ, IBV_ACCESS_REMOTE_READ, LEN);
 }
 
-static void unmapped_local_send_loc_prot_err(void **state)
+static void unmapped_peer_short_read_rem_access_err(void **state)
+{
+	(void)state;
+	peer_access_rem_access_err(IBV_WR_RDMA_READ, IBV_ACCESS_REMOTE_READ, SHORT);
+}
+
+/* A SEND of @p len bytes from a region whose memory is gone. */
+static void local_send_loc_prot_err(uint32_t len)
 {
 	struct ibv_mr *mr = unmapped_mr(LW);
 	struct ibv_mr *dst = new_mr(&B, LEN, LW);
@@ -122,11 +138,10 @@ static void unmapped_local_send_loc_prot_err(void **state)
 	struct rc_pair p;
 	struct ibv_wc wc;
 
-	(void)state;
 	device_handlers();
 	rc_pair(&p, &conn_default);
 	assert_int_equal(post_recv(p.b, 1, dst->addr, LEN, dst->lkey), 0);
-	assert_int_equal(post_send(p.a, IBV_WR_SEND, 2, mr->addr, LEN, mr->lkey,
+	assert_int_equal(post_send(p.a, IBV_WR_SEND, 2, mr->addr, len, mr->lkey,
 				   IBV_SEND_SIGNALED), 0);
 	expect_wc(p.acq, &wc);
 	assert_int_equal(wc.wr_id, 2);
@@ -136,7 +151,20 @@ static void unmapped_local_send_loc_prot_err(void **state)
 	still_serving();
 }
 
-static void unmapped_receive_loc_prot_err(void **state)
+static void unmapped_local_send_loc_prot_err(void **state)
+{
+	(void)state;
+	local_send_loc_prot_err(LEN);
+}
+
+static void unmapped_local_short_send_loc_prot_err(void **state)
+{
+	(void)state;
+	local_send_loc_prot_err(SHORT);
+}
+
+/* A receive of a @p len-byte message into a region whose memory is gone. */
+static void receive_loc_prot_err(uint32_t len)
 {
 	struct ibv_mr *mr = unmapped_mr(LW);
 	struct ibv_mr *src = new_mr(&B, LEN, LW);
@@ -144,11 +172,10 @@ static void unmapped_receive_loc_prot_err(void **state)
 	struct rc_pair p;
 	struct ibv_wc wc;
 
-	(void)state;
 	device_handlers();
 	rc_pair(&p, &conn_default);
 	assert_int_equal(post_recv(p.a, 1, mr->addr, LEN, mr->lkey), 0);
-	assert_int_equal(post_send(p.b, IBV_WR_SEND, 2, src->addr, LEN, src->lkey,
+	assert_int_equal(post_send(p.b, IBV_WR_SEND, 2, src->addr, len, src->lkey,
 				   IBV_SEND_SIGNALED), 0);
 	expect_wc(p.acq, &wc);
 	assert_int_equal(wc.wr_id, 1);
@@ -159,6 +186,18 @@ static void unmapped_receive_loc_prot_err(void **state)
 	assert_true(dev_xstat(A.ctx, "xport.mem_faults") > faults);
 	assert_int_equal(ibv_dereg_mr(mr), 0);
 	still_serving();
+}
+
+static void unmapped_receive_loc_prot_err(void **state)
+{
+	(void)state;
+	receive_loc_prot_err(LEN);
+}
+
+static void unmapped_short_receive_loc_prot_err(void **state)
+{
+	(void)state;
+	receive_loc_prot_err(SHORT);
 }
 
 /* An on-demand region follows the mapping under it (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND):
@@ -230,6 +269,10 @@ int main(void)
 		VT(unmapped_peer_read_rem_access_err),
 		VT(unmapped_local_send_loc_prot_err),
 		VT(unmapped_receive_loc_prot_err),
+		VT(unmapped_peer_short_write_rem_access_err),
+		VT(unmapped_peer_short_read_rem_access_err),
+		VT(unmapped_local_short_send_loc_prot_err),
+		VT(unmapped_short_receive_loc_prot_err),
 		VT(on_demand_region_follows_its_mapping),
 		VT(other_faults_still_end_the_process),
 	};
