@@ -136,6 +136,7 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 	if (q->blocked_err != 0 && sq->cons_head == q->next_wqe && q->next_off == 0) {
 		st = q->blocked_err;
 		q->blocked_err = 0;
+		xp_qp_error_mark(q);
 		xp_complete_swqe(x, q, st);
 		xp_qp_error(x, q, DPV_QP_EV_NONE);
 	}
@@ -150,6 +151,7 @@ static void fail_head(struct dpv_xport *x, struct xp_qp *q, uint8_t status, bool
 {
 	struct dpv_ring *sq = q->xq;
 
+	xp_qp_error_mark(q);
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		xp_complete_swqe(x, q, status);
 	xp_qp_error(x, q, event ? DPV_QP_EV_FATAL : DPV_QP_EV_NONE);

@@ -281,6 +281,7 @@ struct xp_qp {
 	uint8_t retry_left;       /**< timeout / sequence retries left (retry_cnt) */
 	uint8_t defer_left;       /**< expiries left to defer (XP_DEFER_MAX) */
 	bool rnr_wait;
+	bool error_marked;        /**< reads ERR ahead of xp_qp_error() (xp_qp_error_mark()) */
 	bool rd_gap;              /**< responses of the oldest READ went missing and were
 	                               asked for again, up to rd_asked; not again (but by
 	                               a probe or the timer) until they come */
@@ -504,6 +505,11 @@ uint8_t xp_sgl_gather(struct dpv_xport *x, const struct dpv_sge *sge, uint32_t n
 /* Move @p q to ERR (IBTA 10.3.1), flushing what it holds; @p event (enum dpv_qp_event)
  * is raised through fatal_event unless DPV_QP_EV_NONE. */
 void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event);
+/* @p q reads ERR from now on, ahead of the xp_qp_error() that follows and does the
+ * rest: called before the error completion that ends the QP is written, so that a
+ * program that has polled it and queries the QP (from another thread than the
+ * device's, in lcore progress) finds ERR, as after a NIC's error completion. */
+void xp_qp_error_mark(struct xp_qp *q);
 /* The QP may have something to send: visit it in the next dpv_xport_tx(). */
 static inline void xp_kick(struct xp_qp *q)
 {

@@ -312,10 +312,19 @@ void xp_qp_flush_new(struct dpv_xport *x, struct xp_qp *q)
 		flush_rq(x, q);
 }
 
-void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event)
+void xp_qp_error_mark(struct xp_qp *q)
 {
 	if (q->qp.attr.state == DPV_QPS_ERR)
 		return;
+	q->error_marked = true;
+	q->qp.attr.state = DPV_QPS_ERR;
+}
+
+void xp_qp_error(struct dpv_xport *x, struct xp_qp *q, uint8_t event)
+{
+	if (q->qp.attr.state == DPV_QPS_ERR && !q->error_marked)
+		return;
+	q->error_marked = false;
 	q->qp.attr.state = DPV_QPS_ERR;
 	timers_end(x, q);
 	flush_sq(x, q);

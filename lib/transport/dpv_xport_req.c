@@ -678,8 +678,9 @@ static __attribute__((noinline)) uint32_t ud_tx(struct dpv_xport *x, struct xp_q
 		}
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
-		xp_complete_swqe(x, q, st);
+		/* SQE before the completion is visible (xp_qp_error_mark()). */
 		q->qp.attr.state = DPV_QPS_SQE;
+		xp_complete_swqe(x, q, st);
 		xp_qp_flush_new(x, q);
 	}
 	return sent;
@@ -723,8 +724,9 @@ static __attribute__((noinline)) uint32_t uc_tx(struct dpv_xport *x, struct xp_q
 		 * packet, which tells the responder to drop what it holds of this one. */
 		q->next_wqe++;
 		q->next_off = 0;
-		xp_complete_swqe(x, q, st);
+		/* SQE before the completion is visible (xp_qp_error_mark()). */
 		q->qp.attr.state = DPV_QPS_SQE;
+		xp_complete_swqe(x, q, st);
 		xp_qp_flush_new(x, q);
 	}
 	return sent;

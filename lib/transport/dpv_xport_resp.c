@@ -398,6 +398,7 @@ static void recv_fail(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wir
 {
 	if (status == DPV_WC_LOC_PROT_ERR)
 		x->stats.access_errors++;
+	xp_qp_error_mark(q);
 	xp_recv_done(x, q, status, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
 	nak_fatal(x, q, p->psn,
 		  status == DPV_WC_LOC_LEN_ERR ? DPV_AETH_NAK_INV_REQ : DPV_AETH_NAK_REM_OP, false);

@@ -44,6 +44,7 @@ void xp_ud_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p
 		/* IBTA 10.3.1: a receive completed in error moves the QP to Error. */
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
+		xp_qp_error_mark(q);
 		xp_recv_done(x, q, st, NULL, DPV_WC_RECV, p->deth_src_qp, DPV_WC_F_GRH);
 		xp_qp_error(x, q, DPV_QP_EV_NONE);
 		return;
@@ -93,6 +94,7 @@ static void uc_send_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wi
 		/* IBTA 10.3.1: a receive completed in error moves the QP to Error. */
 		if (st == DPV_WC_LOC_PROT_ERR)
 			x->stats.access_errors++;
+		xp_qp_error_mark(q);
 		xp_recv_done(x, q, st, NULL, DPV_WC_RECV, q->qp.attr.dest_qpn, 0);
 		xp_qp_error(x, q, DPV_QP_EV_NONE);
 		return;
