@@ -352,8 +352,7 @@ static void arp_probe(struct dpv_port *port, struct dpv_arp_entry *e, uint64_t n
 	arp_send(port, RTE_ARP_OP_REQUEST, &e->mac, e->ip, &zero);
 }
 
-/* Hand the backlog to the driver, oldest first. @return whether it is empty now. */
-static bool backlog_flush(struct dpv_port *port)
+bool dpv_port_backlog_flush(struct dpv_port *port)
 {
 	uint16_t sent;
 
@@ -398,7 +397,7 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 		return 0;
 	if (unlikely(port->capture != NULL))
 		capture(port, pkts, n, true);
-	if (unlikely(port->backlog_n != 0) && !backlog_flush(port))
+	if (unlikely(port->backlog_n != 0) && !dpv_port_backlog_flush(port))
 		return send_keep(port, pkts, n, 0);
 	sent = port->ops->tx_burst(port, pkts, n);
 	port->stats.tx_frames += sent;
@@ -465,7 +464,7 @@ uint32_t dpv_port_tx_room(struct dpv_port *port, uint32_t dst_ip)
 	struct dpv_arp_entry *e;
 	uint32_t room;
 
-	if (unlikely(port->backlog_n != 0) && !backlog_flush(port))
+	if (unlikely(port->backlog_n != 0) && !dpv_port_backlog_flush(port))
 		return 0;
 	room = DPV_PORT_TX_BACKLOG;
 	/* A neighbour resolved and asked for before, the common answer, has room without
@@ -562,15 +561,10 @@ static __attribute__((noinline)) void rx_other(struct dpv_port *port, struct rte
 	rte_pktmbuf_free(m);
 }
 
-uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+uint16_t dpv_port_rx_sort(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t got)
 {
-	uint16_t got, kept = 0;
+	uint16_t kept = 0;
 
-	if (unlikely(port->backlog_n != 0))
-		backlog_flush(port);
-	got = port->ops->rx_burst(port, pkts, n);
-	if (got == 0)
-		return 0;
 	port->stats.rx_frames += got;
 	if (unlikely(port->capture != NULL))
 		capture(port, pkts, got, false);

@@ -190,6 +190,13 @@ int dpv_port_ring_pair(const char *name, int socket, uint16_t *a, uint16_t *b);
 /** Close a port: frees held frames and the pool, removes its capture source. */
 void dpv_port_close(struct dpv_port *port);
 
+/** The part of dpv_port_rx() after the driver's burst, for the @p got frames it
+ *  returned (at least one). Owner thread. @return frames kept in @p pkts */
+uint16_t dpv_port_rx_sort(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t got);
+/** Hand the backlog's frames to the driver, oldest first (part of dpv_port_rx() and
+ *  dpv_port_tx()). Owner thread. @return whether the backlog is empty now */
+bool dpv_port_backlog_flush(struct dpv_port *port);
+
 /**
  * Receive IPv4 frames: ARP frames are answered and learned from and not returned;
  * anything else that is not IPv4 is dropped and counted.
@@ -198,9 +205,19 @@ void dpv_port_close(struct dpv_port *port);
  * only by a request for our address, and only into a free slot or over a stale entry
  * that holds no frames; anything else from an unknown sender is counted
  * (arp_ignored_unsolicited) and not learned. Received IPv4 frames do not refresh entries.
+ * Owner thread. Inline: most polls of a busy-polling device find nothing, and then
+ * cost only the driver's burst, without a call of their own.
  * @return frames in @p pkts (the caller frees them)
  */
-uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n);
+static inline uint16_t dpv_port_rx(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got;
+
+	if (__builtin_expect(port->backlog_n != 0, 0))
+		dpv_port_backlog_flush(port);
+	got = port->ops->rx_burst(port, pkts, n);
+	return got == 0 ? 0 : dpv_port_rx_sort(port, pkts, got);
+}
 
 /**
  * Send IPv4 frames whose Ethernet destination is to be resolved: each frame's

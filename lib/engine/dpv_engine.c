@@ -112,6 +112,7 @@ int dpv_dev_open_faults(const char *name, uint16_t ethdev_port, uint32_t ipv4,
 	ret = dpv_xport_create(&dev->port, dev->mrs, &dev->xport);
 	if (ret != 0)
 		goto fail;
+	dev->tm_count = dpv_xport_tm_count(dev->xport);
 	ret = dpv_dev_cm_open(dev);
 	if (ret != 0) {
 		dpv_xport_destroy(dev->xport);
@@ -300,7 +301,8 @@ uint32_t dpv_dev_poll(struct dpv_dev *dev)
 
 	/* Tag ops first: an ADD posted before a message arrived is in the list when the
 	 * message is matched, rather than one iteration later. */
-	work = dpv_xport_tm_ops(dev->xport, 64);
+	work = __atomic_load_n(dev->tm_count, __ATOMIC_ACQUIRE) != 0 ?
+		       dpv_xport_tm_ops(dev->xport, 64) : 0;
 	n = dpv_port_rx(&dev->port, pkts, DPV_RX_BURST);
 	if (n) {
 		dpv_xport_rx(dev->xport, pkts, n);

@@ -71,6 +71,8 @@ struct dpv_dev {
 	char name[16];               /**< dpv0, dpv1, ... */
 	struct dpv_port port;
 	struct dpv_xport *xport;
+	const uint32_t *tm_count;    /**< dpv_xport_tm_count() of xport: polls skip the
+	                                  TM ops while it is 0 */
 	struct dpv_mr_table *mrs;    /**< the transport's key table: made at open, destroyed
 	                                  at close after the transport */
 	uint32_t owner;              /**< 0 free, 1 owned (atomic) */

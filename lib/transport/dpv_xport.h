@@ -892,6 +892,13 @@ uint32_t dpv_xport_srq_ops(struct dpv_srq *srq, uint32_t budget);
 uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget);
 
 /**
+ * The number of TM SRQs of the device, as a word the owner may load (acquire) before
+ * each dpv_xport_tm_ops(): while it is 0 the call would do nothing, and a device
+ * without TM SRQs then saves the call on every poll. Valid as long as the device.
+ */
+const uint32_t *dpv_xport_tm_count(const struct dpv_xport *x);
+
+/**
  * Give back tag entry @p handle of the TM SRQ whose id is @p srq_id: the poll side of
  * a CQ, as it consumes a completion with DPV_WC_F_TM_RELEASE (its srq_id and
  * tm_handle). Threads: the CQ's consumer (lib/verbs holds its poll lock), alongside

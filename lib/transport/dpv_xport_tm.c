@@ -156,6 +156,11 @@ uint32_t dpv_xport_tm_ops(struct dpv_xport *x, uint32_t budget)
 	return n == 1 ? srq_ops(t->live[0], budget) : 0;
 }
 
+const uint32_t *dpv_xport_tm_count(const struct dpv_xport *x)
+{
+	return &x->tm_srqs.n;
+}
+
 /* ---- matching a message (doc/guides/srq.md §4) ---- */
 
 void xp_tm_cqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status, uint8_t flags)
