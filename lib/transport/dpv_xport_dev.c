@@ -491,6 +491,18 @@ static inline uint32_t db_next(uint64_t *ready, uint64_t *sum, uint32_t from)
 	uint32_t w = from >> 6, b;
 	uint64_t s = *sum, m = 0, later;
 
+	/* One QP rang, a latency-bound program's usual round: there is no order to keep. */
+	if ((s & (s - 1)) == 0) {
+		w = (uint32_t)__builtin_ctzll(s);
+		m = ready[w];
+		if ((m & (m - 1)) == 0) {
+			ready[w] = 0;
+			*sum = 0;
+			return w << 6 | (uint32_t)__builtin_ctzll(m);
+		}
+		m = 0;
+		w = from >> 6;
+	}
 	if (s >> w & 1)
 		m = ready[w] & (~0ull << (from & 63));
 	if (m == 0) {
