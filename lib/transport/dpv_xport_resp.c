@@ -265,8 +265,8 @@ static void access_nak(struct dpv_xport *x, struct xp_qp *q, uint32_t psn, bool 
 
 /* ---- placing a message into a receive WQE ---- */
 
-uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
-		      uint32_t len)
+uint8_t xp_recv_place_any(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
+			  uint32_t len)
 {
 	uint32_t off = r->msg_len, s = 0;
 	uint64_t dst;
@@ -274,18 +274,6 @@ uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, const uint8_t *dat
 	if (len > UINT32_MAX - off)
 		return DPV_WC_LOC_LEN_ERR;
 	r->msg_len += len;
-	/* One buffer, nothing skipped: the piece lands at its offset in it, after the
-	 * same key check xp_sgl_scatter() makes (IBTA 10.6). */
-	if (likely(r->num_sge == 1 && r->skip == 0 && len != 0)) {
-		dst = r->sge[0].addr + off;
-		if ((uint64_t)off + len > r->cap)
-			return DPV_WC_LOC_LEN_ERR;
-		if (dpv_mr_check(x->mrs, r->sge[0].lkey, r->pd, dst, len,
-				 DPV_ACCESS_LOCAL_WRITE) == NULL ||
-		    !xp_copy(x, (void *)(uintptr_t)dst, data, len))
-			return DPV_WC_LOC_PROT_ERR;
-		return DPV_WC_SUCCESS;
-	}
 	if (off + len <= r->skip)
 		return DPV_WC_SUCCESS;
 	if (off < r->skip)
