@@ -245,7 +245,8 @@ static inline __attribute__((always_inline)) void sge_copy(struct dpv_tm_sge *d,
 
 int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 {
-	uint32_t posted = tm->ops_posted, head, tail, h, i;
+	uint32_t posted = tm->ops_posted, head, tail, h, i, nsge;
+	const struct dpv_tm_sge *sgl;
 	uint64_t tag, mask;
 	struct dpv_tm_sge *sg;
 	struct tm_entry *e;
@@ -261,8 +262,11 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 		store_release(&tm->ops_posted, posted + 1);
 		return 0;
 	}
-	/* ADD, the op of every receive: checked, then one entry filled. */
-	if (op->num_sge > tm->cfg.max_sge || (op->num_sge > 0 && op->sg_list == NULL))
+	/* ADD, the op of every receive: checked, then one entry filled. The scatter list
+	 * is read once: the entry's stores may alias @p op for all the compiler knows. */
+	nsge = op->num_sge;
+	sgl = op->sg_list;
+	if (nsge > tm->cfg.max_sge || (nsge > 0 && sgl == NULL))
 		return EINVAL;
 	head = tm->free_head;
 	tail = load_acquire(&tm->free_tail);
@@ -287,10 +291,15 @@ int dpv_tm_post(struct dpv_tm *tm, struct dpv_tm_op *op)
 	e->tag = tag;
 	e->mask = mask;
 	e->recv_wr_id = op->recv_wr_id;
-	e->num_sge = (uint8_t)op->num_sge;
-	sg = entry_sges(tm, h);
-	for (i = 0; i < op->num_sge; i++)
-		sge_copy(&sg[i], &op->sg_list[i]);
+	e->num_sge = (uint8_t)nsge;
+	/* One buffer into the entry, a TM-SRQ's every ADD, without the loop. */
+	if (nsge == 1 && tm->sges == NULL) {
+		sge_copy(&e->sge, sgl);
+	} else {
+		sg = entry_sges(tm, h);
+		for (i = 0; i < nsge; i++)
+			sge_copy(&sg[i], &sgl[i]);
+	}
 	__atomic_store_n(&e->allocated, 1, __ATOMIC_RELEASE);
 	op->handle = h;
 	store_release(&tm->ops_posted, posted + 1);
