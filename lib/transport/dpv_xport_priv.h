@@ -247,7 +247,9 @@ struct xp_qp {
 	struct dpv_qp qp;
 	uint32_t live_idx;        /**< position in x->live */
 	uint64_t req_tsc;         /**< TSC of the last request received (dpv_xport_linger.c) */
-	uint32_t mtu;             /**< bytes of payload per packet */
+	uint32_t mtu;             /**< bytes of payload per packet: a power of two, 256 .. 4096 */
+	uint8_t mtu_shift;        /**< log2 of mtu (xp_qp_set_mtu()): a packet's place in
+	                               a message is a shift, not a division */
 	/** The transport bits of its opcodes (DPV_WIRE_OP_RC, _UC, _UD or _XRC): what it
 	 *  sends carries them, what it receives must; DPV_WIRE_OP_RC only for an RC QP
 	 *  (rx_one()'s own path), an XRC QP being RC with the XRC bits. */
@@ -409,6 +411,20 @@ void xp_conn_tmpl_init(struct dpv_xport *x, struct xp_qp *q);
 struct rte_mbuf *xp_conn_frame(struct dpv_xport *x, struct xp_qp *q, struct dpv_wire_pkt *p,
 			       uint32_t payload_len, uint8_t **payload);
 uint32_t xp_active_mtu(const struct dpv_port *port);
+
+/* @p q's payload per packet, @p mtu: one of IBTA's path MTUs (256 .. 4096), as
+ * xp_active_mtu() and path_mtu give. */
+static inline void xp_qp_set_mtu(struct xp_qp *q, uint32_t mtu)
+{
+	q->mtu = mtu;
+	q->mtu_shift = (uint8_t)__builtin_ctz(mtu);
+}
+
+/* The packets of a message of @p len bytes on @p q (a message of 0 bytes takes one). */
+static inline uint32_t xp_npkts(const struct xp_qp *q, uint32_t len)
+{
+	return len == 0 ? 1 : (uint32_t)(((uint64_t)len + q->mtu - 1) >> q->mtu_shift);
+}
 /* Packets that may leave for @p dst now: the port says how many it takes without
  * dropping (its TX queue, and the frames it holds while ARP runs; frames to the
  * device itself always). What cannot leave waits where it is (a WQE in its ring, a

@@ -122,7 +122,7 @@ int dpv_qp_create(struct dpv_xport *x, const struct dpv_qp_init *init, struct dp
 	q->qp.init = *init;
 	q->qp.attr.state = DPV_QPS_RESET;
 	q->qp.xport_state = q;
-	q->mtu = xp_active_mtu(x->port);
+	xp_qp_set_mtu(q, xp_active_mtu(x->port));
 	q->op_base = init->xrc != DPV_XRC_NONE ? DPV_WIRE_OP_XRC
 		     : init->type == DPV_QPT_UC ? DPV_WIRE_OP_UC
 		     : init->type == DPV_QPT_UD ? DPV_WIRE_OP_UD : DPV_WIRE_OP_RC;
@@ -572,9 +572,10 @@ int dpv_qp_modify(struct dpv_xport *x, struct dpv_qp *qp, const struct dpv_qp_at
 		/* A path MTU above the port's active MTU runs at the active MTU: a larger
 		 * packet could not leave the port, and both ends clamp alike. */
 		active = xp_active_mtu(x->port);
-		q->mtu = qp->init.type != DPV_QPT_UD && (256u << (qp->attr.path_mtu - 1)) < active
+		xp_qp_set_mtu(q, qp->init.type != DPV_QPT_UD &&
+					 (256u << (qp->attr.path_mtu - 1)) < active
 				 ? 256u << (qp->attr.path_mtu - 1)
-				 : active;
+				 : active);
 		q->epsn = qp->attr.rq_psn;
 		q->msn = 0;
 		q->nak_sent = false;

@@ -11,11 +11,6 @@
 
 #include "dpv_xport_priv.h"
 
-static uint32_t npkts_of(uint32_t len, uint32_t mtu)
-{
-	return len == 0 ? 1 : (len + mtu - 1) / mtu;
-}
-
 /* Not a status: swqe_check()'s answer for a WQE the requester does itself. */
 #define XP_WC_LOCAL_OP 0xffu
 
@@ -221,7 +216,7 @@ static inline __attribute__((always_inline)) bool send_data_pkt(struct dpv_xport
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
 	const bool uc = q->op_base == DPV_WIRE_OP_UC;
-	uint32_t i = q->next_off / q->mtu, plen = m->len - q->next_off;
+	uint32_t i = q->next_off >> q->mtu_shift, plen = m->len - q->next_off;
 	bool last = i == m->npkts - 1;
 	struct dpv_wire_pkt p;
 	struct rte_mbuf *mb;
@@ -385,7 +380,7 @@ static bool send_answered_req(struct dpv_xport *x, struct xp_qp *q, const struct
 		return send_request(x, q, m, &p, 1);
 	}
 	read_req_pkt(x, q, w, q->psn, q->next_off, m->len - q->next_off, &p);
-	return send_request(x, q, m, &p, npkts_of(m->len - q->next_off, q->mtu));
+	return send_request(x, q, m, &p, xp_npkts(q, m->len - q->next_off));
 }
 
 /* A re-ask went out (@p probed: a probe's, which counts as one in retrans_probe). */
@@ -569,7 +564,7 @@ static inline __attribute__((always_inline)) bool rc_start(struct dpv_xport *x, 
 	}
 	m->first_psn = q->psn;
 	m->len = len;
-	m->npkts = xp_wr_atomic(w->opcode) ? 1 : npkts_of(len, q->mtu);
+	m->npkts = xp_wr_atomic(w->opcode) ? 1 : xp_npkts(q, len);
 	m->rd_pkts = 0;
 	m->rd_done = false;
 	m->req_sent = false;

@@ -15,11 +15,6 @@
 
 #define ACK_SYNDROME (DPV_AETH_ACK | XP_AETH_CREDITS_INVALID)
 
-static uint32_t npkts_of(uint32_t len, uint32_t mtu)
-{
-	return len == 0 ? 1 : (len + mtu - 1) / mtu;
-}
-
 static bool respq_empty(const struct xp_qp *q)
 {
 	return q->resp_head == q->resp_tail;
@@ -575,7 +570,7 @@ static void read_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_
 	ack_flush_one(x, q);
 	q->msn++;
 	read_queue(q, p);
-	q->epsn = psn_add(q->epsn, npkts_of(p->reth_len, q->mtu));
+	q->epsn = psn_add(q->epsn, xp_npkts(q, p->reth_len));
 }
 
 /* ---- atomics (IBTA 9.4.5) ---- */
@@ -757,16 +752,16 @@ static bool read_restart(struct dpv_xport *x, struct xp_qp *q, const struct dpv_
 
 		if (e->kind != XP_RESP_READ)
 			continue;
-		n = npkts_of(e->len, q->mtu);
+		n = xp_npkts(q, e->len);
 		d = dpv_wire_psn_diff(p->psn, e->psn);
 		if (d < 0 || (uint32_t)d >= n)
 			continue;
 		/* Every response but a READ's last is a full MTU, and the entry leaves
 		 * the queue with its last. */
-		sent = e->sent / q->mtu;
+		sent = e->sent >> q->mtu_shift;
 		if ((uint32_t)d >= sent)
 			return true;
-		want = npkts_of(p->reth_len, q->mtu);
+		want = xp_npkts(q, p->reth_len);
 		if (want > sent - (uint32_t)d)
 			want = sent - (uint32_t)d;
 		if (q->resp_dup_reads >= XP_DUP_READS) {
@@ -915,7 +910,7 @@ void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt 
 static bool read_resp_pkt(struct dpv_xport *x, struct xp_qp *q, struct xp_resp *e)
 {
 	const struct dpv_qp_attr *a = &q->qp.attr;
-	uint32_t n = npkts_of(e->len, q->mtu), i = e->sent / q->mtu, plen = e->len - e->sent;
+	uint32_t n = xp_npkts(q, e->len), i = e->sent >> q->mtu_shift, plen = e->len - e->sent;
 	uint32_t psn = psn_add(e->psn, i);
 	struct dpv_wire_pkt p;
 	struct rte_mbuf *m;
