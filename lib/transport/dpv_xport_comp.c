@@ -104,21 +104,37 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->xq;
+	uint32_t quiet = 0; /* acknowledged silent WQEs from cons_head on, not yet released */
 	uint8_t st;
 
 	if (sq == NULL)
 		return;
-	while (idx_diff(q->wqe_hi, sq->cons_head) > 0) {
-		const struct dpv_swqe *w = xp_swqe(q, sq->cons_head);
-		const struct xp_swqe_meta *m = &q->meta[sq->cons_head & sq->mask];
+	while (idx_diff(q->wqe_hi, sq->cons_head + quiet) > 0) {
+		const uint32_t idx = sq->cons_head + quiet;
+		const struct dpv_swqe *w = xp_swqe(q, idx);
+		const struct xp_swqe_meta *m = &q->meta[idx & sq->mask];
 
 		/* IBTA 9.7.5.2: a READ completes with its last response, an atomic with its
 		 * ATOMIC ACKNOWLEDGE, not with an ACK. */
 		if (xp_wr_answered(w->opcode) ? !m->rd_done
 		    : dpv_wire_psn_diff(psn_add(m->first_psn, m->npkts - 1), q->una) >= 0)
 			break;
+		/* IBTA 10.8: an unsignaled WQE that succeeds completes silently, so its slot
+		 * is all there is to give back: a run of them at once, before the next
+		 * completion is written (xp_complete_swqe() frees before it shows). Not on a
+		 * QP whose requester ring is the device's own (a TM SRQ's). */
+		if (sq == q->qp.sq && !(w->flags & DPV_WR_F_SIGNALED) && !q->qp.init.sq_sig_all) {
+			quiet++;
+			continue;
+		}
+		if (quiet != 0) {
+			dpv_ring_release(sq, quiet);
+			quiet = 0;
+		}
 		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
 	}
+	if (quiet != 0)
+		dpv_ring_release(sq, quiet);
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		read_hold(x, q);
 	/* After a go-back, an acknowledgement can overtake the resend point: what the
