@@ -101,6 +101,16 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	reask_upto(x, q, missing, psn_add(m->first_psn, m->npkts));
 }
 
+/* The slots of @p n application WQEs from the requester ring's head on, which
+ * completed without a completion: in the application's SQ too when the requester
+ * ring is the device's (as xp_complete_swqe()). */
+static void silent_release(struct xp_qp *q, uint32_t n)
+{
+	if (q->xq != q->qp.sq)
+		dpv_ring_release(q->qp.sq, n);
+	dpv_ring_release(q->xq, n);
+}
+
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->xq;
@@ -121,20 +131,20 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 			break;
 		/* IBTA 10.8: an unsignaled WQE that succeeds completes silently, so its slot
 		 * is all there is to give back: a run of them at once, before the next
-		 * completion is written (xp_complete_swqe() frees before it shows). Not on a
-		 * QP whose requester ring is the device's own (a TM SRQ's). */
-		if (sq == q->qp.sq && !(w->flags & DPV_WR_F_SIGNALED) && !q->qp.init.sq_sig_all) {
+		 * completion is written (xp_complete_swqe() frees before it shows). The
+		 * device's own WQEs (a TM SRQ's READs and FINs) end their own way. */
+		if (!(w->flags & DPV_WR_F_SIGNALED) && !q->qp.init.sq_sig_all && !xp_xq_dev(q, idx)) {
 			quiet++;
 			continue;
 		}
 		if (quiet != 0) {
-			dpv_ring_release(sq, quiet);
+			silent_release(q, quiet);
 			quiet = 0;
 		}
 		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
 	}
 	if (quiet != 0)
-		dpv_ring_release(sq, quiet);
+		silent_release(q, quiet);
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		read_hold(x, q);
 	/* After a go-back, an acknowledgement can overtake the resend point: what the
