@@ -101,16 +101,6 @@ static void read_hold(struct dpv_xport *x, struct xp_qp *q)
 	reask_upto(x, q, missing, psn_add(m->first_psn, m->npkts));
 }
 
-/* The slots of @p n application WQEs from the requester ring's head on, which
- * completed without a completion: in the application's SQ too when the requester
- * ring is the device's (as xp_complete_swqe()). */
-static void silent_release(struct xp_qp *q, uint32_t n)
-{
-	if (q->xq != q->qp.sq)
-		dpv_ring_release(q->qp.sq, n);
-	dpv_ring_release(q->xq, n);
-}
-
 void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 {
 	struct dpv_ring *sq = q->xq;
@@ -138,13 +128,13 @@ void xp_comp_acked(struct dpv_xport *x, struct xp_qp *q)
 			continue;
 		}
 		if (quiet != 0) {
-			silent_release(q, quiet);
+			xp_swqe_release(q, quiet);
 			quiet = 0;
 		}
 		xp_complete_swqe(x, q, DPV_WC_SUCCESS);
 	}
 	if (quiet != 0)
-		silent_release(q, quiet);
+		xp_swqe_release(q, quiet);
 	if (idx_diff(q->wqe_hi, sq->cons_head) > 0)
 		read_hold(x, q);
 	/* After a go-back, an acknowledgement can overtake the resend point: what the

@@ -665,6 +665,15 @@ static inline const struct dpv_swqe *xp_swqe(const struct xp_qp *q, uint32_t idx
 	return w;
 }
 
+/* Give back the slots of @p n application WQEs from the head of @p q's requester ring,
+ * in the application's SQ too when that ring is the device's (a TM SRQ's QP). */
+static inline void xp_swqe_release(struct xp_qp *q, uint32_t n)
+{
+	if (q->xq != q->qp.sq)
+		dpv_ring_release(q->qp.sq, n);
+	dpv_ring_release(q->xq, n);
+}
+
 /* dpv_xport_tm.c (doc/guides/srq.md §4, rendezvous.md) */
 /* Take a TM SRQ into the device's table, its id drawn for a free slot (create):
  * ENOMEM when the table is full. */

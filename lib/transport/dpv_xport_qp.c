@@ -262,9 +262,7 @@ void xp_complete_swqe(struct dpv_xport *x, struct xp_qp *q, uint8_t status)
 	/* The slot is free before the completion is visible: a poster on another thread
 	 * that has seen the completion may post again at once (ibv_post_send(3) promises
 	 * the room). */
-	if (sq != q->qp.sq)
-		dpv_ring_release(q->qp.sq, 1);
-	dpv_ring_release(sq, 1);
+	xp_swqe_release(q, 1);
 	if (signal)
 		xp_cq_put(x, q->qp.init.send_cq, &cqe, false);
 }

@@ -33,11 +33,6 @@
 /* The device whose mem_faults counts the faults: nothing else of it is used. */
 static struct dpv_xport *x;
 
-static struct dpv_xport *xport(void)
-{
-	return x;
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -64,7 +59,7 @@ static void every_length_and_alignment(void **state)
 		for (sa = 0; sa < ALIGNS; sa++)
 			for (da = 0; da < ALIGNS; da++) {
 				memset(dst, GUARD, sizeof(dst));
-				assert_true(xp_copy(xport(), dst + ALIGNS / 2 + da, src + sa, len));
+				assert_true(xp_copy(x, dst + ALIGNS / 2 + da, src + sa, len));
 				for (i = 0; i < sizeof(dst); i++) {
 					uint32_t off = i - (ALIGNS / 2 + da);
 					uint8_t want = i >= ALIGNS / 2 + da && off < len ?
@@ -75,7 +70,7 @@ static void every_length_and_alignment(void **state)
 							 len, sa, da, i, dst[i], want);
 				}
 			}
-	assert_int_equal(xport()->stats.mem_faults, 0);
+	assert_int_equal(x->stats.mem_faults, 0);
 }
 
 /* Two pages, the second made inaccessible: a copy that reaches into it faults there. */
@@ -94,7 +89,7 @@ static void faults_return_false_and_count(void **state)
 	const long page = sysconf(_SC_PAGESIZE);
 	static const uint32_t lens[] = { 1, 3, 4, 7, 8, 15, 16, 17, 64, LIMIT, LIMIT + 1, 4096 };
 	uint8_t *p = half_mapped(page), buf[8192];
-	uint64_t faults = xport()->stats.mem_faults;
+	uint64_t faults = x->stats.mem_faults;
 	uint32_t i;
 
 	(void)state;
@@ -102,20 +97,20 @@ static void faults_return_false_and_count(void **state)
 	memset(buf, 0x5a, sizeof(buf));
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		/* Wholly inaccessible, both ways. */
-		assert_false(xp_copy(xport(), buf, p + page, lens[i]));
-		assert_false(xp_copy(xport(), p + page, buf, lens[i]));
+		assert_false(xp_copy(x, buf, p + page, lens[i]));
+		assert_false(xp_copy(x, p + page, buf, lens[i]));
 		faults += 2;
-		assert_int_equal(xport()->stats.mem_faults, faults);
+		assert_int_equal(x->stats.mem_faults, faults);
 	}
 	/* Into the boundary: what lies before it is copied, at least up to the last
 	 * 16 bytes before it, then the copy stops. */
 	memset(p, 0, (size_t)page);
-	assert_false(xp_copy(xport(), p + page - 64, buf, LIMIT));
-	assert_int_equal(xport()->stats.mem_faults, faults + 1);
+	assert_false(xp_copy(x, p + page - 64, buf, LIMIT));
+	assert_int_equal(x->stats.mem_faults, faults + 1);
 	for (i = 0; i < 48; i++)
 		assert_int_equal(p[page - 64 + i], 0x5a);
 	/* The thread goes on copying. */
-	assert_true(xp_copy(xport(), p, buf, LIMIT));
+	assert_true(xp_copy(x, p, buf, LIMIT));
 	assert_memory_equal(p, buf, LIMIT);
 	assert_int_equal(munmap(p, 2 * page), 0);
 }
