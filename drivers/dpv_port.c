@@ -291,6 +291,7 @@ static void arp_send(struct dpv_port *port, uint16_t op, const struct rte_ether_
 		capture(port, &m, 1, true);
 	if (port->ops->tx_burst(port, &m, 1) == 1) {
 		port->stats.tx_frames++;
+		port->stats.tx_bursts++;
 		if (op == RTE_ARP_OP_REQUEST)
 			port->stats.arp_requests_sent++;
 		else
@@ -360,6 +361,7 @@ bool dpv_port_backlog_flush(struct dpv_port *port)
 		return true;
 	sent = port->ops->tx_burst(port, port->backlog, port->backlog_n);
 	port->stats.tx_frames += sent;
+	port->stats.tx_bursts += sent != 0;
 	port->backlog_n -= sent;
 	if (sent != 0 && port->backlog_n != 0)
 		memmove(port->backlog, port->backlog + sent,
@@ -401,6 +403,7 @@ static uint16_t send_now(struct dpv_port *port, struct rte_mbuf **pkts, uint16_t
 		return send_keep(port, pkts, n, 0);
 	sent = port->ops->tx_burst(port, pkts, n);
 	port->stats.tx_frames += sent;
+	port->stats.tx_bursts += sent != 0;
 	if (likely(sent == n))
 		return sent;
 	return send_keep(port, pkts, n, sent);
@@ -566,6 +569,7 @@ uint16_t dpv_port_rx_sort(struct dpv_port *port, struct rte_mbuf **pkts, uint16_
 	uint16_t kept = 0;
 
 	port->stats.rx_frames += got;
+	port->stats.rx_bursts++;
 	if (unlikely(port->capture != NULL))
 		capture(port, pkts, got, false);
 	for (uint16_t i = 0; i < got; i++) {

@@ -81,6 +81,9 @@ struct dpv_port_ops {
 /** Port counters (owner thread writes; others may read a stale snapshot). */
 struct dpv_port_stats {
 	uint64_t rx_frames, tx_frames;
+	/** driver bursts that moved at least one frame: frames per burst is how well
+	 *  the device batches what it hands the port */
+	uint64_t rx_bursts, tx_bursts;
 	uint64_t tx_dropped;   /**< frames lost: the TX backlog was full */
 	uint64_t tx_deferred;  /**< frames the TX queue refused, kept in the backlog */
 	/** frames the backlog held when the link was seen down (dpv_port_link()): dropped,

@@ -69,7 +69,8 @@ static const char *const rx_bad_names[DPV_WIRE_E_ICRC + 1] = {
 
 #define PORT_STAT(f) {#f, offsetof(struct dpv_port_stats, f)}
 static const struct stat_field port_fields[] = {
-	PORT_STAT(rx_frames), PORT_STAT(tx_frames), PORT_STAT(tx_dropped),
+	PORT_STAT(rx_frames), PORT_STAT(tx_frames), PORT_STAT(rx_bursts), PORT_STAT(tx_bursts),
+	PORT_STAT(tx_dropped),
 	PORT_STAT(tx_deferred), PORT_STAT(tx_link_down_drops), PORT_STAT(rx_not_ipv4),
 	PORT_STAT(arp_requests_sent), PORT_STAT(arp_replies_sent), PORT_STAT(arp_learned),
 	PORT_STAT(arp_unresolved_drops), PORT_STAT(arp_invalid),

@@ -96,6 +96,30 @@ static void resolved_neighbours_go_out_at_once(void **state)
 	rte_pktmbuf_free(rx[0]);
 }
 
+/* A burst is one driver call that moved frames: frames per burst tell how well the
+ * device batches; an empty poll is no burst. */
+static void bursts_count_driver_calls_that_moved_frames(void **state)
+{
+	struct rte_mbuf *tx[5], *rx[8];
+	uint64_t tx_bursts = a.stats.tx_bursts, tx_frames = a.stats.tx_frames;
+	uint64_t rx_bursts = b.stats.rx_bursts, rx_frames = b.stats.rx_frames;
+	struct rte_ether_addr mac;
+
+	(void)state;
+	assert_true(dpv_port_resolve(&a, b.ipv4, &mac));
+	assert_int_equal(dpv_port_rx(&b, rx, 8), 0);
+	assert_int_equal(b.stats.rx_bursts, rx_bursts);
+	for (int i = 0; i < 5; i++)
+		tx[i] = ipv4_frame(&a, b.ipv4, (uint8_t)i);
+	assert_int_equal(dpv_port_tx(&a, tx, 5), 5);
+	assert_int_equal(a.stats.tx_bursts - tx_bursts, 1);
+	assert_int_equal(a.stats.tx_frames - tx_frames, 5);
+	assert_int_equal(dpv_port_rx(&b, rx, 8), 5);
+	rte_pktmbuf_free_bulk(rx, 5);
+	assert_int_equal(b.stats.rx_bursts - rx_bursts, 1);
+	assert_int_equal(b.stats.rx_frames - rx_frames, 5);
+}
+
 static void arp_for_another_address_is_not_answered(void **state)
 {
 	uint64_t replies = b.stats.arp_replies_sent;
@@ -279,6 +303,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(frames_wait_for_arp_then_arrive_with_the_right_mac),
 		cmocka_unit_test(resolved_neighbours_go_out_at_once),
+		cmocka_unit_test(bursts_count_driver_calls_that_moved_frames),
 		cmocka_unit_test(arp_for_another_address_is_not_answered),
 		cmocka_unit_test(non_ipv4_frames_are_dropped_and_counted),
 		cmocka_unit_test(capture_records_frames_sent_and_received),
