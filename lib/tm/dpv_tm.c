@@ -554,13 +554,27 @@ bool dpv_tm_tmh_is_rndv(const struct dpv_tm_tmh *tmh)
 	return tmh->opcode == IBV_TMH_RNDV;
 }
 
-static uint64_t be_read(const uint8_t *p, unsigned int n)
+/* Big-endian fields of the TMH and RVH, at any alignment: one load and a byte swap,
+ * not a loop over the bytes (every tagged message parses a TMH). */
+static inline uint64_t be64_read(const uint8_t *p)
 {
-	uint64_t v = 0;
-	unsigned int i;
+	uint64_t v;
 
-	for (i = 0; i < n; i++)
-		v = v << 8 | p[i];
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+static inline uint32_t be32_read(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
 	return v;
 }
 
@@ -581,9 +595,9 @@ bool dpv_tm_parse_rvh(const void *payload, size_t len, struct dpv_tm_rvh *rvh)
 		memset(rvh, 0, sizeof(*rvh));
 		return false;
 	}
-	rvh->va = be_read(p + offsetof(struct ibv_rvh, va), 8);
-	rvh->rkey = (uint32_t)be_read(p + offsetof(struct ibv_rvh, rkey), 4);
-	rvh->len = (uint32_t)be_read(p + offsetof(struct ibv_rvh, len), 4);
+	rvh->va = be64_read(p + offsetof(struct ibv_rvh, va));
+	rvh->rkey = be32_read(p + offsetof(struct ibv_rvh, rkey));
+	rvh->len = be32_read(p + offsetof(struct ibv_rvh, len));
 	return true;
 }
 
@@ -600,9 +614,6 @@ void dpv_tm_write_fin(void *buf, uint32_t app_ctx, uint64_t tag)
 void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
 {
 	const uint8_t *p = payload;
-	uint64_t tag = 0;
-	uint32_t ctx = 0;
-	unsigned int i;
 
 	if (len < sizeof(struct ibv_tmh)) {
 		tmh->opcode = IBV_TMH_NO_TAG;
@@ -610,13 +621,9 @@ void dpv_tm_parse_tmh(const void *payload, size_t len, struct dpv_tm_tmh *tmh)
 		tmh->tag = 0;
 		return;
 	}
-	for (i = 0; i < sizeof(ctx); i++)
-		ctx = ctx << 8 | p[offsetof(struct ibv_tmh, app_ctx) + i];
-	for (i = 0; i < sizeof(tag); i++)
-		tag = tag << 8 | p[offsetof(struct ibv_tmh, tag) + i];
 	tmh->opcode = p[offsetof(struct ibv_tmh, opcode)];
-	tmh->app_ctx = ctx;
-	tmh->tag = tag;
+	tmh->app_ctx = be32_read(p + offsetof(struct ibv_tmh, app_ctx));
+	tmh->tag = be64_read(p + offsetof(struct ibv_tmh, tag));
 }
 
 /* The earliest eligible entry of class @p mask (all ones: the exact class) whose
