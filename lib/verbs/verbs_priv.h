@@ -159,9 +159,8 @@ struct dpv_srq_v {
 	uint32_t max_sge;
 	uint32_t users;               /* QPs attached (control path) */
 	struct ibv_cq *cq;            /* TM, XRC: the CQ of its completions */
-	pthread_spinlock_t lane_lock[DPV_VERBS_SRQ_LANES];
-	pthread_spinlock_t ops_lock;  /* dpv_tm_post's post side is one thread at a time */
-	bool nolock;                  /* under a thread domain: neither lock is taken */
+	struct dpv_vlock lane_lock[DPV_VERBS_SRQ_LANES]; /* posters of one lane (verbs_lock.h) */
+	struct dpv_vlock ops_lock;    /* dpv_tm_post's post side is one thread at a time */
 	bool custom_mem;              /* its memory is its parent domain allocator's */
 	struct dpv_srq_v *next_on_dev; /* dpv_device's srqs */
 };

@@ -114,7 +114,6 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 		return NULL;
 	}
 	srq->ctx = c;
-	srq->nolock = dpv_verbs_pd_td(attr->pd) != NULL;
 	srq->tm = type == IBV_SRQT_TM;
 	srq->xrcd = type == IBV_SRQT_XRC ? attr->xrcd : NULL;
 	if (srq->xrcd != NULL)
@@ -123,9 +122,17 @@ struct ibv_srq *dpv_verbs_create_srq_ex(struct ibv_context *context,
 	srq->srq->limit_event = srq_limit;
 	srq->srq->error_event = srq_error;
 	srq->srq->event_arg = srq;
-	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
-		pthread_spin_init(&srq->lane_lock[i], PTHREAD_PROCESS_PRIVATE);
-	pthread_spin_init(&srq->ops_lock, PTHREAD_PROCESS_PRIVATE);
+	/* Under a thread domain neither lock is taken (ibv_alloc_td(3)); otherwise the
+	 * one thread that posts pays no locked instruction. */
+	if (dpv_verbs_pd_td(attr->pd) != NULL) {
+		for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
+			dpv_vlock_init_none(&srq->lane_lock[i]);
+		dpv_vlock_init_none(&srq->ops_lock);
+	} else {
+		for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
+			dpv_vlock_init(&srq->lane_lock[i]);
+		dpv_vlock_init(&srq->ops_lock);
+	}
 	dpv_dev_own(c->dev);
 	if (cq != NULL)
 		cq->users++;
@@ -203,6 +210,9 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 	}
 	dpv_srq_destroy(dev->xport, srq->srq);
 	dpv_dev_disown(dev);
+	for (uint32_t i = 0; i < DPV_VERBS_SRQ_LANES; i++)
+		dpv_vlock_destroy(&srq->lane_lock[i]);
+	dpv_vlock_destroy(&srq->ops_lock);
 	__atomic_sub_fetch(&to_pd(ibsrq->pd)->users, 1, __ATOMIC_RELAXED);
 	dpv_verbs_obj_free(ibsrq->pd, srq, DPV_VERBS_RES_TYPE_SRQ, srq->custom_mem);
 	return 0;
@@ -215,9 +225,9 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	uint32_t lane = dpv_verbs_lane(DPV_VERBS_SRQ_LANES), first, n = 0;
 	struct dpv_ring *r = srq->srq->lanes.lane[lane];
 	int ret = 0;
+	bool fast;
 
-	if (!srq->nolock)
-		pthread_spin_lock(&srq->lane_lock[lane]);
+	fast = dpv_vlock(&srq->lane_lock[lane]);
 	for (; wr != NULL; wr = wr->next, n++) {
 		/* doc/guides/srq.md §1: post-time checks, in list order; earlier WRs stay
 		 * posted. */
@@ -238,8 +248,7 @@ int dpv_verbs_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		__atomic_add_fetch(&srq->srq->posted, n, __ATOMIC_ACQ_REL);
 		dpv_ring_commit(r, n);
 	}
-	if (!srq->nolock)
-		pthread_spin_unlock(&srq->lane_lock[lane]);
+	dpv_vunlock(&srq->lane_lock[lane], fast);
 	if (ret != 0)
 		*bad = wr;
 	return ret;
@@ -295,6 +304,7 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 	struct dpv_ring *r;
 	struct dpv_tm_op op;
 	int ret = 0;
+	bool fast;
 
 	if (!srq->tm) {
 		*bad = wr;
@@ -304,8 +314,7 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 	r = srq->srq->tm_ops.lane[lane];
 	/* The post side of lib/tm is one thread at a time; ops of one thread stay in
 	 * their lane, so the device runs them in the order this thread posted them. */
-	if (!srq->nolock)
-		pthread_spin_lock(&srq->ops_lock);
+	fast = dpv_vlock(&srq->ops_lock);
 	for (; wr != NULL; wr = wr->next) {
 		ret = tm_op_of(srq, wr, &op, sges);
 		if (ret == 0)
@@ -320,8 +329,7 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		if (wr->opcode == IBV_WR_TAG_ADD)
 			wr->tm.handle = op.handle; /* doc/guides/srq.md §3: synchronously */
 	}
-	if (!srq->nolock)
-		pthread_spin_unlock(&srq->ops_lock);
+	dpv_vunlock(&srq->ops_lock, fast);
 	if (ret != 0)
 		*bad = wr;
 	dpv_engine_progress_dev(srq->ctx->dev);
