@@ -546,7 +546,21 @@ struct dpv_srq {
 	uint32_t xrc_srqn;           /**< XRC: its number, the XRCETH's (DPV_MAX_XRC_SRQ) */
 	struct dpv_tm *tm;           /**< NULL for a basic SRQ */
 	struct dpv_lanes tm_ops;     /**< TM: slots struct dpv_tm_op, one lane per poster */
+	/** TM: rung by posters once their ops are committed to tm_ops (dpv_srq_ops_ring());
+	 *  the device's poll looks at the lanes only while it is set, so a poll with no
+	 *  op posted reads this word, not every lane */
+	uint32_t ops_rung;
+	bool ops_left;               /**< TM, device: a drain left an op (its CQ was full) */
 };
+
+/**
+ * Producer side of a TM SRQ's op lanes: after committing ops to a lane of
+ * @p srq->tm_ops, tell the device (a store, no locked instruction). Any thread.
+ */
+static inline void dpv_srq_ops_ring(struct dpv_srq *srq)
+{
+	__atomic_store_n(&srq->ops_rung, 1, __ATOMIC_RELEASE);
+}
 
 /** Creation parameters of an SRQ (dpv_srq_create()). */
 struct dpv_srq_init {
@@ -877,8 +891,9 @@ void dpv_xport_tick(struct dpv_xport *x, uint64_t now);
 /**
  * Execute posted TM ops of one SRQ, at most @p budget (owner): lib/tm, then their
  * completions. An op whose completion finds the CQ full stays posted. The device's
- * poll runs every TM SRQ's with dpv_xport_tm_ops(); this one is for a caller that
- * drives a single SRQ and counts what it ran.
+ * poll runs every TM SRQ's with dpv_xport_tm_ops(), for the SRQs whose posters rang
+ * (dpv_srq_ops_ring()); this one is for a caller that drives a single SRQ and counts
+ * what it ran, and looks at its lanes whether or not they rang.
  * @return the ops executed; 0 for a basic SRQ.
  */
 uint32_t dpv_xport_srq_ops(struct dpv_srq *srq, uint32_t budget);

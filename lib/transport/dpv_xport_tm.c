@@ -99,8 +99,10 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 	uint32_t first;
 
 	(void)lane;
-	if (dpv_ring_reserve(srq->cq->ring, 1, &first) == 0)
+	if (dpv_ring_reserve(srq->cq->ring, 1, &first) == 0) {
+		srq->ops_left = true;
 		return false;
+	}
 	dpv_tm_exec(srq->tm, op, &t);
 	if (!t.visible && !t.release)
 		return true;
@@ -124,14 +126,29 @@ static bool srq_exec_one(void *slot, uint32_t lane, void *arg)
 	return true;
 }
 
+/* The ops of an SRQ whose posters rang. Taking the doorbell is a full barrier (a
+ * locked exchange): a poster's commit and ring that come after it are seen by this
+ * drain or leave the doorbell set for the next. A drain that ends short of its budget
+ * has taken every lane's ops but for one that a full CQ stopped; that, or the budget
+ * spent, rings it again. */
 static uint32_t srq_ops(struct dpv_srq *srq, uint32_t budget)
 {
-	return dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, srq);
+	uint32_t done;
+
+	if (__atomic_load_n(&srq->ops_rung, __ATOMIC_RELAXED) == 0)
+		return 0;
+	__atomic_exchange_n(&srq->ops_rung, 0, __ATOMIC_ACQ_REL);
+	done = dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, srq);
+	if (done == budget || srq->ops_left) {
+		srq->ops_left = false;
+		dpv_srq_ops_ring(srq);
+	}
+	return done;
 }
 
 uint32_t dpv_xport_srq_ops(struct dpv_srq *srq, uint32_t budget)
 {
-	return srq->tm != NULL ? srq_ops(srq, budget) : 0;
+	return srq->tm != NULL ? dpv_lanes_drain(&srq->tm_ops, budget, srq_exec_one, srq) : 0;
 }
 
 /* Two TM SRQs or more: apart, so that the loop's registers are saved only for them. */

@@ -298,6 +298,7 @@ static int tm_op_of(const struct dpv_srq_v *srq, const struct ibv_ops_wr *wr,
 int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 			   struct ibv_ops_wr **bad)
 {
+	const struct ibv_ops_wr *first_wr = wr;
 	struct dpv_srq_v *srq = to_srq(ibsrq);
 	struct dpv_tm_sge sges[DPV_TM_MAX_SGE_LIMIT];
 	uint32_t lane, first;
@@ -330,6 +331,8 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 			wr->tm.handle = op.handle; /* doc/guides/srq.md §3: synchronously */
 	}
 	dpv_vunlock(&srq->ops_lock, fast);
+	if (wr != first_wr)
+		dpv_srq_ops_ring(srq->srq);
 	if (ret != 0)
 		*bad = wr;
 	dpv_engine_progress_dev(srq->ctx->dev);

@@ -347,6 +347,7 @@ static void tag_add(struct dev *d, uint64_t tag, uint32_t len)
 		return;
 	op.sg_list = NULL;
 	dpv_ring_enqueue_burst(d->tm_srq->tm_ops.lane[0], &op, 1);
+	dpv_srq_ops_ring(d->tm_srq);
 }
 
 static void reset_all(void)

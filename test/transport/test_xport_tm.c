@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lib/transport, tag matching on the transport: expected and unexpected eager messages,
- * no-tag and op completions, rendezvous READs and their FIN.
+ * no-tag and op completions, rendezvous READs and their FIN, the op lanes' doorbell.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -350,6 +350,47 @@ static void tm_rendezvous_reads_then_fin(void **state)
 	free(src);
 }
 
+/* The device's poll runs a TM SRQ's ops once its posters rang, and an op whose
+ * completion finds the CQ full waits for room without another ring. */
+static void tm_ops_run_when_rung_and_wait_out_a_full_cq(void **state)
+{
+	struct dpv_tm_config cfg = {.max_num_tags = 8, .max_ops = 16, .max_sge = 1};
+	struct dpv_srq_init si = {.pd = PD, .max_wr = 8, .max_sge = 1, .lanes = 1, .tm = &cfg};
+	struct dpv_tm_op op = {.opcode = DPV_TM_OP_SYNC, .flags = DPV_TM_OP_F_SIGNALED};
+	struct dpv_cqe c[8];
+	struct dpv_srq *srq;
+	struct dpv_cq *cq;
+	uint32_t cap;
+
+	(void)state;
+	assert_int_equal(dpv_cq_create(xb, 4, &cq), 0);
+	cap = cq->ring->mask + 1;
+	si.cq = cq;
+	assert_int_equal(dpv_srq_create(xb, &si, &srq), 0);
+	for (uint32_t i = 0; i < cap + 2; i++) {
+		op.wr_id = 500 + i;
+		assert_int_equal(dpv_tm_post(srq->tm, &op), 0);
+		assert_int_equal(dpv_ring_enqueue_burst(srq->tm_ops.lane[0], &op, 1), 1);
+	}
+	/* Not rung: the poll does not look at the lanes. */
+	assert_int_equal(dpv_xport_tm_ops(xb, 64), 0);
+	dpv_srq_ops_ring(srq);
+	assert_int_equal(dpv_xport_tm_ops(xb, 64), cap);
+	assert_int_equal(dpv_xport_tm_ops(xb, 64), 0);
+	assert_int_equal(dpv_ring_dequeue_burst(cq->ring, c, 8), cap);
+	for (uint32_t i = 0; i < cap; i++)
+		assert_int_equal(c[i].wr_id, 500 + i);
+	/* Room again: the two left run on the next polls, with no new ring. */
+	assert_int_equal(dpv_xport_tm_ops(xb, 64), 2);
+	assert_int_equal(dpv_xport_tm_ops(xb, 64), 0);
+	assert_int_equal(dpv_ring_dequeue_burst(cq->ring, c, 8), 2);
+	assert_int_equal(c[0].wr_id, 500 + cap);
+	assert_int_equal(c[1].wr_id, 501 + cap);
+	assert_int_equal(dpv_tm_ops_outstanding(srq->tm), 0);
+	dpv_srq_destroy(xb, srq);
+	dpv_cq_destroy(cq);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +398,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(tm_unexpected_no_tag_and_op_completions),
 		cmocka_unit_test(tm_rendezvous_and_too_long_eager),
 		cmocka_unit_test(tm_rendezvous_reads_then_fin),
+		cmocka_unit_test(tm_ops_run_when_rung_and_wait_out_a_full_cq),
 	};
 
 	return XPORT_RUN_GROUP("transport_tm", tests, argc, argv) ? 1 : 0;
