@@ -3,8 +3,8 @@
  * Memory unmapped under a registered region (the program broke ibv_reg_mr(3)'s rule,
  * doc/guides/memory.md): a peer's WRITE into it, a peer's READ of it, a local SEND
  * from it and a receive into it each end in an error completion and the QP's error,
- * counted in xport.mem_faults, and never crash the process; the device goes on serving
- * other QPs. An on-demand region follows its mapping. A fault that is not the device's
+ * counted in xport.mem_faults, and never crash the process (a tag's buffer too); the
+ * device goes on serving other QPs. An on-demand region follows its mapping. A fault that is not the device's
  * still ends the process as before.
  * Not under valgrind: it reports the very accesses this test makes on purpose.
  */
@@ -14,6 +14,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <infiniband/tm_types.h>
 
 #include "dpv_verbs.h"
 #include "verbs_test.h"
@@ -200,6 +202,70 @@ static void unmapped_short_receive_loc_prot_err(void **state)
 	receive_loc_prot_err(SHORT);
 }
 
+/* A tagged eager message of @p len bytes into a tag's buffer whose memory is gone: the
+ * tag's completion, not the plain receive's path (doc/guides/srq.md §4). */
+static void tagged_receive_loc_prot_err(uint32_t len)
+{
+	struct ibv_mr *mr = unmapped_mr(LW);
+	struct ibv_mr *src = new_mr(&B, LEN + sizeof(struct ibv_tmh), LW);
+	uint64_t faults = dev_xstat(A.ctx, "xport.mem_faults");
+	struct ibv_cq_ex *cq = new_cq_ex(&A, 64, IBV_WC_EX_WITH_TM_INFO);
+	struct ibv_srq *srq = new_tm_srq(&A, cq, 16, 16, 16);
+	struct ibv_cq *bcq = new_cq(&B, 16, NULL, NULL);
+	struct ibv_qp *qa = new_qp(&A, IBV_QPT_RC, ibv_cq_ex_to_cq(cq), ibv_cq_ex_to_cq(cq), srq,
+				   0, 0);
+	struct ibv_qp *qb = new_qp(&B, IBV_QPT_RC, bcq, bcq, NULL, 16, 16);
+	const uint64_t tag = 0x7a6700000000beefull;
+	struct ibv_tmh *h = src->addr;
+	struct ibv_wc bwc;
+	struct wc_ex wc;
+
+	device_handlers();
+	connect_rc(qa, qb, &conn_default);
+	assert_int_equal(post_tag_add(srq, 1, 2, mr->addr, LEN, mr->lkey, tag, UINT64_MAX, 0, 0,
+				      NULL), 0);
+	memset(h, 0, sizeof(*h));
+	h->opcode = IBV_TMH_EAGER;
+	h->tag = htobe64(tag);
+	assert_int_equal(post_send(qb, IBV_WR_SEND, 3, src->addr, sizeof(*h) + len, src->lkey,
+				   IBV_SEND_SIGNALED), 0);
+	/* A message of more than one packet is matched at its first (srq.md §4). */
+	if (sizeof(*h) + len > 1024) {
+		expect_ex(cq, &wc);
+		assert_int_equal(wc.wr_id, 2);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wc_flags & (IBV_WC_TM_MATCH | IBV_WC_TM_DATA_VALID),
+				 IBV_WC_TM_MATCH);
+	}
+	expect_ex(cq, &wc);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	expect_wc(bcq, &bwc);
+	assert_int_not_equal(bwc.status, IBV_WC_SUCCESS);
+	assert_true(dev_xstat(A.ctx, "xport.mem_faults") > faults);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	still_serving();
+}
+
+static void unmapped_tagged_receive_loc_prot_err(void **state)
+{
+	(void)state;
+	tagged_receive_loc_prot_err(LEN);
+}
+
+/* One packet, longer than the short copy. */
+static void unmapped_one_packet_tagged_receive_loc_prot_err(void **state)
+{
+	(void)state;
+	tagged_receive_loc_prot_err(512);
+}
+
+static void unmapped_short_tagged_receive_loc_prot_err(void **state)
+{
+	(void)state;
+	tagged_receive_loc_prot_err(SHORT);
+}
+
 /* An on-demand region follows the mapping under it (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND):
  * registered over pages no access is allowed to, a peer's WRITE into it ends as a bad
  * key's; once the program maps the pages, the same key takes the next WRITE. */
@@ -273,6 +339,9 @@ int main(void)
 		VT(unmapped_peer_short_read_rem_access_err),
 		VT(unmapped_local_short_send_loc_prot_err),
 		VT(unmapped_short_receive_loc_prot_err),
+		VT(unmapped_tagged_receive_loc_prot_err),
+		VT(unmapped_one_packet_tagged_receive_loc_prot_err),
+		VT(unmapped_short_tagged_receive_loc_prot_err),
 		VT(on_demand_region_follows_its_mapping),
 		VT(other_faults_still_end_the_process),
 	};
