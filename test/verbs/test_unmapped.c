@@ -4,8 +4,8 @@
  * doc/guides/memory.md): a peer's WRITE into it, a peer's READ of it, a local SEND
  * from it and a receive into it each end in an error completion and the QP's error,
  * counted in xport.mem_faults, and never crash the process (a tag's buffer too); the
- * device goes on serving other QPs. An on-demand region follows its mapping. A fault that is not the device's
- * still ends the process as before.
+ * device goes on serving other QPs. An on-demand region follows its mapping. A fault
+ * that is not the device's still ends the process as before.
  * Not under valgrind: it reports the very accesses this test makes on purpose.
  */
 #include <signal.h>
