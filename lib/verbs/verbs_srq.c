@@ -335,6 +335,11 @@ int dpv_verbs_post_srq_ops(struct ibv_srq *ibsrq, struct ibv_ops_wr *wr,
 		dpv_srq_ops_ring(srq->srq);
 	if (ret != 0)
 		*bad = wr;
-	dpv_engine_progress_dev(srq->ctx->dev);
+	/* The ops wait for the device's next poll, which runs them before the frames it
+	 * receives (an ADD is in the list for any message that poll finds), as the poll
+	 * that looks for their completions. A full list or op queue drives the device
+	 * all the same, for a program that retries the post instead of polling. */
+	if (ret != 0)
+		dpv_engine_progress_dev(srq->ctx->dev);
 	return ret;
 }
