@@ -1171,7 +1171,7 @@ lk_help(void)
 	       "  --msgs N         messages (and raw frames) of the rate cases (default 1000000)\n"
 	       "  --window N       SENDs / WRITEs / READs in flight (perftest's tx depth;\n"
 	       "                   default 128; a QP reads 16 at a time)\n"
-	       "  --bw-bytes N     bytes each bandwidth case moves (default 67108864)\n"
+	       "  --bw-bytes N     bytes each bandwidth case moves (default 268435456)\n"
 	       "  --sizes LIST     bandwidth message sizes (default 4096,16384,65536,262144,\n"
 	       "                   1048576,4194304)\n"
 	       "  --cores A,B      the two sides' cores (default 0,1)\n"
@@ -1343,7 +1343,7 @@ link_run(int argc, char **argv)
 	static struct lk_run run;
 	static struct lk_opts o = {
 		.rounds = 5, .lat_iters = 100000, .warmup = 1000, .lat_size = 8,
-		.rate_msgs = 1000000, .window = 128, .bw_bytes = UINT64_C(64) << 20,
+		.rate_msgs = 1000000, .window = 128, .bw_bytes = UINT64_C(256) << 20,
 		.sizes = { 4096, 16384, 65536, 262144, 1048576, 4194304 }, .nb_sizes = 6,
 		.core = { 0, 1 }, .progress = "inline", .progress_cpu = -1, .idle_us = 500, .ext = true,
 	};
