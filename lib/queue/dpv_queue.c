@@ -110,18 +110,15 @@ lanes_drain(struct dpv_lanes *l, uint32_t budget, bool (*fn)(void *slot, uint32_
 	    void *arg)
 {
 	const uint32_t nlanes = l->nlanes, start = l->next;
-	uint32_t done = 0, visited, lane = start, n, i, first;
+	uint32_t done = 0, visited, lane = start, n, i, first = 0;
 	struct dpv_ring *r;
 
 	for (visited = 0; visited < nlanes && done < budget; visited++) {
 		r = l->lane[lane];
 		/* Most lanes of a drain are empty (one thread posts): one look, no peek. */
-		if (__atomic_load_n(&r->prod_tail, __ATOMIC_ACQUIRE) == r->cons_head) {
-			if (++lane == nlanes)
-				lane = 0;
-			continue;
-		}
-		n = dpv_ring_peek(r, budget - done, &first);
+		n = __atomic_load_n(&r->prod_tail, __ATOMIC_ACQUIRE) == r->cons_head
+			    ? 0
+			    : dpv_ring_peek(r, budget - done, &first);
 		for (i = 0; i < n; i++) {
 			if (!fn(dpv_ring_slot(r, first + i), lane, arg)) {
 				dpv_ring_release(r, i);

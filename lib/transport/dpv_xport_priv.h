@@ -545,6 +545,17 @@ void xp_req_rewind(struct xp_qp *q, uint32_t psn);
 /* dpv_xport_resp.c */
 void xp_resp_rx(struct dpv_xport *x, struct xp_qp *q, const struct dpv_wire_pkt *p,
 		const uint8_t *frame);
+/* @p len bytes (not 0) of @p data into the one buffer of receive @p r at @p addr, after
+ * the same key check xp_sgl_scatter() makes (IBTA 10.6): DPV_WC_SUCCESS or
+ * DPV_WC_LOC_PROT_ERR. */
+static inline uint8_t xp_recv_place_one(struct dpv_xport *x, const struct xp_recv *r,
+					uint64_t addr, const uint8_t *data, uint32_t len)
+{
+	if (dpv_mr_check(x->mrs, r->sge[0].lkey, r->pd, addr, len, DPV_ACCESS_LOCAL_WRITE) == NULL ||
+	    !xp_copy(x, (void *)(uintptr_t)addr, data, len))
+		return DPV_WC_LOC_PROT_ERR;
+	return DPV_WC_SUCCESS;
+}
 /* xp_recv_place() whatever the receive's buffers (several, a skip, nothing to place). */
 uint8_t xp_recv_place_any(struct dpv_xport *x, struct xp_recv *r, const uint8_t *data,
 			  uint32_t len);
@@ -565,10 +576,7 @@ static inline uint8_t xp_recv_place(struct dpv_xport *x, struct xp_recv *r, cons
 	dst = r->sge[0].addr + off;
 	if ((uint64_t)off + len > r->cap)
 		return DPV_WC_LOC_LEN_ERR;
-	if (dpv_mr_check(x->mrs, r->sge[0].lkey, r->pd, dst, len, DPV_ACCESS_LOCAL_WRITE) == NULL ||
-	    !xp_copy(x, (void *)(uintptr_t)dst, data, len))
-		return DPV_WC_LOC_PROT_ERR;
-	return DPV_WC_SUCCESS;
+	return xp_recv_place_one(x, r, dst, data, len);
 }
 /* The completion of the receive in progress (@p p NULL: no immediate, not solicited);
  * it ends it. */

@@ -277,15 +277,10 @@ uint8_t xp_recv_place_any(struct dpv_xport *x, struct xp_recv *r, const uint8_t 
 	if (dst + (len - s) > r->cap)
 		return DPV_WC_LOC_LEN_ERR;
 	/* One buffer (a tag's, behind its TMH): the piece's place is known, as in
-	 * xp_recv_place(), without the scatter loop. */
-	if (r->num_sge == 1) {
-		dst += r->sge[0].addr;
-		if (dpv_mr_check(x->mrs, r->sge[0].lkey, r->pd, dst, len - s,
-				 DPV_ACCESS_LOCAL_WRITE) == NULL ||
-		    !xp_copy(x, (void *)(uintptr_t)dst, data + s, len - s))
-			return DPV_WC_LOC_PROT_ERR;
-		return DPV_WC_SUCCESS;
-	}
+	 * xp_recv_place(), without the scatter loop. Nothing to place checks nothing,
+	 * as in the loop. */
+	if (r->num_sge == 1 && len > s)
+		return xp_recv_place_one(x, r, r->sge[0].addr + dst, data + s, len - s);
 	return xp_sgl_scatter(x, r->sge, r->num_sge, r->pd, dst, data + s, len - s);
 }
 
